@@ -1,0 +1,30 @@
+"""ragsight: evaluate retrieval-augmented generation, with the evidence behind every score."""
+
+from ._score import ClaimVerdict, Evidence, Outcome, Score
+from ._version import __version__
+from ._evaluate import EvaluationResult, MetricSummary, aevaluate, evaluate  # noqa: I001
+from .analyses import AnalysisSettings
+from .judge import Judge, RetryPolicy, ScriptedJudge
+from .metrics import metric_names
+from .sample import Dataset, Sample
+from .store import Store
+
+__all__ = [
+    "AnalysisSettings",
+    "ClaimVerdict",
+    "Dataset",
+    "EvaluationResult",
+    "Evidence",
+    "Judge",
+    "MetricSummary",
+    "Outcome",
+    "RetryPolicy",
+    "Sample",
+    "Score",
+    "ScriptedJudge",
+    "Store",
+    "__version__",
+    "aevaluate",
+    "evaluate",
+    "metric_names",
+]

@@ -1,0 +1,154 @@
+"""The async scheduler: samples x metrics, shared analyses deduplicated per sample, bounded
+concurrency, progress, crash-safe saving, and resume.
+
+Flow of one sample: a SampleContext is made; every selected metric's ``score`` runs concurrently
+on it; metrics ask the context for shared analyses, each computed once; a metric whose judge step
+fails ends ``failed`` with the step's calls in its evidence (never NaN, never dropped); then the
+sample's scores and judge calls are committed to the store in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .._score import Evidence, JudgeCallRef, Outcome, Score
+from ..analyses import AnalysisSettings, SampleContext
+from ..embed._protocol import Embedder
+from ..judge._judge import Judge, JudgeCall, JudgeFailedError
+from ..metrics import Metric
+from ..sample import Sample
+from ..store import Store
+
+__all__ = ["Progress", "SampleOutcome", "run_samples"]
+
+_current_sample: contextvars.ContextVar[str | None] = contextvars.ContextVar("ragsight_sample", default=None)
+
+
+@dataclass
+class Progress:
+    """Counters the progress display reads."""
+
+    total: int = 0
+    done: int = 0
+    outcomes: dict[str, int] = field(default_factory=lambda: {o.value: 0 for o in Outcome})
+
+
+@dataclass(frozen=True)
+class SampleOutcome:
+    sample_id: str
+    scores: tuple[Score, ...]
+
+
+def settings_for(metrics: Sequence[Metric], base: AnalysisSettings) -> AnalysisSettings:
+    flags: set[str] = set()
+    for m in metrics:
+        flags |= set(m.flags)
+    return replace(base, **{f: True for f in flags})
+
+
+def _failed(metric: Metric, exc: BaseException) -> Score:
+    if isinstance(exc, JudgeFailedError):
+        calls = exc.calls
+        refs = (JudgeCallRef(exc.step, calls[0].prompt_id, calls[0].prompt_version, False),) if calls else ()
+        last = next((c.error for c in reversed(calls) if c.error), None) or str(exc)
+        return Score.failed(metric.key, f"judge step {calls[0].prompt_id if calls else '?'} failed: {last}",
+                            Evidence(details={"attempts": len(calls)}, calls=refs))
+    return Score.failed(
+        metric.key, f"internal error: {type(exc).__name__}: {exc}",
+        Evidence(details={"traceback": "".join(traceback.format_exception(exc))[-2000:]}),
+    )
+
+
+async def score_sample(
+    sample: Sample, metrics: Sequence[Metric], judge: Judge | None, embedder: Embedder | None,
+    settings: AnalysisSettings,
+) -> tuple[Score, ...]:
+    ctx = SampleContext(sample, judge, embedder, settings)
+
+    async def one(m: Metric) -> Score:
+        try:
+            return await m.score(ctx)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a counted outcome
+            return _failed(m, exc)
+
+    return tuple(await asyncio.gather(*(one(m) for m in metrics)))
+
+
+async def run_samples(
+    samples: Sequence[Sample],
+    metrics: Sequence[Metric],
+    *,
+    judge: Judge | None,
+    embedder: Embedder | None,
+    settings: AnalysisSettings,
+    store: Store | None,
+    run_id: str,
+    concurrency: int,
+    progress: Progress | None = None,
+    on_sample: Callable[[SampleOutcome], None] | None = None,
+) -> dict[str, tuple[Score, ...]]:
+    """Evaluate ``samples``; each finished sample is saved before the next result is reported.
+
+    Cancellation (Ctrl-C) stops the samples in flight; everything finished is already saved.
+    """
+    settings = settings_for(metrics, settings)
+    pending_calls: dict[str | None, list[JudgeCall]] = {}
+    previous_sink = judge.sink if judge is not None else None
+
+    def sink(call: JudgeCall) -> None:
+        pending_calls.setdefault(_current_sample.get(), []).append(call)
+        if previous_sink is not None:
+            previous_sink(call)
+
+    if judge is not None:
+        judge.sink = sink
+    results: dict[str, tuple[Score, ...]] = {}
+    sem = asyncio.Semaphore(max(1, concurrency))
+    last_beat = time.monotonic()
+
+    async def one(sample: Sample) -> None:
+        nonlocal last_beat
+        async with sem:
+            token = _current_sample.set(sample.id)
+            try:
+                scores = await score_sample(sample, metrics, judge, embedder, settings)
+            finally:
+                _current_sample.reset(token)
+            calls = pending_calls.pop(sample.id, [])
+            if store is not None:
+                store.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
+            results[sample.id] = scores
+            if progress is not None:
+                progress.done += 1
+                for s in scores:
+                    progress.outcomes[s.outcome.value] += 1
+            if on_sample is not None:
+                on_sample(SampleOutcome(sample.id, scores))
+            if store is not None and time.monotonic() - last_beat > 20:
+                last_beat = time.monotonic()
+                store.heartbeat(run_id)
+
+    try:
+        tasks = [asyncio.ensure_future(one(s)) for s in samples]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+    finally:
+        if judge is not None:
+            judge.sink = previous_sink
+    return results
+
+
+def describe_metrics(metrics: Sequence[Metric]) -> list[dict[str, Any]]:
+    return [{"key": m.key, "name": m.name, "params": m.params(), "lower_is_better": m.lower_is_better}
+            for m in metrics]

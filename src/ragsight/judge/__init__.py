@@ -1,0 +1,105 @@
+"""The judge layer: the provider protocol, the Judge wrapper, and the providers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError
+from ._judge import (
+    Answer,
+    CallCache,
+    Judge,
+    JudgeCall,
+    JudgeFailedError,
+    JudgeStats,
+    MemoryCallCache,
+    RetryPolicy,
+)
+from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
+from ._scripted import ScriptedJudge, UnexpectedPromptError
+
+__all__ = [
+    "Answer",
+    "CallCache",
+    "ChoiceScores",
+    "Completion",
+    "Judge",
+    "JudgeCall",
+    "JudgeFailedError",
+    "JudgeProvider",
+    "JudgeRequest",
+    "JudgeStats",
+    "MemoryCallCache",
+    "Message",
+    "ProviderError",
+    "RetryPolicy",
+    "ScriptedJudge",
+    "UnexpectedPromptError",
+    "make_embedder",
+    "make_judge",
+]
+
+DEFAULT_NOTICE = (
+    "Using the embedded judge ({name}), which runs offline on this CPU. For a stronger judge, "
+    "pass --judge openai:MODEL (any OpenAI-compatible server, with --base-url)."
+)
+
+
+def _say(notice: Any, text: str) -> None:
+    if notice is not None:
+        notice(text)
+
+
+def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPolicy | None = None,
+               notice: Any = None) -> Judge:
+    """A Judge from a spec: ``"openai:MODEL"``, ``"local"``, ``"local:NAME"``,
+    ``"local:PATH.gguf"``, a provider, or a Judge (returned as is). None means the embedded judge."""
+    if isinstance(spec, Judge):
+        return spec
+    if spec is not None and not isinstance(spec, str):
+        if isinstance(spec, JudgeProvider):
+            return Judge(spec, policy=policy)
+        raise ConfigError(f"cannot use {type(spec).__name__} as a judge")
+    text = (spec or "local").strip()
+    kind, _, rest = text.partition(":")
+    if kind == "openai":
+        if not rest:
+            raise ConfigError("--judge openai needs a model name: openai:MODEL, e.g. openai:gpt-4o-mini")
+        from ._openai import OpenAIJudge
+
+        return Judge(OpenAIJudge(rest, base_url=base_url), policy=policy)
+    if kind == "local":
+        from ._local import LocalJudge
+
+        provider = LocalJudge(rest or None)
+        if spec is None:
+            _say(notice, DEFAULT_NOTICE.format(name=provider.model))
+        return Judge(provider, policy=policy)
+    raise ConfigError(
+        f"unknown judge '{text}'. Use openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp, LiteLLM), "
+        "local (the embedded judge), local:qwen2.5-coder-0.5b, or local:PATH.gguf."
+    )
+
+
+def make_embedder(spec: Any = None, *, base_url: str | None = None, notice: Any = None) -> Any:
+    """An embedder from a spec: ``"openai:MODEL"``, ``"local"`` (the default offline embedder),
+    ``"local:e5-small"``, ``"local:minilm"``, or an Embedder instance."""
+    from ..embed._protocol import Embedder
+
+    if spec is not None and not isinstance(spec, str):
+        if isinstance(spec, Embedder):
+            return spec
+        raise ConfigError(f"cannot use {type(spec).__name__} as an embedder")
+    text = (spec or "local").strip()
+    kind, _, rest = text.partition(":")
+    if kind == "openai":
+        if not rest:
+            raise ConfigError("--embedder openai needs a model: openai:MODEL, e.g. openai:text-embedding-3-small")
+        from ..embed._openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(rest, base_url=base_url)
+    if kind == "local":
+        from ..embed import local_embedder
+
+        return local_embedder(rest or None)
+    raise ConfigError(f"unknown embedder '{text}'. Use openai:MODEL, local, local:e5-small or local:minilm.")

@@ -1,0 +1,526 @@
+"""The Judge: wraps a provider with caching, retries, timeouts, concurrency limits, output
+parsing with re-asking, and a record of every call.
+
+Analyses call :meth:`Judge.ask` (structured JSON output, validated) or :meth:`Judge.choose`
+(probabilities of a closed set of answers, for judges that expose log-probabilities). Both return
+an :class:`Answer` holding the value and the calls behind it, or raise :class:`JudgeFailedError`
+holding the calls that were tried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Protocol, TypeVar
+
+from ..errors import JudgeError
+from ..prompts import Prompt
+from ._parse import OutputError, extract_json_object
+from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
+
+__all__ = [
+    "Answer",
+    "CallCache",
+    "CallSink",
+    "Judge",
+    "JudgeCall",
+    "JudgeFailedError",
+    "JudgeStats",
+    "MemoryCallCache",
+    "RetryPolicy",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One round trip to the model (or one cache hit), as recorded in the store.
+
+    ``step`` is the cache key of the logical step the call belongs to; a step may take several
+    calls (retries after transport errors, re-asks after unusable output). ``attempt`` numbers
+    them from 1.
+    """
+
+    step: str
+    attempt: int
+    prompt_id: str
+    prompt_version: str
+    prompt_hash: str
+    judge: str
+    model: str
+    messages: tuple[Message, ...]
+    raw_output: str | None
+    parsed: Any
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+    error: str | None
+    started_at: float
+    structured: str = ""
+    kind: str = "json"  # "json" | "choices"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "attempt": self.attempt,
+            "prompt_id": self.prompt_id,
+            "prompt_version": self.prompt_version,
+            "prompt_hash": self.prompt_hash,
+            "judge": self.judge,
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "raw_output": self.raw_output,
+            "parsed": self.parsed,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": self.latency_s,
+            "cached": self.cached,
+            "error": self.error,
+            "started_at": self.started_at,
+            "structured": self.structured,
+            "kind": self.kind,
+        }
+
+
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    value: T
+    step: str
+    calls: tuple[JudgeCall, ...]
+    prompt_id: str
+    prompt_version: str
+
+    @property
+    def cached(self) -> bool:
+        return bool(self.calls) and all(c.cached for c in self.calls)
+
+
+class JudgeFailedError(JudgeError):
+    """A judge step produced no usable result after its retries and re-asks."""
+
+    def __init__(self, message: str, step: str, calls: Sequence[JudgeCall]) -> None:
+        super().__init__(message)
+        self.step = step
+        self.calls = tuple(calls)
+
+
+class CallCache(Protocol):
+    """Content-addressed store of finished judge steps: key -> (parsed value, raw output, calls)."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def put(self, key: str, entry: dict[str, Any]) -> None: ...
+
+
+class MemoryCallCache:
+    """An in-process cache (for tests and one-off use)."""
+
+    def __init__(self) -> None:
+        self._d: dict[str, dict[str, Any]] = {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._d.get(key)
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        self._d[key] = entry
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+CallSink = Callable[[JudgeCall], None]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounds on how hard one step tries.
+
+    ``max_attempts``: transport attempts per model call (429, 5xx, timeouts, resets).
+    ``max_reasks``: extra calls after an unusable output, each telling the judge what was wrong.
+    ``step_deadline_s``: wall-time cap for a whole step, retries and waits included.
+    """
+
+    max_attempts: int = 4
+    max_reasks: int = 2
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 20.0
+    call_timeout_s: float = 120.0
+    step_deadline_s: float = 300.0
+
+
+@dataclass
+class JudgeStats:
+    steps: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    reasks: int = 0
+    failed_steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    by_prompt: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "retries": self.retries,
+            "reasks": self.reasks,
+            "failed_steps": self.failed_steps,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": round(self.latency_s, 3),
+            "by_prompt": dict(self.by_prompt),
+        }
+
+
+def step_key(judge_model: str, request: JudgeRequest, prompt_hash: str, kind: str, extra: Any = None) -> str:
+    basis = {
+        "model": judge_model,
+        "prompt": [request.prompt_id, request.prompt_version, prompt_hash],
+        "messages": [[m.role, m.content] for m in request.messages],
+        "schema": request.schema,
+        "settings": [request.max_tokens, request.temperature, request.seed],
+        "kind": kind,
+        "extra": extra,
+    }
+    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class Judge:
+    """A provider wrapped with everything a reliable evaluation needs.
+
+    One ``Judge`` is shared by all samples of a run: its semaphore bounds the calls in flight,
+    its stats count calls, tokens and failures, and ``sink`` receives every call for the store.
+    """
+
+    def __init__(
+        self,
+        provider: JudgeProvider,
+        *,
+        cache: CallCache | None = None,
+        policy: RetryPolicy | None = None,
+        max_concurrency: int | None = None,
+        sink: CallSink | None = None,
+        seed: int = 0,
+        temperature: float = 0.0,
+    ) -> None:
+        self.provider = provider
+        self.cache = cache
+        self.policy = policy or RetryPolicy()
+        limit = max_concurrency or provider.max_concurrency
+        self._limit = max(1, min(limit, provider.max_concurrency))
+        self._sem: asyncio.Semaphore | None = None
+        self.sink = sink
+        self.seed = seed
+        self.temperature = temperature
+        self.stats = JudgeStats()
+        self._rng = random.Random(seed)
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.provider.name
+
+    @property
+    def model(self) -> str:
+        return self.provider.model
+
+    @property
+    def supports_choices(self) -> bool:
+        return self.provider.supports_choices
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self._limit)
+        return self._sem
+
+    def _emit(self, call: JudgeCall) -> None:
+        st = self.stats
+        if call.cached:
+            st.cache_hits += 1
+        else:
+            st.calls += 1
+            st.prompt_tokens += call.prompt_tokens
+            st.completion_tokens += call.completion_tokens
+            st.latency_s += call.latency_s
+            st.by_prompt[call.prompt_id] = st.by_prompt.get(call.prompt_id, 0) + 1
+        if self.sink is not None:
+            self.sink(call)
+
+    def request(
+        self, prompt: Prompt, values: Mapping[str, Any], *, count: int | None = None,
+        max_tokens: int = 512, schema: bool = True,
+    ) -> JudgeRequest:
+        rendered = {k: v for k, v in values.items() if isinstance(v, str)}
+        return JudgeRequest(
+            prompt_id=prompt.id,
+            prompt_version=prompt.version,
+            messages=prompt.render(**rendered),
+            schema=prompt.schema_for(count) if schema else None,
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            variables=dict(values),
+        )
+
+    # ---- structured output ----------------------------------------------------------------
+
+    async def ask(
+        self,
+        prompt: Prompt,
+        values: Mapping[str, Any],
+        validate: Callable[[dict[str, Any]], T],
+        *,
+        count: int | None = None,
+        max_tokens: int = 512,
+        use_cache: bool = True,
+    ) -> Answer[T]:
+        """Render ``prompt``, call the judge, parse one JSON object and pass it to ``validate``,
+        which returns the value or raises OutputError (ValueError) saying what is wrong."""
+        request = self.request(prompt, values, count=count, max_tokens=max_tokens)
+        key = step_key(self.model, request, prompt.hash, "json")
+        return await self._dedup(key, lambda: self._ask(prompt, request, key, validate, use_cache))
+
+    async def _dedup(self, key: str, make: Callable[[], Any]) -> Any:
+        # The same step asked twice at once (two metrics of one sample) is sent once.
+        fut = self._inflight.get(key)
+        if fut is not None:
+            return await asyncio.shield(fut)
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._inflight[key] = fut
+        try:
+            result = await make()
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved
+            raise
+        else:
+            fut.set_result(result)
+            return result
+        finally:
+            del self._inflight[key]
+
+    async def _ask(
+        self, prompt: Prompt, request: JudgeRequest, key: str,
+        validate: Callable[[dict[str, Any]], T], use_cache: bool,
+    ) -> Answer[T]:
+        self.stats.steps += 1
+        if use_cache and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    value = validate(hit["parsed"])
+                except (OutputError, ValueError, KeyError, TypeError):
+                    value = None  # a stale entry that no longer validates: ask again
+                else:
+                    call = self._cached_call(prompt, request, key, hit, "json")
+                    self._emit(call)
+                    return Answer(value, key, (call,), prompt.id, prompt.version)
+        calls: list[JudgeCall] = []
+        deadline = time.monotonic() + self.policy.step_deadline_s
+        messages = request.messages
+        max_tokens = request.max_tokens
+        problem = ""
+        for reask in range(self.policy.max_reasks + 1):
+            if reask:
+                self.stats.reasks += 1
+            req = replace(request, messages=messages, max_tokens=max_tokens)
+            completion, attempt_calls = await self._complete(prompt, req, key, deadline, len(calls))
+            calls.extend(attempt_calls)
+            if completion is None:
+                problem = calls[-1].error or "the judge did not answer"
+                break
+            try:
+                if completion.finish_reason == "length":
+                    max_tokens = min(max_tokens * 2, 4096)
+                    raise OutputError(
+                        f"the reply was cut off at {req.max_tokens} tokens; reply with a shorter, "
+                        "complete JSON object"
+                    )
+                parsed = extract_json_object(completion.text)
+                value = validate(parsed)
+            except (OutputError, ValueError, KeyError, TypeError) as exc:
+                problem = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OutputError) else str(exc)
+                calls[-1] = replace(calls[-1], error=f"unusable output: {problem}")
+                self._emit(calls[-1])
+                if time.monotonic() >= deadline:
+                    break
+                messages = (
+                    *request.messages,
+                    Message("assistant", completion.text[:4000]),
+                    Message("user", f"Your reply could not be used: {problem}. Reply again with only "
+                            "the JSON object, complete, as asked."),
+                )
+                continue
+            calls[-1] = replace(calls[-1], parsed=parsed)
+            self._emit(calls[-1])
+            if use_cache and self.cache is not None:
+                self.cache.put(key, {
+                    "parsed": parsed, "raw_output": completion.text,
+                    "prompt_tokens": sum(c.prompt_tokens for c in calls),
+                    "completion_tokens": sum(c.completion_tokens for c in calls),
+                    "model": self.model, "prompt_id": prompt.id, "prompt_version": prompt.version,
+                })
+            return Answer(value, key, tuple(calls), prompt.id, prompt.version)
+        self.stats.failed_steps += 1
+        raise JudgeFailedError(
+            f"{prompt.id}: no usable output after {len(calls)} call(s): {problem}", key, calls
+        )
+
+    async def _complete(
+        self, prompt: Prompt, request: JudgeRequest, key: str, deadline: float, offset: int
+    ) -> tuple[Completion | None, list[JudgeCall]]:
+        """Transport-level retries. Returns the completion (its call not yet emitted) or None."""
+        calls: list[JudgeCall] = []
+        pol = self.policy
+        for attempt in range(1, pol.max_attempts + 1):
+            started = time.time()
+            t0 = time.monotonic()
+            remaining = deadline - t0
+            if remaining <= 0:
+                calls.append(self._error_call(prompt, request, key, offset + attempt, started, 0.0,
+                                              "step deadline reached before the call"))
+                self._emit(calls[-1])
+                return None, calls
+            try:
+                async with self._semaphore():
+                    completion = await asyncio.wait_for(
+                        self.provider.complete(request), timeout=min(pol.call_timeout_s, remaining)
+                    )
+            except (ProviderError, asyncio.TimeoutError, OSError) as exc:
+                latency = time.monotonic() - t0
+                if isinstance(exc, asyncio.TimeoutError):
+                    err, retryable, wait_hint, fatal = "timed out", True, None, False
+                elif isinstance(exc, ProviderError):
+                    err, retryable, wait_hint, fatal = str(exc), exc.retryable, exc.retry_after, exc.fatal
+                else:
+                    err, retryable, wait_hint, fatal = f"{type(exc).__name__}: {exc}", True, None, False
+                calls.append(self._error_call(prompt, request, key, offset + attempt, started, latency, err))
+                self._emit(calls[-1])
+                if fatal:
+                    raise JudgeFailedError(f"{prompt.id}: {err}", key, calls) from exc
+                if not retryable or attempt == pol.max_attempts:
+                    return None, calls
+                wait = self._backoff(attempt, wait_hint)
+                if time.monotonic() + wait >= deadline:
+                    return None, calls
+                self.stats.retries += 1
+                await asyncio.sleep(wait)
+                continue
+            latency = time.monotonic() - t0
+            calls.append(JudgeCall(
+                step=key, attempt=offset + attempt, prompt_id=prompt.id,
+                prompt_version=prompt.version, prompt_hash=prompt.hash, judge=self.name,
+                model=completion.model or self.model, messages=request.messages,
+                raw_output=completion.text, parsed=None, prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens, latency_s=latency, cached=False,
+                error=None, started_at=started, structured=completion.structured,
+            ))
+            return completion, calls
+        return None, calls
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.policy.backoff_max_s * 3)
+        base = self.policy.backoff_base_s * (2 ** (attempt - 1))
+        return min(base, self.policy.backoff_max_s) * (0.5 + self._rng.random() / 2)
+
+    def _error_call(
+        self, prompt: Prompt, request: JudgeRequest, key: str, attempt: int, started: float,
+        latency: float, error: str,
+    ) -> JudgeCall:
+        return JudgeCall(
+            step=key, attempt=attempt, prompt_id=prompt.id, prompt_version=prompt.version,
+            prompt_hash=prompt.hash, judge=self.name, model=self.model, messages=request.messages,
+            raw_output=None, parsed=None, prompt_tokens=0, completion_tokens=0, latency_s=latency,
+            cached=False, error=error, started_at=started,
+        )
+
+    def _cached_call(
+        self, prompt: Prompt, request: JudgeRequest, key: str, hit: Mapping[str, Any], kind: str
+    ) -> JudgeCall:
+        return JudgeCall(
+            step=key, attempt=1, prompt_id=prompt.id, prompt_version=prompt.version,
+            prompt_hash=prompt.hash, judge=self.name, model=self.model, messages=request.messages,
+            raw_output=hit.get("raw_output"), parsed=hit.get("parsed"), prompt_tokens=0,
+            completion_tokens=0, latency_s=0.0, cached=True, error=None, started_at=time.time(),
+            kind=kind,
+        )
+
+    # ---- closed-set answers from log-probabilities ------------------------------------------
+
+    async def choose(
+        self,
+        prompt: Prompt,
+        values: Mapping[str, Any],
+        choices: Sequence[str] = ("Yes", "No"),
+        *,
+        use_cache: bool = True,
+    ) -> Answer[dict[str, float]]:
+        """P(choice) for each choice, from next-token log-probabilities (embedded judge)."""
+        request = self.request(prompt, values, max_tokens=1, schema=False)
+        key = step_key(self.model, request, prompt.hash, "choices", list(choices))
+        return await self._dedup(key, lambda: self._choose(prompt, request, key, choices, use_cache))
+
+    async def _choose(
+        self, prompt: Prompt, request: JudgeRequest, key: str, choices: Sequence[str], use_cache: bool
+    ) -> Answer[dict[str, float]]:
+        self.stats.steps += 1
+        if use_cache and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                call = self._cached_call(prompt, request, key, hit, "choices")
+                self._emit(call)
+                return Answer(dict(hit["parsed"]), key, (call,), prompt.id, prompt.version)
+        calls: list[JudgeCall] = []
+        deadline = time.monotonic() + self.policy.step_deadline_s
+        for attempt in range(1, self.policy.max_attempts + 1):
+            started = time.time()
+            t0 = time.monotonic()
+            try:
+                async with self._semaphore():
+                    scores: ChoiceScores = await asyncio.wait_for(
+                        self.provider.score_choices(request, choices),
+                        timeout=max(0.001, min(self.policy.call_timeout_s, deadline - t0)),
+                    )
+            except (ProviderError, asyncio.TimeoutError, OSError, RuntimeError) as exc:
+                err = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
+                calls.append(self._error_call(prompt, request, key, attempt, started,
+                                              time.monotonic() - t0, err))
+                self._emit(calls[-1])
+                if isinstance(exc, ProviderError) and (exc.fatal or not exc.retryable):
+                    break
+                continue
+            probs = {c: float(scores.probs.get(c, 0.0)) for c in choices}
+            call = JudgeCall(
+                step=key, attempt=attempt, prompt_id=prompt.id, prompt_version=prompt.version,
+                prompt_hash=prompt.hash, judge=self.name, model=self.model,
+                messages=request.messages, raw_output=json.dumps(dict(scores.raw_logprobs)),
+                parsed=probs, prompt_tokens=scores.prompt_tokens, completion_tokens=0,
+                latency_s=time.monotonic() - t0, cached=False, error=None, started_at=started,
+                structured="logprobs", kind="choices",
+            )
+            calls.append(call)
+            self._emit(call)
+            if use_cache and self.cache is not None:
+                self.cache.put(key, {"parsed": probs, "raw_output": call.raw_output,
+                                     "prompt_tokens": call.prompt_tokens, "completion_tokens": 0,
+                                     "model": self.model, "prompt_id": prompt.id,
+                                     "prompt_version": prompt.version})
+            return Answer(probs, key, tuple(calls), prompt.id, prompt.version)
+        self.stats.failed_steps += 1
+        raise JudgeFailedError(f"{prompt.id}: {calls[-1].error if calls else 'no answer'}", key, calls)
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()

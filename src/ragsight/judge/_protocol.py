@@ -1,0 +1,137 @@
+"""The judge provider protocol: what a model backend must implement.
+
+A provider does one thing: send one request to a model and return what came back. Retries,
+timeouts, caching, concurrency limits, parsing and recording live in :class:`ragsight.judge.Judge`,
+which wraps any provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "ChoiceScores",
+    "Completion",
+    "JudgeProvider",
+    "JudgeRequest",
+    "Message",
+    "ProviderError",
+]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One model call. ``schema`` is the JSON schema the output must satisfy (an object), or None
+    for free text. ``prompt_id``/``prompt_version`` name the template that rendered ``messages``."""
+
+    prompt_id: str
+    prompt_version: str
+    messages: tuple[Message, ...]
+    schema: Mapping[str, Any] | None = None
+    max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int | None = 0
+    # The values the template was filled with (for scripted judges and records); providers
+    # send ``messages`` only.
+    variables: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prompt_id": self.prompt_id,
+            "prompt_version": self.prompt_version,
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "schema": self.schema,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the model returned for one request.
+
+    ``finish_reason`` is "stop" for a complete answer and "length" when cut at max_tokens.
+    ``structured`` says how the output was constrained: "json_schema", "json_object", "grammar"
+    or "prompt" (the schema was only described in the prompt).
+    ``top_logprobs`` holds, when the server returns them, the top candidates of the first output
+    token as {token: logprob}.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = "stop"
+    model: str = ""
+    structured: str = "prompt"
+    top_logprobs: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class ChoiceScores:
+    """Probabilities of a closed set of answers (e.g. Yes/No) read from next-token log-probs,
+    normalised over the choices."""
+
+    probs: Mapping[str, float]
+    prompt_tokens: int = 0
+    raw_logprobs: Mapping[str, float] = field(default_factory=dict)
+
+
+class ProviderError(Exception):
+    """A provider call failed. ``retryable`` tells the Judge whether to try again;
+    ``retry_after`` (seconds) is the server's requested wait, when it gave one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+        fatal: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+        # fatal: no later call can succeed either (bad key, unknown model); stops the run early
+        self.fatal = fatal
+
+
+@runtime_checkable
+class JudgeProvider(Protocol):
+    """A model backend. ``name`` is the spec the user gave (``"openai:gpt-4o-mini"``,
+    ``"local:qwen2.5-coder-1.5b"``); ``model`` is the model identifier recorded with each call.
+
+    ``supports_choices``: True when :meth:`score_choices` reads next-token log-probabilities (the
+    embedded judge); analyses then verify one claim per call, ordered for prompt-prefix reuse.
+    ``max_concurrency``: how many calls in flight make sense (1 for an in-process model).
+    ``context_window``: prompt + output tokens the model accepts, or None when unknown.
+    """
+
+    name: str
+    model: str
+    supports_choices: bool
+    max_concurrency: int
+    context_window: int | None
+
+    async def complete(self, request: JudgeRequest) -> Completion: ...
+
+    async def score_choices(self, request: JudgeRequest, choices: Sequence[str]) -> ChoiceScores: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    async def preflight(self) -> None:
+        """One cheap call that fails fast (raising ProviderError with fatal=True, or
+        JudgeUnavailableError) when the judge cannot be reached or rejects the key."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,202 @@
+"""Metrics: the registry, selection by name or group, and the metric classes.
+
+A metric is named as in the spec (``faithfulness``); parameters go in brackets:
+``factual_correctness(mode=recall)``, ``noise_sensitivity(mode=irrelevant)``,
+``answer_correctness(weights=0.6/0.4)``, ``hit_rate(k=5)``. Results are reported under the name
+exactly as given.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from ..sample import Sample
+from ._base import Metric
+from .answer_correctness import AnswerCorrectness
+from .answer_relevancy import AnswerRelevancy
+from .answer_similarity import AnswerSimilarity
+from .context_entity_recall import ContextEntityRecall
+from .context_precision import ContextPrecision, ContextPrecisionWithoutReference
+from .context_recall import ContextRecall
+from .context_relevance import ContextRelevance
+from .factual_correctness import FactualCorrectness
+from .faithfulness import Faithfulness
+from .noise_sensitivity import NoiseSensitivity
+
+__all__ = [
+    "GROUPS",
+    "REGISTRY",
+    "AnswerCorrectness",
+    "AnswerRelevancy",
+    "AnswerSimilarity",
+    "ContextEntityRecall",
+    "ContextPrecision",
+    "ContextPrecisionWithoutReference",
+    "ContextRecall",
+    "ContextRelevance",
+    "FactualCorrectness",
+    "Faithfulness",
+    "Metric",
+    "NoiseSensitivity",
+    "default_metrics",
+    "metric_names",
+    "register",
+    "resolve_metrics",
+]
+
+REGISTRY: dict[str, type[Metric]] = {}
+GROUPS = ("retrieval", "generation", "reference-free", "lexical", "ir")
+
+
+def register(cls: type[Metric]) -> type[Metric]:
+    """Register a metric class under its ``name`` (usable as a decorator)."""
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise ConfigError(f"a metric named '{cls.name}' is already registered")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+for _cls in (
+    Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithoutReference,
+    ContextRecall, FactualCorrectness, AnswerCorrectness, AnswerSimilarity, NoiseSensitivity,
+    ContextRelevance, ContextEntityRecall,
+):
+    register(_cls)
+
+
+def metric_names() -> list[str]:
+    _load_optional()
+    return sorted(REGISTRY)
+
+
+def _load_optional() -> None:
+    # IR and lexical metrics register themselves on import.
+    from . import ir, lexical  # noqa: F401
+
+
+_SPEC = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(?:\((.*)\))?\s*$")
+
+
+def _coerce(value: str) -> Any:
+    v = value.strip()
+    if "/" in v:
+        return tuple(_coerce(p) for p in v.split("/"))
+    try:
+        return int(v)
+    except ValueError:
+        pass
+    try:
+        return float(v)
+    except ValueError:
+        return v
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    m = _SPEC.match(spec)
+    if not m:
+        raise ConfigError(f"cannot read metric '{spec}'; write name or name(param=value, ...)")
+    name, args = m.group(1), m.group(2)
+    params: dict[str, Any] = {}
+    if args:
+        for part in args.split(","):
+            if "=" not in part:
+                raise ConfigError(f"metric '{spec}': parameter '{part.strip()}' needs the form name=value")
+            k, _, v = part.partition("=")
+            params[k.strip()] = _coerce(v)
+    return name, params
+
+
+def _unknown(name: str) -> ConfigError:
+    names = metric_names()
+    close = difflib.get_close_matches(name, names + list(GROUPS), n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    return ConfigError(
+        f"unknown metric '{name}'.{hint} Known metrics: {', '.join(names)}; groups: {', '.join(GROUPS)}, all."
+    )
+
+
+def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample] = ()) -> list[Metric]:
+    """Turn names, groups (``retrieval``...), ``all`` or ``default`` into metric instances.
+
+    ``all`` and groups select the metrics the data's fields allow (at least one sample has the
+    fields); names are always kept (a sample lacking fields then gets ``skipped``).
+    """
+    _load_optional()
+    if specs is None:
+        specs = ["default"]
+    if isinstance(specs, str):
+        specs = [s for s in _split_specs(specs)]
+    out: list[Metric] = []
+    seen: set[str] = set()
+
+    def add(m: Metric) -> None:
+        if m.key not in seen:
+            seen.add(m.key)
+            out.append(m)
+
+    for spec in specs:
+        spec = spec.strip()
+        if not spec:
+            continue
+        if spec in ("default", "core"):
+            for m in default_metrics(samples):
+                add(m)
+            continue
+        if spec == "all" or spec in GROUPS:
+            for name in sorted(REGISTRY):
+                cls = REGISTRY[name]
+                if spec != "all" and spec not in cls.groups:
+                    continue
+                m = cls()
+                if not samples or any(m.missing(s) is None for s in samples):
+                    add(m)
+            continue
+        name, params = parse_spec(spec)
+        cls = REGISTRY.get(name)
+        if cls is None:
+            raise _unknown(name)
+        try:
+            add(cls(key=spec, **params) if params else cls())
+        except TypeError as exc:
+            raise ConfigError(f"metric '{spec}': {exc}") from exc
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+    if not out:
+        raise ConfigError("no metric selected; name at least one with --metrics")
+    return out
+
+
+def _split_specs(text: str) -> list[str]:
+    """Split 'a,b(x=1,y=2),c' at top-level commas."""
+    parts: list[str] = []
+    depth = 0
+    cur = ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def default_metrics(samples: Sequence[Sample]) -> list[Metric]:
+    """The core metrics the data's fields allow: faithfulness, answer_relevancy, context_recall,
+    and context_precision (with a reference) or context_precision_without_reference."""
+    candidates: list[Metric] = [Faithfulness(), AnswerRelevancy(), ContextPrecision(), ContextRecall()]
+    chosen = [m for m in candidates if not samples or any(m.missing(s) is None for s in samples)]
+    has_ref_cp = any(isinstance(m, ContextPrecision) and not isinstance(m, ContextPrecisionWithoutReference) for m in chosen)
+    if not has_ref_cp:
+        alt = ContextPrecisionWithoutReference()
+        if not samples or any(alt.missing(s) is None for s in samples):
+            chosen.insert(2, alt)
+    return chosen or candidates

@@ -1,0 +1,65 @@
+"""What a metric is: the fields it needs, the analyses it uses, and one async ``score``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from .._score import Score
+from ..analyses import SampleContext
+from ..sample import Sample
+
+__all__ = ["Metric"]
+
+
+class Metric(ABC):
+    """A metric. Subclasses set the class attributes and implement :meth:`compute`.
+
+    ``requires``: sample fields that must be present (else the result is ``skipped``);
+    ``requires_any``: groups of fields of which at least one must be present;
+    ``needs_judge`` / ``needs_embedder``: what the run must provide;
+    ``flags``: AnalysisSettings flags this metric turns on (shared analyses it needs);
+    ``groups``: selection groups (retrieval, generation, reference-free, lexical, ir);
+    ``lower_is_better``: enters the overall score as 1 - value.
+    Instances are immutable after construction; parameters are set in ``__init__``.
+    """
+
+    name: ClassVar[str]
+    requires: ClassVar[tuple[str, ...]] = ()
+    requires_any: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    needs_judge: ClassVar[bool] = False
+    needs_embedder: ClassVar[bool] = False
+    flags: ClassVar[frozenset[str]] = frozenset()
+    groups: ClassVar[frozenset[str]] = frozenset()
+    lower_is_better: ClassVar[bool] = False
+    core: ClassVar[bool] = False  # part of the default selection
+
+    def __init__(self, key: str | None = None) -> None:
+        self.key = key or self.name  # the name results are reported under
+
+    def params(self) -> dict[str, Any]:
+        """Parameters recorded with the run (override when the metric has any)."""
+        return {}
+
+    def missing(self, sample: Sample) -> str | None:
+        """Why this metric cannot run on the sample (a skip reason), or None."""
+        absent = [f for f in self.requires if not sample.has(f)]
+        for group in self.requires_any:
+            if not any(sample.has(f) for f in group):
+                absent.append(" or ".join(group))
+        if absent:
+            return f"sample has no {', '.join(absent)}"
+        return None
+
+    async def score(self, ctx: SampleContext) -> Score:
+        reason = self.missing(ctx.sample)
+        if reason is not None:
+            return Score.skipped(self.key, reason)
+        return await self.compute(ctx)
+
+    @abstractmethod
+    async def compute(self, ctx: SampleContext) -> Score: ...
+
+    def __repr__(self) -> str:
+        p = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({p})"

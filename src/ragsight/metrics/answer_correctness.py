@@ -1,0 +1,46 @@
+"""answer_correctness = w1 * factual_correctness(f1) + w2 * answer_similarity (default 0.75, 0.25)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._score import Evidence, Score
+from ..analyses import SampleContext
+from ._base import Metric
+from .answer_similarity import similarity_to_reference
+from .factual_correctness import FactualCorrectness, f_beta
+
+__all__ = ["AnswerCorrectness"]
+
+
+class AnswerCorrectness(Metric):
+    name = "answer_correctness"
+    requires = ("response", "reference")
+    needs_judge = True
+    needs_embedder = True
+    groups = frozenset({"generation"})
+
+    def __init__(self, key: str | None = None, weights: tuple[float, float] = (0.75, 0.25)) -> None:
+        super().__init__(key)
+        w1, w2 = (float(w) for w in weights)
+        if w1 < 0 or w2 < 0 or w1 + w2 == 0:
+            raise ValueError("answer_correctness weights must be >= 0 and not both 0")
+        self.weights = (w1 / (w1 + w2), w2 / (w1 + w2))
+        self._fc = FactualCorrectness(mode="f1")
+
+    def params(self) -> dict[str, Any]:
+        return {"weights": list(self.weights)}
+
+    async def compute(self, ctx: SampleContext) -> Score:
+        tp, fp, fn, ev = await self._fc.counts(ctx)
+        fc = f_beta(tp, fp, fn)
+        w1, w2 = self.weights
+        sim, sim_details = (await similarity_to_reference(ctx)) if w2 > 0 else (0.0, {})
+        details = {**ev.details, "factual_correctness": fc, "similarity": sim, "weights": [w1, w2], **sim_details}
+        evidence = Evidence(claims=ev.claims, details=details, calls=ev.calls)
+        if fc is None:
+            if w2 == 0:
+                return Score.undetermined(self.key, "no claims on either side", evidence)
+            fc = 0.0
+        value = w1 * fc + w2 * max(0.0, sim)
+        return Score.scored(self.key, value, f"{w1:.2f} x F1 {fc:.3f} + {w2:.2f} x similarity {sim:.3f}", evidence)

@@ -1,0 +1,38 @@
+"""answer_relevancy = mean cosine(question, q_i) over N questions generated from the response.
+
+A noncommittal response ("I don't know") scores 0.
+"""
+
+from __future__ import annotations
+
+from .._score import Evidence, Score
+from ..analyses import SampleContext
+from ._base import Metric
+
+__all__ = ["AnswerRelevancy"]
+
+
+class AnswerRelevancy(Metric):
+    name = "answer_relevancy"
+    requires = ("question", "response")
+    needs_judge = True
+    needs_embedder = True
+    groups = frozenset({"generation", "reference-free"})
+    core = True
+
+    async def compute(self, ctx: SampleContext) -> Score:
+        gen = await ctx.generated_questions()
+        question = ctx.sample.question or ""
+        vecs = await ctx.embed([question, *gen.questions], kind="query")
+        sims = [float(vecs[0] @ vecs[i]) for i in range(1, len(vecs))]
+        details = {
+            "questions": [{"question": q, "similarity": round(s, 6)} for q, s in zip(gen.questions, sims)],
+            "noncommittal": gen.noncommittal,
+            "embedder": getattr(ctx.embedder, "name", ""),
+        }
+        ev = Evidence(details=details, calls=gen.refs)
+        if gen.noncommittal:
+            return Score.scored(self.key, 0.0, "the response is noncommittal", ev)
+        value = sum(sims) / len(sims)
+        value = min(1.0, max(-1.0, value))
+        return Score.scored(self.key, value, f"mean similarity of {len(sims)} generated questions", ev)

@@ -1,0 +1,60 @@
+"""context_precision: rank-aware share of relevant chunks.
+
+score = sum_k (precision@k * v_k) / (number of relevant chunks), 0 when none is relevant.
+``context_precision`` judges relevance against the reference; ``context_precision_without_reference``
+against the response. Two names, so one mean never mixes the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._score import Evidence, Score
+from ..analyses import SampleContext
+from ._base import Metric
+
+__all__ = ["ContextPrecision", "ContextPrecisionWithoutReference", "average_precision_of"]
+
+
+def average_precision_of(relevant: Sequence[bool]) -> float:
+    hits = 0
+    total = 0.0
+    for k, rel in enumerate(relevant, start=1):
+        if rel:
+            hits += 1
+            total += hits / k
+    return total / hits if hits else 0.0
+
+
+class ContextPrecision(Metric):
+    name = "context_precision"
+    requires = ("question", "contexts", "reference")
+    needs_judge = True
+    groups = frozenset({"retrieval"})
+    core = True
+    against = "reference"
+
+    async def compute(self, ctx: SampleContext) -> Score:
+        j = await ctx.chunk_relevance(self.against)
+        value = average_precision_of(j.relevant)
+        details = {
+            "against": self.against,
+            "chunks": [
+                {"rank": k, "relevant": r, "probability": p, "reason": why}
+                for k, (r, p, why) in enumerate(zip(j.relevant, j.probabilities, j.reasons), start=1)
+            ],
+        }
+        n_rel = sum(j.relevant)
+        return Score.scored(
+            self.key, value,
+            f"{n_rel} of {len(j.relevant)} chunks relevant; ranks {[k for k, r in enumerate(j.relevant, 1) if r]}",
+            Evidence(details=details, calls=j.refs),
+        )
+
+
+class ContextPrecisionWithoutReference(ContextPrecision):
+    name = "context_precision_without_reference"
+    requires = ("question", "contexts", "response")
+    groups = frozenset({"retrieval", "reference-free"})
+    core = True
+    against = "response"

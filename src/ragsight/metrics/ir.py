@@ -1,0 +1,1 @@
+"""IR metrics on ids (registered here once the pure functions land)."""

@@ -1,0 +1,1 @@
+"""Lexical metrics (registered here once the pure functions land)."""

@@ -1,0 +1,95 @@
+"""A scripted RAG judge for unit tests: a small world of claims and verdicts written by hand.
+
+``RagScript`` maps texts to the claims they decompose into, and (claim, target-kind) pairs to
+verdicts, so a test states exactly what the judge "believes" and checks the arithmetic and the
+evidence. Anything not in the script raises, so a test cannot pass on an accidental answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragsight.judge import ScriptedJudge
+
+
+@dataclass
+class RagScript:
+    claims: dict[str, list[str]] = field(default_factory=dict)  # text -> claims
+    # (claim, target) -> supported; target is "contexts", "reference", "response" or "chunk:N"
+    verdicts: dict[tuple[str, str], bool] = field(default_factory=dict)
+    chunk_relevance: dict[str, list[bool]] = field(default_factory=dict)  # question -> per chunk
+    questions: dict[str, tuple[list[str], bool]] = field(default_factory=dict)  # response -> (qs, noncommittal)
+    entities: dict[str, list[str]] = field(default_factory=dict)  # raw text -> entities
+    sentence_relevance: Callable[[str], bool] | None = None
+    probabilities: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def _verdict(self, claim: str, target: str) -> bool:
+        try:
+            return self.verdicts[(claim, target)]
+        except KeyError:
+            raise AssertionError(f"script has no verdict for {claim!r} against {target}") from None
+
+    def handlers(self) -> dict[str, Callable[[Mapping[str, Any]], Any]]:
+        def extract_claims(v: Mapping[str, Any]) -> Any:
+            text = v["raw_text"]
+            if text not in self.claims:
+                raise AssertionError(f"script has no claims for {text!r}")
+            return {"claims": self.claims[text]}
+
+        def verify_claims(v: Mapping[str, Any]) -> Any:
+            target = v["target"]
+            out = []
+            for i, c in enumerate(v["claim_list"], start=1):
+                chunks = [k for k in range(1, 10) if self.verdicts.get((c, f"chunk:{k}"), False)]
+                out.append({"id": i, "supported": self._verdict(c, target), "chunks": chunks,
+                            "reason": f"scripted verdict for claim {i}"})
+            return {"verdicts": out}
+
+        def chunk_relevance(v: Mapping[str, Any]) -> Any:
+            key = v["question"]
+            for q, flags in self.chunk_relevance.items():
+                if q in key:
+                    return {"verdicts": [{"id": i + 1, "relevant": r, "reason": "scripted"} for i, r in enumerate(flags)]}
+            raise AssertionError(f"script has no chunk relevance for {key!r}")
+
+        def generate_questions(v: Mapping[str, Any]) -> Any:
+            qs, nc = self.questions[v["response_text"]]
+            return {"noncommittal": nc, "questions": qs}
+
+        def extract_entities(v: Mapping[str, Any]) -> Any:
+            return {"entities": self.entities[v["raw_text"]]}
+
+        def label_sentences(v: Mapping[str, Any]) -> Any:
+            assert self.sentence_relevance is not None
+            return {"verdicts": [{"id": i + 1, "relevant": self.sentence_relevance(s)}
+                                 for i, s in enumerate(v["sentence_list"])]}
+
+        return {
+            "extract_claims": extract_claims,
+            "verify_claims": verify_claims,
+            "chunk_relevance": chunk_relevance,
+            "generate_questions": generate_questions,
+            "extract_entities": extract_entities,
+            "label_sentences": label_sentences,
+        }
+
+    def judge(self) -> ScriptedJudge:
+        return ScriptedJudge(self.handlers())
+
+    def choice_judge(self) -> ScriptedJudge:
+        """The same world, answered like the embedded judge: one yes/no probability per claim."""
+
+        def verify_claim(v: Mapping[str, Any]) -> float:
+            claim = v["claim_text"]
+            target = v["target"]
+            if target.startswith("chunk:") and (claim, target) not in self.verdicts:
+                return 0.1
+            if (claim, target) in self.probabilities:
+                return self.probabilities[(claim, target)]
+            return 0.9 if self._verdict(claim, target) else 0.1
+
+        handlers = self.handlers()
+        handlers["explain_verdict"] = lambda v: {"reason": "scripted reason", "quote": ""}
+        return ScriptedJudge(handlers, choice_handlers={"verify_claim": verify_claim})
