@@ -1,0 +1,288 @@
+"""An embedder for any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama,
+the llama.cpp server, LiteLLM).
+
+Embedders have no wrapper doing retries for them, so :class:`OpenAIEmbedder` retries on its own:
+up to ``max_attempts`` attempts per batch, with exponential backoff that honours the server's
+``Retry-After``, and never more than ``retry_budget`` seconds of waiting per batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+import numpy as np
+
+from .._http import (
+    build_headers,
+    display_url,
+    error_from_response,
+    error_from_transport,
+    make_client,
+    parse_json_body,
+    resolve_api_key,
+    resolve_base_url,
+    secrets_of,
+    timeout_error,
+)
+from ..errors import ConfigError, RagsightError
+from ..judge._protocol import ProviderError
+
+__all__ = ["EmbeddingError", "OpenAIEmbedder"]
+
+_ROLE = "embedding server"
+_BACKOFF_BASE = 0.5
+_BACKOFF_CAP = 8.0
+
+
+class EmbeddingError(RagsightError):
+    """Embedding texts failed after the embedder's own retries. ``status`` is the last HTTP
+    status (None for connection failures), ``fatal`` tells whether retrying later can help,
+    ``attempts`` how many requests were made for the failing batch."""
+
+    def __init__(self, message: str, *, status: int | None, fatal: bool, attempts: int) -> None:
+        super().__init__(message)
+        self.status = status
+        self.fatal = fatal
+        self.attempts = attempts
+
+
+class OpenAIEmbedder:
+    """An :class:`~ragsight.embed.Embedder` over an OpenAI-compatible embeddings API.
+
+    ``base_url`` and ``api_key`` resolve as for :class:`ragsight.judge.OpenAIJudge`
+    (``$OPENAI_BASE_URL``, ``$OPENAI_API_KEY``; no Authorization header without a key). Texts go
+    out in batches of ``batch_size``, at most ``max_concurrency`` batches at a time; each request
+    is bounded by ``timeout`` seconds. ``dimensions`` is passed to models that can shorten their
+    vectors (text-embedding-3-*). Rows come back L2-normalised as float32.
+    """
+
+    name: str
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        batch_size: int = 64,
+        max_concurrency: int = 4,
+        timeout: float = 60.0,
+        max_attempts: int = 4,
+        retry_budget: float = 30.0,
+        dimensions: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(
+                "OpenAIEmbedder needs a model name, e.g. OpenAIEmbedder('text-embedding-3-small')"
+            )
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be at least 1, got {batch_size!r}")
+        if max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be at least 1, got {max_concurrency!r}")
+        if not timeout > 0:
+            raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        if retry_budget < 0:
+            raise ConfigError(f"retry_budget must be >= 0 seconds, got {retry_budget!r}")
+        if dimensions is not None and dimensions < 1:
+            raise ConfigError(f"dimensions must be a positive integer or None, got {dimensions!r}")
+        self.model = model
+        self.name = f"openai:{model}"
+        self.base_url = resolve_base_url(base_url)
+        self.batch_size = batch_size
+        self.max_concurrency = max_concurrency
+        self.timeout = float(timeout)
+        self.max_attempts = max_attempts
+        self.retry_budget = float(retry_budget)
+        self.dimensions = dimensions
+        api_key = resolve_api_key(api_key)
+        self._has_key = api_key is not None
+        self._headers = build_headers(api_key, extra_headers)
+        self._secrets = secrets_of(api_key, extra_headers)
+        self._dim: int | None = dimensions
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(model={self.model!r}, base_url={display_url(self.base_url)!r})"
+
+    async def __aenter__(self) -> OpenAIEmbedder:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        """Return an array of shape (len(texts), dim), rows L2-normalised (a zero vector stays
+        zero). ``kind`` is ignored: OpenAI-style embedding models are symmetric. Empty strings,
+        which OpenAI rejects, are sent as a single space. For no texts the result has shape
+        (0, dim), with dim 0 while it is still unknown. Raises EmbeddingError."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one string; wrap it in a list")
+        items = [t if t.strip() else " " for t in texts]
+        if not items:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        batches = [items[i : i + self.batch_size] for i in range(0, len(items), self.batch_size)]
+        client, semaphore = self._session()
+        results = await asyncio.gather(
+            *(self._embed_batch(client, semaphore, batch) for batch in batches)
+        )
+        matrix = np.concatenate(results, axis=0) if len(results) > 1 else results[0]
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        return unit
+
+    async def aclose(self) -> None:
+        """Close the HTTP client. The embedder can still be used afterwards."""
+        client, self._client = self._client, None
+        loop, self._loop = self._loop, None
+        self._semaphore = None
+        if client is not None and loop is asyncio.get_running_loop():
+            await client.aclose()
+
+    def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._semaphore is None or self._loop is not loop:
+            self._client = make_client(
+                timeout=self.timeout, max_connections=self.max_concurrency, headers=self._headers
+            )
+            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+            self._loop = loop
+        return self._client, self._semaphore
+
+    async def _embed_batch(
+        self, client: httpx.AsyncClient, semaphore: asyncio.Semaphore, batch: list[str]
+    ) -> np.ndarray:
+        waited = 0.0
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with semaphore:
+                    return await asyncio.wait_for(self._request(client, batch), self.timeout)
+            except asyncio.TimeoutError:
+                error = timeout_error(role=_ROLE, base_url=self.base_url, timeout=self.timeout)
+            except ProviderError as err:
+                error = err
+            if error.fatal or not error.retryable or attempt >= self.max_attempts:
+                raise self._give_up(error, attempt) from error
+            delay = min(_BACKOFF_BASE * 2 ** (attempt - 1), _BACKOFF_CAP)
+            if error.retry_after is not None:
+                delay = max(delay, error.retry_after)
+            if waited + delay > self.retry_budget:
+                raise self._give_up(error, attempt, budget=True) from error
+            waited += delay
+            await asyncio.sleep(delay)
+
+    def _give_up(self, error: ProviderError, attempts: int, budget: bool = False) -> EmbeddingError:
+        if error.fatal or not error.retryable:
+            why = ""
+        elif budget:
+            why = f" (stopped after {attempts} attempts: waiting longer would exceed retry_budget)"
+        else:
+            why = f" (after {attempts} attempts)"
+        return EmbeddingError(
+            f"embedding with {self.name!r} failed{why}: {error}",
+            status=error.status,
+            fatal=error.fatal,
+            attempts=attempts,
+        )
+
+    async def _request(self, client: httpx.AsyncClient, batch: list[str]) -> np.ndarray:
+        body: dict[str, Any] = {"model": self.model, "input": batch}
+        if self.dimensions is not None:
+            body["dimensions"] = self.dimensions
+        try:
+            response = await client.post(f"{self.base_url}/embeddings", json=body)
+        except httpx.HTTPError as exc:
+            raise error_from_transport(
+                exc, role=_ROLE, base_url=self.base_url, timeout=self.timeout
+            ) from exc
+        if not response.is_success:
+            raise error_from_response(
+                response,
+                role=_ROLE,
+                model=self.model,
+                base_url=self.base_url,
+                secrets=self._secrets,
+                has_key=self._has_key,
+            )
+        data = parse_json_body(response, role=_ROLE, secrets=self._secrets)
+        return self._vectors(data, len(batch))
+
+    def _vectors(self, data: Any, expected: int) -> np.ndarray:
+        rows = data.get("data") if isinstance(data, Mapping) else None
+        if not isinstance(rows, list) or len(rows) != expected:
+            got = len(rows) if isinstance(rows, list) else "no"
+            raise ProviderError(
+                f"the {_ROLE} returned {got} embeddings for {expected} texts.", retryable=True
+            )
+        ordered: list[Any] = [None] * expected
+        for position, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise ProviderError(f"the {_ROLE} returned a malformed embedding.", retryable=True)
+            index = row.get("index", position)
+            if (
+                not isinstance(index, int)
+                or not 0 <= index < expected
+                or ordered[index] is not None
+            ):
+                raise ProviderError(
+                    f"the {_ROLE} returned embeddings with bad or repeated indexes.",
+                    retryable=True,
+                )
+            ordered[index] = _vector(row.get("embedding"))
+        dims = {len(v) for v in ordered}
+        if len(dims) != 1 or 0 in dims:
+            raise ProviderError(
+                f"the {_ROLE} returned embeddings of differing or zero lengths {sorted(dims)}.",
+                retryable=False,
+            )
+        dim = dims.pop()
+        if self._dim is not None and dim != self._dim:
+            raise ProviderError(
+                f"the {_ROLE} returned {dim}-dimensional embeddings after {self._dim}-dimensional "
+                f"ones for model {self.model!r}; check that base_url serves one model.",
+                retryable=False,
+                fatal=True,
+            )
+        self._dim = dim
+        return np.asarray(ordered, dtype=np.float32)
+
+
+def _vector(raw: Any) -> np.ndarray:
+    if isinstance(raw, str):  # encoding_format="base64": little-endian float32
+        try:
+            return np.frombuffer(base64.b64decode(raw, validate=True), dtype="<f4")
+        except ValueError:
+            raise ProviderError(
+                f"the {_ROLE} returned an embedding that is not valid base64.", retryable=True
+            ) from None
+    if not isinstance(raw, list):
+        raise ProviderError(
+            f"the {_ROLE} returned an embedding that is not a list.", retryable=True
+        )
+    try:
+        vector = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ProviderError(
+            f"the {_ROLE} returned an embedding with non-numeric values.", retryable=True
+        ) from None
+    if vector.ndim != 1 or not np.all(np.isfinite(vector)):
+        raise ProviderError(
+            f"the {_ROLE} returned an embedding with non-finite values.", retryable=True
+        )
+    return vector

@@ -1,0 +1,428 @@
+"""A judge provider for any OpenAI-compatible chat-completions server.
+
+Works with OpenAI and with servers that copy its API: vLLM, Ollama, the llama.cpp server, LiteLLM.
+Servers differ in what they accept, so the provider negotiates once per instance and remembers:
+
+- structured output: ``response_format`` ``json_schema``, else ``json_object`` with the schema
+  described in the prompt, else the schema in the prompt only;
+- ``logprobs``/``top_logprobs``: dropped when the server rejects them;
+- ``max_tokens``: replaced by ``max_completion_tokens`` when the server asks for it.
+
+Each :meth:`OpenAIJudge.complete` makes one attempt (plus those re-sends when the server rejects a
+parameter) and maps every failure to :class:`ProviderError`; retries, backoff, caching and JSON
+repair are the job of the :class:`ragsight.judge.Judge` wrapper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from .._http import (
+    build_headers,
+    display_url,
+    error_from_response,
+    error_from_transport,
+    error_text,
+    make_client,
+    parse_json_body,
+    redact,
+    resolve_api_key,
+    resolve_base_url,
+    secrets_of,
+    timeout_error,
+)
+from ..errors import ConfigError, JudgeUnavailableError
+from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
+
+__all__ = ["OpenAIJudge"]
+
+# Structured-output modes, strongest first; an instance only ever moves down this list.
+_MODES = ("json_schema", "json_object", "prompt")
+_TOP_LOGPROBS = 5
+_PREFLIGHT_ATTEMPTS = 3
+_SCHEMA_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+class OpenAIJudge:
+    """A :class:`~ragsight.judge.JudgeProvider` over an OpenAI-compatible HTTP API.
+
+    ``base_url`` defaults to ``$OPENAI_BASE_URL``, then ``https://api.openai.com/v1``; ``api_key``
+    to ``$OPENAI_API_KEY``. With no key (typical for local servers) no Authorization header is
+    sent. ``timeout`` bounds each call as a whole (connecting alone may take up to 10 s of it),
+    so a server that trickles bytes cannot hold a call longer. ``logprobs=False`` never asks for
+    the first token's top log-probabilities. The HTTP client is created lazily inside the running
+    event loop; call :meth:`aclose` (or use ``async with``) when done.
+    """
+
+    name: str
+    model: str
+    supports_choices: bool
+    max_concurrency: int
+    context_window: int | None
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        max_concurrency: int = 16,
+        context_window: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        logprobs: bool = True,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError("OpenAIJudge needs a model name, e.g. OpenAIJudge('gpt-4o-mini')")
+        if not timeout > 0:
+            raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be at least 1, got {max_concurrency!r}")
+        if context_window is not None and context_window < 1:
+            raise ConfigError(
+                f"context_window must be a positive token count or None, got {context_window!r}"
+            )
+        self.model = model
+        self.name = f"openai:{model}"
+        self.supports_choices = False
+        self.max_concurrency = max_concurrency
+        self.context_window = context_window
+        self.base_url = resolve_base_url(base_url)
+        self.timeout = float(timeout)
+        api_key = resolve_api_key(api_key)
+        self._has_key = api_key is not None
+        self._headers = build_headers(api_key, extra_headers)
+        self._secrets = secrets_of(api_key, extra_headers)
+        # negotiated with the server, remembered for the life of the instance
+        self._structured = _MODES[0]
+        self._logprobs = bool(logprobs)
+        self._tokens_param = "max_tokens"
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIJudge(model={self.model!r}, base_url={display_url(self.base_url)!r})"
+
+    @property
+    def structured_mode(self) -> str:
+        """The structured-output mode used for requests with a schema: "json_schema",
+        "json_object" or "prompt" (moves down that list when the server rejects a mode)."""
+        return self._structured
+
+    @property
+    def logprobs(self) -> bool:
+        """Whether requests ask for the first token's top log-probabilities (turns False when
+        the server rejects the parameter)."""
+        return self._logprobs
+
+    @property
+    def tokens_param(self) -> str:
+        """The name sent for the output limit: "max_tokens" or "max_completion_tokens"."""
+        return self._tokens_param
+
+    async def __aenter__(self) -> OpenAIJudge:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- the protocol -------------------------------------------------------------------------
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """Send ``request`` once and return the first choice. Raises ProviderError."""
+        return await self._call(request, logprobs=self._logprobs)
+
+    async def score_choices(self, request: JudgeRequest, choices: Sequence[str]) -> ChoiceScores:
+        raise NotImplementedError(
+            "OpenAIJudge cannot score choices from next-token log-probabilities "
+            "(supports_choices is False); use complete() instead"
+        )
+
+    def count_tokens(self, text: str) -> int:
+        """An estimate, not a tokenizer: ``ceil(len(text) / 4)``, about right for English with
+        OpenAI's tokenizers. Used for budgeting and when the server reports no usage."""
+        return -(-len(text) // 4)
+
+    async def preflight(self) -> None:
+        """Send a 1-token "ping". Raises JudgeUnavailableError when the host cannot be reached,
+        the key is rejected or the model is unknown; transient failures are tried three times
+        in about a second before giving up."""
+        ping = JudgeRequest(
+            prompt_id="preflight",
+            prompt_version="1",
+            messages=(Message("user", "ping"),),
+            max_tokens=1,
+            temperature=0.0,
+            seed=None,
+        )
+        for attempt in range(1, _PREFLIGHT_ATTEMPTS + 1):
+            try:
+                await self._call(ping, logprobs=False)
+                return
+            except ProviderError as err:
+                if err.fatal or not err.retryable:
+                    raise JudgeUnavailableError(
+                        f"the preflight call to judge {self.name!r} failed: {err}"
+                    ) from err
+                if attempt == _PREFLIGHT_ATTEMPTS:
+                    raise JudgeUnavailableError(
+                        f"the preflight call to judge {self.name!r} failed {attempt} times: {err}"
+                    ) from err
+                await asyncio.sleep(min(err.retry_after or 0.25 * attempt, 2.0))
+
+    async def aclose(self) -> None:
+        """Close the HTTP client. The judge can still be used afterwards (a new client opens)."""
+        client, self._client = self._client, None
+        loop, self._loop = self._loop, None
+        self._semaphore = None
+        if client is not None and loop is asyncio.get_running_loop():
+            await client.aclose()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._semaphore is None or self._loop is not loop:
+            # first use, or a new event loop (a second asyncio.run): the old client is bound to
+            # the old loop and cannot be reused
+            self._client = make_client(
+                timeout=self.timeout, max_connections=self.max_concurrency, headers=self._headers
+            )
+            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+            self._loop = loop
+        return self._client, self._semaphore
+
+    async def _call(self, request: JudgeRequest, *, logprobs: bool) -> Completion:
+        client, semaphore = self._session()
+        async with semaphore:
+            try:
+                return await asyncio.wait_for(
+                    self._negotiate(client, request, logprobs=logprobs), self.timeout
+                )
+            except asyncio.TimeoutError:
+                raise timeout_error(
+                    role="judge", base_url=self.base_url, timeout=self.timeout
+                ) from None
+
+    async def _negotiate(
+        self, client: httpx.AsyncClient, request: JudgeRequest, *, logprobs: bool
+    ) -> Completion:
+        url = f"{self.base_url}/chat/completions"
+        while True:
+            mode = self._structured if request.schema is not None else None
+            use_logprobs = logprobs and self._logprobs
+            tokens_param = self._tokens_param
+            body = self._body(request, mode, use_logprobs, tokens_param)
+            try:
+                response = await client.post(url, json=body)
+            except httpx.HTTPError as exc:
+                raise error_from_transport(
+                    exc, role="judge", base_url=self.base_url, timeout=self.timeout
+                ) from exc
+            if response.is_success:
+                data = parse_json_body(response, role="judge", secrets=self._secrets)
+                return self._completion(data, body, mode)
+            if response.status_code in (400, 422) and self._adapt(
+                response, mode, use_logprobs, tokens_param
+            ):
+                continue
+            raise error_from_response(
+                response,
+                role="judge",
+                model=self.model,
+                base_url=self.base_url,
+                secrets=self._secrets,
+                has_key=self._has_key,
+            )
+
+    def _adapt(
+        self, response: httpx.Response, mode: str | None, used_logprobs: bool, tokens_param: str
+    ) -> bool:
+        """After a 400/422: drop or change the parameter the server rejected and say whether
+        to send again. Every change moves down a finite list, so re-sending ends."""
+        text = (error_text(response) + " " + response.text[:4000]).lower()
+        if tokens_param == "max_tokens" and (
+            "max_completion_tokens" in text
+            or ("max_tokens" in text and ("unsupported" in text or "not supported" in text))
+        ):
+            self._tokens_param = "max_completion_tokens"
+            return True
+        if used_logprobs and "logprobs" in text:
+            self._logprobs = False
+            return True
+        if mode in ("json_schema", "json_object") and (
+            "response_format" in text
+            or "json_schema" in text
+            or "json_object" in text
+            or "not supported" in text
+        ):
+            lower = _MODES[_MODES.index(mode) + 1]
+            # another call may have moved down already; never move back up
+            if _MODES.index(lower) > _MODES.index(self._structured):
+                self._structured = lower
+            return True
+        return False
+
+    def _body(
+        self, request: JudgeRequest, mode: str | None, logprobs: bool, tokens_param: str
+    ) -> dict[str, Any]:
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": request.temperature,
+            tokens_param: request.max_tokens,
+        }
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = _TOP_LOGPROBS
+        if request.schema is not None and mode is not None:
+            schema = _plain(request.schema)
+            if mode == "json_schema":
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": _schema_name(request.prompt_id),
+                        "schema": schema,
+                        "strict": False,
+                    },
+                }
+            else:
+                if mode == "json_object":
+                    body["response_format"] = {"type": "json_object"}
+                _describe_schema(messages, schema)
+        return body
+
+    def _completion(self, data: Any, body: Mapping[str, Any], mode: str | None) -> Completion:
+        choice = _first_choice(data)
+        if choice is None:
+            detail = ""
+            if isinstance(data, Mapping) and "error" in data:
+                detail = " Server said: " + redact(json.dumps(data["error"])[:300], self._secrets)
+            raise ProviderError(
+                f"the judge answered without a completion choice.{detail}", retryable=True
+            )
+        message = choice.get("message")
+        text = _content_text(message.get("content") if isinstance(message, Mapping) else None)
+        finish = choice.get("finish_reason")
+        usage = data.get("usage")
+        prompt_tokens = _count(usage, "prompt_tokens")
+        completion_tokens = _count(usage, "completion_tokens")
+        if prompt_tokens is None:  # estimated: the server reported no usage
+            prompt_tokens = sum(self.count_tokens(m["content"]) for m in body["messages"])
+        if completion_tokens is None:
+            completion_tokens = self.count_tokens(text)
+        model = data.get("model")
+        return Completion(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            finish_reason=finish if isinstance(finish, str) else None,
+            model=model if isinstance(model, str) and model else self.model,
+            structured=mode or "prompt",
+            top_logprobs=_first_top_logprobs(choice.get("logprobs")),
+        )
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-serialisable copy: Mappings become dicts, non-string sequences lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _schema_name(prompt_id: str) -> str:
+    """OpenAI wants ``^[a-zA-Z0-9_-]{1,64}$`` as the schema name."""
+    name = "".join(c if c in _SCHEMA_NAME_CHARS else "_" for c in prompt_id)[:64]
+    return name or "output"
+
+
+def _describe_schema(messages: list[dict[str, Any]], schema: Any) -> None:
+    note = (
+        "\n\nReply with one JSON object matching this JSON schema, and nothing else:\n"
+        + json.dumps(schema, ensure_ascii=False)
+    )
+    for message in reversed(messages):
+        if message["role"] == "user":
+            message["content"] = message["content"] + note
+            return
+    messages.append({"role": "user", "content": note.lstrip()})
+
+
+def _first_choice(data: Any) -> Mapping[str, Any] | None:
+    if not isinstance(data, Mapping):
+        return None
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        return None
+    return choices[0]
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return ""
+
+
+def _count(usage: Any, key: str) -> int | None:
+    if not isinstance(usage, Mapping):
+        return None
+    value = usage.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+        return number if not math.isnan(number) else None
+    return None
+
+
+def _first_top_logprobs(logprobs: Any) -> dict[str, float] | None:
+    """The first output token's top candidates as {token: logprob}, from the chat format
+    (``content[0].top_logprobs``) or the legacy completions format (``top_logprobs[0]``)."""
+    if not isinstance(logprobs, Mapping):
+        return None
+    found: dict[str, float] = {}
+    content = logprobs.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], Mapping):
+        first = content[0]
+        tops = first.get("top_logprobs")
+        for item in tops if isinstance(tops, list) else []:
+            if isinstance(item, Mapping):
+                token, value = item.get("token"), _number(item.get("logprob"))
+                if isinstance(token, str) and value is not None:
+                    found[token] = max(value, found.get(token, -math.inf))
+        if not found:
+            token, value = first.get("token"), _number(first.get("logprob"))
+            if isinstance(token, str) and value is not None:
+                found[token] = value
+    else:
+        legacy = logprobs.get("top_logprobs")
+        if isinstance(legacy, list) and legacy and isinstance(legacy[0], Mapping):
+            for token, raw in legacy[0].items():
+                value = _number(raw)
+                if value is not None:
+                    found[str(token)] = value
+    return found or None
