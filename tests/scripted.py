@@ -91,5 +91,5 @@ class RagScript:
             return 0.9 if self._verdict(claim, target) else 0.1
 
         handlers = self.handlers()
-        handlers["explain_verdict"] = lambda v: {"reason": "scripted reason", "quote": ""}
+        handlers["explain_verdict"] = lambda v: {"reason": "scripted reason"}
         return ScriptedJudge(handlers, choice_handlers={"verify_claim": verify_claim})

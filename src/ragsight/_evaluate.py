@@ -25,7 +25,14 @@ from .prompts import load_prompt, prompt_ids
 from .sample import Dataset, RowProblem, Sample
 from .store import SQLiteCallCache, Store
 
-__all__ = ["EvaluationResult", "JudgeSameAsGeneratorWarning", "MetricSummary", "aevaluate", "evaluate"]
+__all__ = [
+    "EvaluationResult",
+    "JudgeSameAsGeneratorWarning",
+    "MetricSummary",
+    "aevaluate",
+    "evaluate",
+    "load_result",
+]
 
 
 class JudgeSameAsGeneratorWarning(UserWarning):
@@ -194,8 +201,10 @@ async def aevaluate(
     progress: Progress | None = None,
     preflight: bool = True,
     notice: Any = None,
+    run_id: str | None = None,
 ) -> EvaluationResult:
-    """Async form of :func:`evaluate`."""
+    """Async form of :func:`evaluate`. ``notice`` receives one-line messages for the user;
+    ``run_id`` names the new run (default: a timestamp and a random suffix)."""
     own_store = not isinstance(store, Store)
     st = store if isinstance(store, Store) else Store(store if store is not None else ":memory:")
     try:
@@ -207,7 +216,7 @@ async def aevaluate(
             details = "; ".join(str(p) for p in ds.errors[:5])
             raise ConfigError(f"no usable sample in {ds.source}" + (f": {details}" if details else ""))
         chosen = _metrics(metrics, ds.samples)
-        return await _run(st, new_run_id(), ds.samples, ds.problems, ds.source, chosen, judge, embedder,
+        return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen, judge, embedder,
                           cache, concurrency, settings or AnalysisSettings(), policy, metadata or {},
                           base_url, embedder_base_url, progress, preflight, notice, fresh=True)
     finally:
@@ -264,6 +273,8 @@ async def _run(
         if progress is not None:
             progress.total = len(samples)
             progress.done = len(done)
+            progress.run_id = run_id
+            progress.judge_stats = judge.stats if judge is not None else None
         status = "interrupted"
         try:
             await run_samples(todo, chosen, judge=judge, embedder=emb, settings=settings, store=st,
@@ -362,3 +373,13 @@ def evaluate(
         concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
         base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
     ))
+
+
+def load_result(store: Store, ref: str) -> EvaluationResult:
+    """The result of a stored run (by id, id prefix, or 'last')."""
+    run_id = store.resolve_run(ref)
+    info = store.run(run_id)
+    samples = store.samples(run_id)
+    metrics = resolve_metrics([m["key"] for m in info.metrics], samples)
+    return EvaluationResult(run_id, samples, metrics, store.scores(run_id), info.stats,
+                            store.problems(run_id), store.path, info.status, info.config)

@@ -370,17 +370,16 @@ class SampleContext:
 
             def validate(d: dict[str, Any]) -> str:
                 reason = d.get("reason")
-                quote = d.get("quote")
                 if not isinstance(reason, str):
                     raise OutputError('"reason" must be a string')
-                return reason.strip() + (f' Quote: "{quote.strip()}"' if isinstance(quote, str) and quote.strip() else "")
+                return reason.strip()
 
             try:
                 ans = await judge.ask(
                     load_prompt("explain_verdict"),
                     {"source": source, "claim": fence("claim", c),
                      "verdict": "supported" if p >= thr else "not supported"},
-                    validate, max_tokens=96, use_cache=self.settings.use_cache,
+                    validate, max_tokens=64, use_cache=self.settings.use_cache,
                 )
                 reasons.append(ans.value)
             except JudgeFailedError:

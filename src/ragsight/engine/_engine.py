@@ -37,6 +37,9 @@ class Progress:
     total: int = 0
     done: int = 0
     outcomes: dict[str, int] = field(default_factory=lambda: {o.value: 0 for o in Outcome})
+    run_id: str = ""
+    judge_stats: Any = None
+    on_update: Callable[[Progress], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,8 @@ async def run_samples(
                 progress.done += 1
                 for s in scores:
                     progress.outcomes[s.outcome.value] += 1
+                if progress.on_update is not None:
+                    progress.on_update(progress)
             if on_sample is not None:
                 on_sample(SampleOutcome(sample.id, scores))
             if store is not None and time.monotonic() - last_beat > 20:
