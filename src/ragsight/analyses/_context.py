@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._budget import Truncation, fit_for_judge
 from .._score import ClaimVerdict, JudgeCallRef
 from ..embed._protocol import Embedder
 from ..judge._judge import Answer, Judge, JudgeFailedError
@@ -184,6 +185,7 @@ class SampleContext:
         # The embedded judge runs one call at a time; a batch of yes/no calls that share a long
         # prefix must run back to back, not interleaved with another batch.
         self._batch = asyncio.Lock()
+        self.truncations: list[Truncation] = []  # over-long texts cut to fit the judge (_budget)
 
     def _once(self, key: str, make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         task = self._memo.get(key)
@@ -211,6 +213,8 @@ class SampleContext:
         assert text is not None
         question = fence("question", self.sample.question) if self.sample.question else ""
         limit = self.settings.max_claims
+        text = fit_for_judge(judge, [text], field=source, output_tokens=1024, alongside=[question],
+                             record=self.truncations)[0]
 
         def validate(d: dict[str, Any]) -> list[str]:
             claims = _list_of_str(d, "claims")
@@ -244,7 +248,9 @@ class SampleContext:
             claims.extend(resp.claims)
         if ref:
             claims.extend(ref.claims)
-        contexts = list(s.contexts or ())
+        contexts = fit_for_judge(self.judge, list(s.contexts or ()), field="contexts",
+                                 output_tokens=64 + 60 * len(claims), alongside=claims,
+                                 record=self.truncations) if claims else []
         verdicts = await self._verify(claims, "contexts", contexts_block(contexts),
                                       chunks=contexts if st.need_chunk_support else None)
         n_resp = len(resp.claims) if resp else 0
@@ -268,6 +274,8 @@ class SampleContext:
         async def run() -> VerdictList:
             claims = (await self.response_claims()).claims
             ref = self.sample.reference_text or ""
+            ref = fit_for_judge(self.judge, [ref], field="reference", output_tokens=64 + 60 * len(claims),
+                                alongside=claims, record=self.truncations)[0] if claims else ref
             return await self._verify(list(claims), "reference", fence("reference", ref))
 
         return self._once("verdicts:response_vs_reference", run)
@@ -276,7 +284,10 @@ class SampleContext:
         """Reference claims checked against the response (factual correctness FN)."""
         async def run() -> VerdictList:
             claims = (await self.reference_claims()).claims
-            return await self._verify(list(claims), "response", fence("response", self.sample.response or ""))
+            resp = fit_for_judge(self.judge, [self.sample.response or ""], field="response",
+                                 output_tokens=64 + 60 * len(claims), alongside=claims,
+                                 record=self.truncations)[0] if claims else ""
+            return await self._verify(list(claims), "response", fence("response", resp))
 
         return self._once("verdicts:reference_vs_response", run)
 
@@ -398,6 +409,10 @@ class SampleContext:
         contexts = list(s.contexts or ())
         answer_text = s.reference_text if against == "reference" else s.response
         question = fence("question", s.question or "")
+        answer_text, *contexts = fit_for_judge(judge, [answer_text or "", *contexts],
+                                               field=[against, *(f"contexts[{k}]" for k in range(1, len(contexts) + 1))],
+                                               output_tokens=64 + 50 * len(contexts),
+                                               alongside=[question], record=self.truncations)
         answer = fence(against, answer_text or "")
         if not contexts:
             return ChunkJudgement(against, (), (), (), ())
@@ -451,9 +466,11 @@ class SampleContext:
                 raise OutputError(f"expected {n} different questions, got {len(distinct)}")
             return distinct, _bool(d.get("noncommittal"), '"noncommittal"')
 
+        response = fit_for_judge(judge, [self.sample.response or ""], field="response",
+                                 output_tokens=80 + 50 * n, record=self.truncations)[0]
         ans = await judge.ask(
             load_prompt("generate_questions"),
-            {"response": fence("response", self.sample.response or ""), "n": str(n),
+            {"response": fence("response", response), "n": str(n),
              "response_text": self.sample.response or ""},
             validate, count=n, max_tokens=80 + 50 * n, use_cache=self.settings.use_cache,
         )
@@ -469,6 +486,8 @@ class SampleContext:
         judge = self._need_judge()
         s = self.sample
         text = s.reference_text if source == "reference" else "\n\n".join(s.contexts or ())
+        text = fit_for_judge(judge, [text or ""], field=source, output_tokens=512,
+                             record=self.truncations)[0]
         ans = await judge.ask(
             load_prompt("extract_entities"),
             {"text": fence("text", text or ""), "raw_text": text or "", "source": source},
@@ -486,8 +505,10 @@ class SampleContext:
     async def _sentence_labels(self) -> SentenceLabels:
         judge = self._need_judge()
         s = self.sample
+        chunks = fit_for_judge(judge, list(s.contexts or ()), field="contexts", output_tokens=32,
+                               output_per_token=1.0, record=self.truncations)
         sentences = tuple(
-            (k, sent) for k, chunk in enumerate(s.contexts or ()) for sent in split_sentences(chunk)
+            (k, sent) for k, chunk in enumerate(chunks) for sent in split_sentences(chunk)
         )
         if not sentences:
             return SentenceLabels((), (), ())

@@ -1,0 +1,262 @@
+"""Judge faults over real HTTP: ``ragsight.evaluate`` end to end against FakeOpenAIServer with a
+judge world that breaks a share of its answers in one way at a time.
+
+For every fault kind the run must complete, every (sample, metric) pair must end in a defined
+outcome, retries must stay bounded in count and time, failures must be counted, and no broken
+output may be read as a shorter answer: every score computed under faults equals the clean run's,
+and every judge call whose output was accepted holds the complete answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ragsight
+import tests.fakes.openai_server as fake_server
+from ragsight import Outcome
+from ragsight.errors import JudgeUnavailableError
+from ragsight.judge import RetryPolicy
+from ragsight.store import Store
+from tests.fakes import FakeOpenAIServer, Reply
+from tests.reliability.world import (
+    CONTENT_FAULTS,
+    FAULT_KINDS,
+    TRANSPORT_FAULTS,
+    JudgeWorld,
+    make_samples,
+    prompt_id_of,
+)
+
+METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
+POLICY = RetryPolicy(max_attempts=4, max_reasks=3, backoff_base_s=0.02, backoff_max_s=0.2,
+                     call_timeout_s=1.5, step_deadline_s=20.0)
+MAX_CALLS_PER_STEP = (POLICY.max_reasks + 1) * POLICY.max_attempts
+N_SAMPLES = 12
+WALL_BOUND_S = 60.0  # 12 samples; a clean run takes about 1 s on an idle machine
+
+
+def run_world(world: JudgeWorld, samples: list[dict[str, Any]], store: Path,
+              metrics: list[str] = METRICS, **kw: Any) -> tuple[Any, list[dict[str, Any]], float, int]:
+    """Evaluate ``samples`` against a fake server answering with ``world``: (result, judge calls
+    recorded in the store, wall time, chat requests the server received)."""
+    with FakeOpenAIServer(handler=world) as srv:
+        t0 = time.monotonic()
+        result = ragsight.evaluate(samples, metrics, judge="openai:m", embedder="openai:e",
+                                   base_url=srv.url, policy=POLICY, store=store, **kw)
+        wall = time.monotonic() - t0
+        n_requests = len(srv.requests_to("/chat/completions"))
+    with Store(store) as st:
+        calls = st.judge_calls(result.run_id)
+    return result, calls, wall, n_requests
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The clean run's scores (sample id -> metric -> Score)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fake_server._Server, "request_queue_size", 128)
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HTTP_PROXY", "http_proxy"):
+            mp.delenv(name, raising=False)
+        result, calls, _, _ = run_world(JudgeWorld(), make_samples(N_SAMPLES),
+                                        tmp_path_factory.mktemp("clean") / "clean.db")
+    assert all(c["error"] is None for c in calls)
+    assert all(s.outcome is Outcome.SCORED for per in result.scores.values() for s in per.values())
+    yield result.scores
+
+
+def world_answer(call: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """What the world answers to the first attempt of this call's prompt (count from the prompt)."""
+    body = {"messages": call["messages"],
+            "response_format": {"json_schema": {"name": call["prompt_id"]}}}
+    answer, _ = JudgeWorld().answer(call["prompt_id"], body)
+    return answer, None
+
+
+def check_no_partial_parse(calls: list[dict[str, Any]]) -> None:
+    """Every accepted output is the world's complete answer; every broken output was refused."""
+    for c in calls:
+        raw = c["raw_output"]
+        if c["parsed"] is not None:
+            assert c["error"] is None
+            assert json.loads(raw) == c["parsed"], "an accepted output must be exactly the JSON sent"
+            expected, _ = world_answer(c)
+            assert c["parsed"] == expected, f"{c['prompt_id']}: accepted a partial answer"
+            continue
+        if raw is None:
+            assert c["error"], "a call without output must say why"
+            continue
+        # an output that was not accepted: refused with a reason, whatever it was
+        assert c["error"] and c["error"].startswith("unusable output: "), c
+
+
+def check_run(result: Any, calls: list[dict[str, Any]], clean: dict[str, Any],
+              samples: list[dict[str, Any]], wall: float) -> dict[str, int]:
+    ids = [s["id"] for s in samples]
+    # every pair ends in exactly one defined outcome; nothing missing, nothing extra
+    assert sorted(result.scores) == sorted(ids)
+    outcomes: dict[str, int] = defaultdict(int)
+    for sid in ids:
+        per = result.scores[sid]
+        assert sorted(per) == sorted(METRICS)
+        for m, score in per.items():
+            outcomes[score.outcome.value] += 1
+            if score.outcome is Outcome.SCORED:
+                ref = clean[sid][m]
+                assert score.value == pytest.approx(ref.value), (sid, m)
+                assert [c.claim for c in score.evidence.claims] == [c.claim for c in ref.evidence.claims]
+                assert [c.supported for c in score.evidence.claims] == [
+                    c.supported for c in ref.evidence.claims]
+            else:
+                assert score.outcome is Outcome.FAILED, (sid, m, score)
+                assert score.value is None
+                assert score.reason.startswith("judge step "), score.reason
+                assert score.evidence.details.get("attempts", 0) >= 1
+    # the summary counts every outcome, failures included, and averages the scored only
+    for m in METRICS:
+        s = result.summary[m]
+        assert sum(s.counts.values()) == len(ids)
+        failed = sum(result.scores[i][m].outcome is Outcome.FAILED for i in ids)
+        assert s.counts["failed"] == failed
+        assert sum(s.fail_reasons.values()) == failed
+    if outcomes["failed"]:
+        assert result.judge_stats["failed_steps"] >= 1
+    # bounded retries: in count per step and in time
+    by_step: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in calls:
+        by_step[c["step"]].append(c)
+    for step_calls in by_step.values():
+        assert len(step_calls) <= MAX_CALLS_PER_STEP
+        first = min(c["started_at"] for c in step_calls)
+        last = max(c["started_at"] + c["latency_s"] for c in step_calls)
+        assert last - first <= POLICY.step_deadline_s + 1.0
+    for c in calls:
+        assert c["latency_s"] <= POLICY.call_timeout_s + 1.0, c["error"]
+    assert wall < WALL_BOUND_S
+    check_no_partial_parse(calls)
+    return dict(outcomes)
+
+
+@pytest.mark.parametrize("fault", FAULT_KINDS)
+def test_each_fault_kind_ends_in_defined_outcomes(fault: str, clean: dict[str, Any], tmp_path: Path) -> None:
+    samples = make_samples(N_SAMPLES)
+    world = JudgeWorld(fault_rate=0.3, faults=[fault], seed=11)
+    result, calls, wall, n_requests = run_world(world, samples, tmp_path / "run.db")
+    assert world.injected[fault] >= 3, f"the world injected too few {fault} faults to test"
+    outcomes = check_run(result, calls, clean, samples, wall)
+    stats = result.judge_stats
+    # every request the server saw is a recorded call (plus the preflight ping)
+    assert n_requests == stats["calls"] + 1
+    assert stats["calls"] == len(calls)
+    if fault in CONTENT_FAULTS:
+        assert stats["reasks"] >= 1
+        refused = [c for c in calls if c["error"] and c["error"].startswith("unusable output")]
+        assert len(refused) == world.injected[fault]
+    else:
+        assert stats["retries"] >= 1
+    assert outcomes.get("failed", 0) <= 0.1 * N_SAMPLES * len(METRICS)
+
+
+def test_truncated_claims_are_reasked_never_read_short(clean: dict[str, Any], tmp_path: Path) -> None:
+    """A claims list cut after its first item (finish_reason "stop") and one cut at max_tokens are
+    both refused and asked again; the claims in the evidence are the complete list."""
+    samples = make_samples(N_SAMPLES)
+    world = JudgeWorld(fault_rate=0.5, faults=["truncated_stop", "truncated_length"], seed=3)
+    result, calls, wall, _ = run_world(world, samples, tmp_path / "run.db")
+    check_run(result, calls, clean, samples, wall)
+    claim_calls = [c for c in calls if c["prompt_id"] == "extract_claims"]
+    cut = [c for c in claim_calls if c["error"]]
+    assert cut, "the world should have cut some claim lists"
+    for c in cut:
+        assert c["parsed"] is None
+        assert "cut off" in c["error"] or "incomplete" in c["error"]
+        # the next attempt of the same step re-asks, quoting what was wrong
+        later = [d for d in claim_calls if d["step"] == c["step"] and d["attempt"] > c["attempt"]]
+        if later:
+            assert later[0]["messages"][-1]["role"] == "user"
+            assert "could not be used" in later[0]["messages"][-1]["content"]
+    # a step that ended with a cut output only is a failure, never a shorter list
+    for sid, per in result.scores.items():
+        f = per["faithfulness"]
+        if f.outcome is Outcome.SCORED:
+            assert len(f.evidence.claims) == len(clean[sid]["faithfulness"].evidence.claims)
+
+
+def test_retry_after_is_honoured(tmp_path: Path) -> None:
+    samples = make_samples(4)
+    world = JudgeWorld(fault_rate=0.4, faults=["http429_retry_after"], seed=5)
+    _, calls, _, _ = run_world(world, samples, tmp_path / "run.db", metrics=["faithfulness"])
+    by_step: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in calls:
+        by_step[c["step"]].append(c)
+    gaps = []
+    for step_calls in by_step.values():
+        step_calls.sort(key=lambda c: c["attempt"])
+        for prev, nxt in zip(step_calls, step_calls[1:]):
+            if prev["error"] and "asked to wait 1 s" in prev["error"]:
+                gaps.append(nxt["started_at"] - (prev["started_at"] + prev["latency_s"]))
+    assert gaps, "no 429 with Retry-After was retried"
+    # Retry-After: 1, capped at 3 x backoff_max_s = 0.6 s by the policy
+    assert min(gaps) >= 0.55
+
+
+def test_twenty_percent_broken_loses_at_most_two_percent(clean: dict[str, Any], tmp_path: Path) -> None:
+    """20% of the judge's answers broken, every kind mixed: at most 2% of scores end failed."""
+    samples = make_samples(50, seed=2)
+    world = JudgeWorld(fault_rate=0.2, faults=FAULT_KINDS, seed=20)
+    result, calls, wall, _ = run_world(world, samples, tmp_path / "run.db")
+    n_scores = len(samples) * len(METRICS)
+    failed = sum(s.outcome is Outcome.FAILED for per in result.scores.values() for s in per.values())
+    assert failed <= 0.02 * n_scores, f"{failed} of {n_scores} scores failed"
+    assert sum(world.injected.values()) >= 0.15 * sum(world.answered.values())
+    assert len(set(world.injected)) >= 10
+    assert all(len(result.scores[s["id"]]) == len(METRICS) for s in samples)
+    check_no_partial_parse(calls)
+    assert wall < 40.0
+
+
+def test_server_that_never_answers_fails_every_judged_score_in_bounded_time(tmp_path: Path) -> None:
+    samples = make_samples(3)
+    with FakeOpenAIServer(handler=lambda r: Reply.hang() if r.path.endswith("/chat/completions") else None) as srv:
+        t0 = time.monotonic()
+        result = ragsight.evaluate(samples, ["faithfulness", "context_precision"], judge="openai:m",
+                                   base_url=srv.url, policy=POLICY, store=tmp_path / "run.db",
+                                   preflight=False)
+        wall = time.monotonic() - t0
+    # one step: 4 attempts of 1.5 s plus backoff; the samples run concurrently
+    assert wall < POLICY.max_attempts * (POLICY.call_timeout_s + 3 * POLICY.backoff_max_s) + 5
+    for per in result.scores.values():
+        for score in per.values():
+            assert score.outcome is Outcome.FAILED
+            assert "timed out" in score.reason
+    assert result.summary["faithfulness"].counts["failed"] == 3
+    assert result.judge_stats["failed_steps"] >= 6
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "make_judge() builds OpenAIJudge with its default 60 s timeout and ignores the RetryPolicy, so "
+    "the preflight against a server that never answers waits 3 x 60 s (CLI --timeout is ignored "
+    "too). Fix in judge/__init__.py: OpenAIJudge(rest, base_url=base_url, "
+    "timeout=policy.call_timeout_s if policy else 60.0)."))
+async def test_preflight_against_a_server_that_never_answers_is_bounded(tmp_path: Path) -> None:
+    with FakeOpenAIServer(handler=lambda r: Reply.hang()) as srv:
+        with pytest.raises(JudgeUnavailableError):
+            await asyncio.wait_for(
+                ragsight.aevaluate(make_samples(1), ["faithfulness"], judge="openai:m",
+                                   base_url=srv.url, policy=POLICY, store=tmp_path / "run.db"),
+                timeout=3 * POLICY.call_timeout_s + 4,
+            )
+
+
+def test_fault_world_injects_only_into_judge_steps() -> None:
+    """Guard for the harness itself: the ping is never broken and prompt ids come from the schema."""
+    assert prompt_id_of({"response_format": {"json_schema": {"name": "verify_claims"}}}) == "verify_claims"
+    assert prompt_id_of({"messages": []}) is None
+    assert set(FAULT_KINDS) == set(CONTENT_FAULTS) | set(TRANSPORT_FAULTS)
