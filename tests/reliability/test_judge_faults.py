@@ -10,6 +10,7 @@ and every judge call whose output was accepted holds the complete answer.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections import defaultdict
@@ -199,7 +200,7 @@ def test_retry_after_is_honoured(tmp_path: Path) -> None:
     gaps = []
     for step_calls in by_step.values():
         step_calls.sort(key=lambda c: c["attempt"])
-        for prev, nxt in zip(step_calls, step_calls[1:]):
+        for prev, nxt in itertools.pairwise(step_calls):
             if prev["error"] and "asked to wait 1 s" in prev["error"]:
                 gaps.append(nxt["started_at"] - (prev["started_at"] + prev["latency_s"]))
     assert gaps, "no 429 with Retry-After was retried"
@@ -246,13 +247,12 @@ def test_server_that_never_answers_fails_every_judged_score_in_bounded_time(tmp_
     "too). Fix in judge/__init__.py: OpenAIJudge(rest, base_url=base_url, "
     "timeout=policy.call_timeout_s if policy else 60.0)."))
 async def test_preflight_against_a_server_that_never_answers_is_bounded(tmp_path: Path) -> None:
-    with FakeOpenAIServer(handler=lambda r: Reply.hang()) as srv:
-        with pytest.raises(JudgeUnavailableError):
-            await asyncio.wait_for(
-                ragsight.aevaluate(make_samples(1), ["faithfulness"], judge="openai:m",
-                                   base_url=srv.url, policy=POLICY, store=tmp_path / "run.db"),
-                timeout=3 * POLICY.call_timeout_s + 4,
-            )
+    with FakeOpenAIServer(handler=lambda r: Reply.hang()) as srv, pytest.raises(JudgeUnavailableError):
+        await asyncio.wait_for(
+            ragsight.aevaluate(make_samples(1), ["faithfulness"], judge="openai:m",
+                               base_url=srv.url, policy=POLICY, store=tmp_path / "run.db"),
+            timeout=3 * POLICY.call_timeout_s + 4,
+        )
 
 
 def test_fault_world_injects_only_into_judge_steps() -> None:

@@ -46,11 +46,12 @@ TRANSPORT_FAULTS = (
 )
 FAULT_KINDS = CONTENT_FAULTS + TRANSPORT_FAULTS
 
-_STOP = frozenset(
+_STOP_WORDS = (
     "the a an and or of to in on at by for with from is are was were be been has have had it its "
     "this that these those as not no than then also which who whom what when where why how does did "
-    "do can will would should could may might into over under about after before".split()
+    "do can will would should could may might into over under about after before"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 _WORD = re.compile(r"[a-z0-9]+")
 _SENT = re.compile(r"(?<=[.!?])\s+")
 
