@@ -1,8 +1,8 @@
 """ragsight: evaluate retrieval-augmented generation, with the evidence behind every score."""
 
+from ._evaluate import EvaluationResult, MetricSummary, aevaluate, evaluate
 from ._score import ClaimVerdict, Evidence, Outcome, Score
 from ._version import __version__
-from ._evaluate import EvaluationResult, MetricSummary, aevaluate, evaluate  # noqa: I001
 from .analyses import AnalysisSettings
 from .judge import Judge, RetryPolicy, ScriptedJudge
 from .metrics import metric_names

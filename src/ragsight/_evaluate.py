@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._version import __version__
 from ._score import Outcome, Score
+from ._version import __version__
 from .analyses import AnalysisSettings
 from .embed._protocol import Embedder
 from .engine._engine import Progress, describe_metrics, run_samples, settings_for

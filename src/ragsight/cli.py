@@ -24,7 +24,6 @@ from rich.text import Text
 
 from . import __version__
 from ._evaluate import EvaluationResult, aevaluate, load_result, new_run_id
-from ._score import Outcome
 from .analyses import AnalysisSettings
 from .engine import Progress
 from .errors import RagsightError
@@ -147,7 +146,7 @@ def _metadata(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def example_path() -> str:
-    return str(resources.files("ragsight").joinpath("data", "example.jsonl"))
+    return str(resources.files("ragsight").joinpath("data").joinpath("example.jsonl"))
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

@@ -49,10 +49,10 @@ class SampleOutcome:
 
 
 def settings_for(metrics: Sequence[Metric], base: AnalysisSettings) -> AnalysisSettings:
-    flags: set[str] = set()
+    flags: dict[str, Any] = {}
     for m in metrics:
-        flags |= set(m.flags)
-    return replace(base, **{f: True for f in flags})
+        flags.update(dict.fromkeys(m.flags, True))
+    return replace(base, **flags)
 
 
 def _failed(metric: Metric, exc: BaseException) -> Score:
@@ -77,7 +77,7 @@ async def score_sample(
     async def one(m: Metric) -> Score:
         try:
             return await m.score(ctx)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a counted outcome
+        except Exception as exc:
             return _failed(m, exc)
 
     return tuple(await asyncio.gather(*(one(m) for m in metrics)))

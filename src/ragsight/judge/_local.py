@@ -15,6 +15,7 @@ never blocked. A model is loaded once per process and path, on first use.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from typing import Any
 from ..errors import MissingExtraError
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
 
-__all__ = ["LocalJudge", "WEAK_MODELS"]
+__all__ = ["WEAK_MODELS", "LocalJudge"]
 
 # Models whose verdicts were measured to be poor: selecting one warns.
 WEAK_MODELS = {
@@ -36,6 +37,18 @@ WEAK_MODELS = {
 
 _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_models() -> None:
+    # Free the models while the interpreter is intact; llama-cpp-python's __del__ fails noisily
+    # when it runs during interpreter shutdown.
+    while _MODELS:
+        _, llm = _MODELS.popitem()
+        try:
+            llm.close()
+        except Exception:
+            pass
 
 _CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

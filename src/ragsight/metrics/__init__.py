@@ -156,11 +156,11 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
                     add(m)
             continue
         name, params = parse_spec(spec)
-        cls = REGISTRY.get(name)
-        if cls is None:
+        found = REGISTRY.get(name)
+        if found is None:
             raise _unknown(name)
         try:
-            add(cls(key=spec, **params) if params else cls())
+            add(found(key=spec, **params) if params else found())
         except TypeError as exc:
             raise ConfigError(f"metric '{spec}': {exc}") from exc
         except ValueError as exc:

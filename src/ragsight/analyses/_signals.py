@@ -1,0 +1,316 @@
+"""Deterministic signals of whether a claim is backed by a source text (no model involved).
+
+Every function here is pure and deterministic: the same claim and source always give the same
+numbers. They serve two purposes:
+
+- evidence: each claim verdict records them (``ClaimVerdict.signals``), so a reader can see
+  *why* a verdict went the way it did ("3 of 11 content words and the year 1987 are not in the
+  context");
+- inputs to the shipped combination model (:mod:`._calibrated`), which turns the judge's
+  probability and these signals into one calibrated P(supported).
+
+Words are compared after a light normalisation (lower case, accents removed, a crude suffix
+stripper so that "founded" matches "founding" and "cities" matches "city"); stop words are
+ignored. Numbers are compared as numbers ("1,200" = "1200", "two" = "2", "1990s" = "1990").
+Named entities are approximated by capitalised words that do not start a sentence, and by all
+numbers; no tagger is needed.
+
+The signals (all in [0, 1] unless noted):
+
+``overlap``
+    share of the claim's distinct content words that occur in the source.
+``overlap_best``
+    the same share, counting only the best-matching sentences of the source (greedy cover, at
+    most :data:`BEST_K`): high when a few sentences together state the claim.
+``bigram_overlap``
+    share of the claim's adjacent content-word pairs that occur adjacent in the source
+    (stop words removed on both sides); 1.0 when the claim has no such pair.
+``numbers``
+    share of the claim's numbers (including years and dates) found in the source; 1.0 when the
+    claim has none (``n_numbers`` says how many there were).
+``entities``
+    share of the claim's capitalised words (proper-noun-like, not sentence-initial) found in the
+    source; 1.0 when the claim has none (``n_entities``).
+``missing``
+    number of claim content words not found in the source (a count, not a share).
+``n_content``
+    number of distinct content words in the claim (a count).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ._text import split_sentences
+
+__all__ = [
+    "BEST_K",
+    "STOP_WORDS",
+    "SignalSet",
+    "compute_signals",
+    "content_words",
+    "entity_words",
+    "numbers_in",
+    "select_sentences",
+    "stem",
+    "tokens",
+]
+
+BEST_K = 3  # sentences at most in the best-matching selection
+
+STOP_WORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had
+has have having he her here hers herself him himself his how i if in into is it its itself just
+me more most my myself no nor not of off on once only or other our ours ourselves out over own
+same she should so some such than that the their theirs them themselves then there these they
+this those through to too under until up very was we were what when where which while who whom
+why will with would you your yours yourself yourselves s t don now may might must shall upon
+within without via per among amongst whose yet however although though since thus hence
+onto around across along toward towards one's it's he's she's they're we're i'm
+""".split())
+
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+    "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
+    "eighteen": "18", "nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40",
+    "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90",
+    "hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000",
+    "dozen": "12",
+}
+
+_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
+_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def _fold(text: str) -> str:
+    """Strip accents and unify apostrophes and dashes; keep case."""
+    s = unicodedata.normalize("NFKD", text)
+    s = "".join(ch for ch in s if not unicodedata.combining(ch))
+    return s.replace("\u2019", "'").replace("\u2018", "'").replace("\u2013", "-").replace("\u2014", "-")
+
+
+def _number(raw: str) -> str:
+    """'1,200' -> '1200', '3.50' -> '3.5', '007' -> '7'."""
+    s = raw.replace(",", "")
+    if "." in s:
+        whole, frac = s.split(".", 1)
+        frac = frac.rstrip("0")
+        whole = whole.lstrip("0") or "0"
+        return f"{whole}.{frac}" if frac else whole
+    return s.lstrip("0") or "0"
+
+
+def stem(word: str) -> str:
+    """A crude, symmetric suffix stripper (lower-case input): enough to match inflections."""
+    w = word
+    if w.endswith("'s"):
+        w = w[:-2]
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 5 and w.endswith("ing"):
+        w = w[:-3]
+    elif len(w) > 4 and w.endswith("ed"):
+        w = w[:-2]
+    elif len(w) > 4 and w.endswith("es") and w[-3] in "sxz":
+        w = w[:-2]
+    elif len(w) > 3 and w.endswith("s") and not w.endswith("ss") and not w.endswith("us"):
+        w = w[:-1]
+    if len(w) > 4 and w.endswith("e"):
+        w = w[:-1]
+    return w
+
+
+def tokens(text: str) -> list[str]:
+    """Word and number tokens, accents stripped, case kept."""
+    return _TOKEN_RE.findall(_fold(text))
+
+
+def _norm_token(tok: str) -> str | None:
+    """The comparable form of one token, or None for a stop word."""
+    if tok[0].isdigit():
+        return _number(tok)
+    low = tok.lower()
+    if low in _NUMBER_WORDS:
+        return _NUMBER_WORDS[low]
+    if low in STOP_WORDS or len(low) < 2:
+        return None
+    return stem(low)
+
+
+def content_words(text: str) -> list[str]:
+    """Normalised content words (and numbers) in order, stop words removed."""
+    out = []
+    for tok in tokens(text):
+        n = _norm_token(tok)
+        if n is not None:
+            out.append(n)
+    return out
+
+
+def numbers_in(text: str) -> set[str]:
+    """Numbers in the text, normalised: digits ('1,200', '1990s' -> '1990') and number words."""
+    folded = _fold(text)
+    out = {_number(m.group(0)) for m in _NUMBER_RE.finditer(folded)}
+    for tok in tokens(folded):
+        low = tok.lower()
+        if low in _NUMBER_WORDS:
+            out.add(_NUMBER_WORDS[low])
+    return out
+
+
+def entity_words(text: str) -> set[str]:
+    """Capitalised words that do not start a sentence (proper-noun-like), normalised."""
+    out: set[str] = set()
+    for sentence in split_sentences(_fold(text)) or [_fold(text)]:
+        toks = tokens(sentence)
+        for i, tok in enumerate(toks):
+            if i == 0 or not tok[0].isupper():
+                continue
+            low = tok.lower()
+            if low in STOP_WORDS or low in _NUMBER_WORDS or len(low) < 2:
+                continue
+            out.add(stem(low))
+    return out
+
+
+def _bigrams(words: Sequence[str]) -> set[tuple[str, str]]:
+    return {(a, b) for a, b in zip(words, words[1:])}
+
+
+def _share(wanted: set[str] | set[tuple[str, str]], have: set[str] | set[tuple[str, str]]) -> float:
+    if not wanted:
+        return 1.0
+    return len(wanted & have) / len(wanted)  # type: ignore[operator]
+
+
+def _sentences(sources: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for text in sources:
+        out.extend(split_sentences(text))
+    return out
+
+
+def select_sentences(claim: str, sources: Sequence[str], k: int = BEST_K) -> list[int]:
+    """Indices (into the sentences of ``sources``, in order) of the sentences that best cover
+    the claim's content words: greedy set cover, at most ``k`` sentences, each adding at least
+    one new word; ties go to the earlier sentence. Returned in text order."""
+    sents = _sentences(sources)
+    wanted = set(content_words(claim))
+    words = [set(content_words(s)) for s in sents]
+    chosen: list[int] = []
+    covered: set[str] = set()
+    for _ in range(k):
+        best, gain = -1, 0
+        for i, ws in enumerate(words):
+            if i in chosen:
+                continue
+            g = len((ws & wanted) - covered)
+            if g > gain:
+                best, gain = i, g
+        if best < 0:
+            break
+        chosen.append(best)
+        covered |= words[best] & wanted
+    return sorted(chosen)
+
+
+def best_sentences(claim: str, sources: Sequence[str], k: int = BEST_K) -> list[str]:
+    """The sentences chosen by :func:`select_sentences`, in text order."""
+    sents = _sentences(sources)
+    return [sents[i] for i in select_sentences(claim, sources, k)]
+
+
+@dataclass(frozen=True)
+class SignalSet:
+    """The signals of one claim against one source, as named floats."""
+
+    values: dict[str, float]
+
+    def __getitem__(self, key: str) -> float:
+        return self.values[key]
+
+
+def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]:
+    """All deterministic signals of ``claim`` against ``source`` (one text or a list of
+    chunks), as a dict of floats (see the module docstring)."""
+    sources = [source] if isinstance(source, str) else list(source)
+    joined = "\n\n".join(sources)
+    claim_words = content_words(claim)
+    wanted = set(claim_words)
+    source_words = content_words(joined)
+    have = set(source_words)
+    found = wanted & have
+
+    best_idx = select_sentences(claim, sources)
+    sents = _sentences(sources)
+    best_have: set[str] = set()
+    for i in best_idx:
+        best_have |= set(content_words(sents[i]))
+
+    source_bigrams: set[tuple[str, str]] = set()
+    for text in sources:
+        source_bigrams |= _bigrams(content_words(text))
+
+    claim_numbers = numbers_in(claim)
+    source_numbers = numbers_in(joined)
+    claim_entities = entity_words(claim)
+    source_lower = {stem(t.lower()) for t in tokens(joined)}
+
+    return {
+        "overlap": _share(wanted, have),
+        "overlap_best": _share(wanted, best_have),
+        "bigram_overlap": _share(_bigrams(claim_words), source_bigrams),
+        "numbers": _share(claim_numbers, source_numbers),
+        "n_numbers": float(len(claim_numbers)),
+        "entities": _share(claim_entities, source_lower),
+        "n_entities": float(len(claim_entities)),
+        "missing": float(len(wanted - found)),
+        "n_content": float(len(wanted)),
+    }
+
+
+# ---- answers against reference aliases (short-answer correctness) ----------------------------
+
+_PUNCT_RE = re.compile(r"[^\w\s]|_", re.UNICODE)
+_ARTICLE_RE = re.compile(r"\b(a|an|the)\b")
+
+
+def answer_tokens(text: str) -> list[str]:
+    """SQuAD-style answer normalisation (accents folded, lower case, punctuation and articles
+    removed), split into tokens; number words become digits."""
+    s = _PUNCT_RE.sub(" ", _fold(text).lower())
+    s = _ARTICLE_RE.sub(" ", s)
+    return [_NUMBER_WORDS.get(t, t) for t in s.split()]
+
+
+def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    n = len(needle)
+    if n == 0:
+        return False
+    return any(list(haystack[i:i + n]) == list(needle) for i in range(len(haystack) - n + 1))
+
+
+def alias_signals(response: str, aliases: Sequence[str]) -> dict[str, float]:
+    """Signals of a (short) response against the accepted reference answers.
+
+    ``alias_contained``: 1.0 when some alias, normalised, occurs in the normalised response as a
+    whole-token sequence (the "string containment" baseline), else 0.0.
+    ``alias_recall``: the largest share of one alias's tokens present in the response.
+    """
+    resp = answer_tokens(response)
+    have = set(resp)
+    contained = 0.0
+    recall = 0.0
+    for alias in aliases:
+        toks = answer_tokens(alias)
+        if not toks:
+            continue
+        if _contains(resp, toks):
+            contained = 1.0
+        recall = max(recall, sum(t in have for t in toks) / len(toks))
+    return {"alias_contained": contained, "alias_recall": recall}

@@ -1,0 +1,76 @@
+"""The real embedded judge (Qwen2.5-Coder-1.5B, llama.cpp) on the bundled example.
+
+Slow: loads a 1.1 GB model once per session and runs a few dozen model calls.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import ragsight
+from ragsight import Outcome
+from ragsight.cli import example_path
+from ragsight.judge import Judge
+from ragsight.prompts import fence, load_prompt
+from ragsight.sample import Dataset
+
+pytestmark = [pytest.mark.slow, pytest.mark.local]
+
+
+async def test_choice_probabilities_follow_the_context(qwen_judge: Judge) -> None:
+    source = fence("context", "Python was invented by Guido van Rossum and published in 1991.", n=1)
+    prompt = load_prompt("verify_claim")
+
+    async def p_yes(claim: str) -> float:
+        ans = await qwen_judge.choose(prompt, {"source": source, "claim": fence("claim", claim)})
+        return ans.value["Yes"]
+
+    copied = await p_yes("Python was invented by Guido van Rossum.")
+    contradicted = await p_yes("Python was published in 1995.")
+    absent = await p_yes("Python is the most widely used programming language in the world.")
+    assert copied > 0.5
+    assert contradicted < 0.5
+    assert absent < 0.5
+
+
+async def test_prefix_reuse_processes_only_the_new_tail(qwen_judge: Judge) -> None:
+    provider = qwen_judge.provider
+    source = fence("context", "The Larkspur frame warranty lasts ten years. " * 20, n=1)
+    prompt = load_prompt("verify_claim")
+    await qwen_judge.choose(prompt, {"source": source, "claim": fence("claim", "The warranty lasts ten years.")},
+                            use_cache=False)
+    before = provider.tokens_evaluated  # type: ignore[attr-defined]
+    await qwen_judge.choose(prompt, {"source": source, "claim": fence("claim", "The warranty lasts two years.")},
+                            use_cache=False)
+    evaluated = provider.tokens_evaluated - before  # type: ignore[attr-defined]
+    total = provider.count_tokens(provider.render(qwen_judge.request(prompt, {  # type: ignore[attr-defined]
+        "source": source, "claim": fence("claim", "The warranty lasts two years.")}).messages))
+    assert evaluated < total / 4, (evaluated, total)
+
+
+def test_example_through_the_four_core_metrics(qwen_provider: object, tmp_path: object) -> None:
+    """Two bundled samples, four core metrics, the embedded judge: the planted unsupported claim
+    in ex-2 is judged unsupported and the copied sentence in ex-1 supported."""
+    ds = Dataset.load(example_path())
+    data = [ds.by_id("ex-1"), ds.by_id("ex-2")]
+    result = ragsight.evaluate(
+        data, ["faithfulness", "answer_relevancy", "context_precision", "context_recall"],
+        judge=Judge(qwen_provider), embedder="local", store=str(tmp_path) + "/r.db",  # type: ignore[arg-type]
+    )
+    for key, summary in result.summary.items():
+        assert summary.counts["scored"] == 2, (key, summary.counts, result.scores)
+
+    ex1 = result.scores["ex-1"]["faithfulness"]
+    assert ex1.outcome is Outcome.SCORED and ex1.value == 1.0, ex1.evidence.claims
+    ex2 = result.scores["ex-2"]["faithfulness"]
+    planted = [c for c in ex2.evidence.claims if "spring" in c.claim]
+    assert planted and not planted[0].supported, ex2.evidence.claims
+    assert planted[0].reason  # unsupported claims get a written reason
+    assert any(c.supported and "800" in c.claim for c in ex2.evidence.claims), ex2.evidence.claims
+    assert all(c.probability is not None for c in ex2.evidence.claims)
+
+    # the retrieved chunk the reference comes from is judged relevant
+    cp = result.scores["ex-1"]["context_precision"]
+    assert cp.evidence.details["chunks"][0]["relevant"] is True
+    ar = result.scores["ex-1"]["answer_relevancy"]
+    assert ar.value is not None and ar.value > 0.5
