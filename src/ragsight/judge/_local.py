@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import math
 import os
@@ -45,10 +46,8 @@ def _close_models() -> None:
     # when it runs during interpreter shutdown.
     while _MODELS:
         _, llm = _MODELS.popitem()
-        try:
+        with contextlib.suppress(Exception):
             llm.close()
-        except Exception:
-            pass
 
 _CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
