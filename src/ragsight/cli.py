@@ -155,7 +155,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     elif args.data:
         data = args.data
     elif not args.resume:
-        err.print("error: give a data file, --example, or --resume RUN (see 'ragsight evaluate --help')")
+        err.print("error: give a data file, --example, or --resume RUN (see 'ragsight evaluate --help')",
+                  soft_wrap=True, markup=False)
         return EXIT_USAGE
     else:
         data = None
@@ -168,7 +169,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     bar = _ProgressBar(progress, enabled=not args.quiet and err.is_terminal)
 
     def notice(text: str) -> None:
-        err.print(text)
+        err.print(text, soft_wrap=True, markup=False)
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -199,7 +200,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
-    err.print(f"warning: {message}")
+    err.print(f"warning: {message}", soft_wrap=True, markup=False)
 
 
 class _ProgressBar:
@@ -242,7 +243,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
     c = console or out
     table = Table(title=f"run {result.run_id}  ({len(result.samples)} samples, {result.status})")
     for col in ("metric", "mean", "95% CI", "sd", "scored", "undet.", "failed", "skipped"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
+        table.add_column(col, justify="left" if col == "metric" else "right", no_wrap=True)
     for key, s in result.summary.items():
         arrow = " ↓" if s.lower_is_better else ""
         ci = "–" if s.ci_low is None else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
@@ -259,15 +260,15 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                 f"{st.get('retries', 0)} retries, {st.get('reasks', 0)} re-asks, {st.get('failed_steps', 0)} failed steps")
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
-            c.print(f"skipped {key} on {n} sample(s): {reason}")
+            c.print(f"skipped {key} on {n} sample(s): {reason}", markup=False)
         for reason, n in s.fail_reasons.items():
-            c.print(f"[red]failed[/red] {key} on {n} sample(s): {reason}")
+            c.print(Text.assemble(("failed", "red"), f" {key} on {n} sample(s): {reason}"))
     if result.problems:
         errors = [p for p in result.problems if not p.message.startswith("warning:")]
         if errors:
             c.print(f"[yellow]{len(errors)} input row(s) could not be used and were not evaluated:[/yellow]")
             for p in errors[:20]:
-                c.print(f"  {p}")
+                c.print(f"  {p}", markup=False, soft_wrap=True)
             if len(errors) > 20:
                 c.print(f"  ... and {len(errors) - 20} more (ragsight show {result.run_id})")
 
@@ -337,7 +338,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with Store(args.store) as store:
         table = Table(title=f"runs in {args.store}")
         for col in ("run", "created", "status", "samples", "judge", "metrics", "metadata"):
-            table.add_column(col)
+            table.add_column(col, no_wrap=col in ("run", "created", "status"))
         for r in store.runs():
             n = store.conn.execute("SELECT COUNT(*) FROM samples WHERE run_id=?", (r.id,)).fetchone()[0]
             created = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
@@ -364,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except RagsightError as exc:
-        err.print(f"error: {exc}")
+        err.print(f"error: {exc}", soft_wrap=True, markup=False)
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.print("interrupted")

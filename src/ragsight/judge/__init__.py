@@ -40,8 +40,8 @@ __all__ = [
 ]
 
 DEFAULT_NOTICE = (
-    "Using the embedded judge ({name}), which runs offline on this CPU. For a stronger judge, "
-    "pass --judge openai:MODEL (any OpenAI-compatible server, with --base-url)."
+    "No judge configured: using the embedded judge ({name}) offline on this CPU. "
+    "For a stronger judge: --judge openai:MODEL [--base-url URL]."
 )
 
 
