@@ -114,3 +114,53 @@ def test_rejected_key_is_found_by_preflight(data: Path, tmp_path: Path, monkeypa
         assert len(srv.requests) <= 3  # one preflight (and its quick retries), not one per sample
     assert code == 2
     assert "API key" in stderr and "sk-wrong-key-123" not in stderr
+
+
+def test_ctrl_c_saves_finished_samples_and_exits_130(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    rows = make_samples(30)
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = tmp_path / "s.db"
+    env = {**__import__("os").environ, "OPENAI_API_KEY": "sk-x"}
+    with FakeOpenAIServer(handler=JudgeWorld(latency=0.15)) as srv:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragsight.cli", "evaluate", str(data), "--metrics", "faithfulness",
+             "--judge", "openai:m", "--base-url", srv.url, "--store", str(store), "--concurrency", "2", "--quiet"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            if store.exists():
+                with sqlite3.connect(store) as c:
+                    try:
+                        done = c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0]
+                    except sqlite3.OperationalError:
+                        done = 0
+                if done >= 3:
+                    break
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 130, stderr
+        assert "--resume" in stderr and "Traceback" not in stderr
+        with sqlite3.connect(store) as c:
+            status = c.execute("SELECT status FROM runs").fetchone()[0]
+            done = c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0]
+            n_scores = c.execute("SELECT COUNT(*) FROM scores").fetchone()[0]
+        assert status == "interrupted"
+        assert 3 <= done < 30 and n_scores == done
+        resumed = subprocess.run(
+            [sys.executable, "-m", "ragsight.cli", "evaluate", "--resume", "last", "--judge", "openai:m",
+             "--base-url", srv.url, "--store", str(store), "--quiet"],
+            capture_output=True, text=True, env=env, timeout=120,
+        )
+        assert resumed.returncode == 0, resumed.stderr
+    with sqlite3.connect(store) as c:
+        assert c.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == 30
+        assert c.execute("SELECT status FROM runs").fetchone()[0] == "completed"
