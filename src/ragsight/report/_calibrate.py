@@ -1,0 +1,538 @@
+"""Agreement of metric scores with human labels (docs METRICS.md, "Agreement with human labels").
+
+Labels come from a JSONL, JSON or CSV file with an ``id`` column and a label field, joined to
+the run's samples by id. Binary labels (true/false, yes/no, correct/wrong, 1/0) give AUROC,
+accuracy and Cohen's kappa at a threshold and at the best threshold (Youden's J), expected
+calibration error, the telecom study's concordance table for a pair of metrics, and the
+study's group statistics: mean (s.d.) per label group with a one-sided Welch t-test
+(label 1 > label 0). Graded labels (e.g. 1-5) give Spearman, Kendall and Pearson; binarise
+them with ``label_threshold`` for the rest.
+
+A metric where lower is better (noise_sensitivity) enters as ``1 - value``, so that for every
+metric a higher number should go with label 1 and an AUROC above 0.5 means agreement.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .._evaluate import EvaluationResult, load_result
+from .._score import Outcome
+from ..errors import ConfigError, InputError
+from ..store import Store
+from ._compare import fmt, fmt_p
+from ._stats import (
+    ConcordanceTable,
+    ConditionalRate,
+    Correlations,
+    GroupComparison,
+    ThresholdMetrics,
+    auroc,
+    best_threshold,
+    concordance_table,
+    correlations,
+    expected_calibration_error,
+    group_comparison,
+    threshold_metrics,
+)
+
+__all__ = [
+    "CalibrationReport",
+    "MetricCalibration",
+    "PairConcordance",
+    "calibrate",
+    "load_labels",
+    "print_calibration",
+]
+
+DEFAULT_PAIR = ("faithfulness", "factual_correctness")
+ID_FIELDS = ("id", "sample_id", "qid", "question_id")
+_TRUE = {"1", "true", "yes", "y", "correct", "right", "pass", "positive"}
+_FALSE = {"0", "false", "no", "n", "wrong", "incorrect", "fail", "negative"}
+
+
+@dataclass(frozen=True)
+class MetricCalibration:
+    """One metric against the labels, over the ``n`` labelled samples where it was scored.
+
+    ``oriented``: the metric is lower-is-better and entered as 1 - value. The binary
+    statistics (``auroc``, ``at_threshold``, ``best_threshold``, ``at_best``, ``ece``,
+    ``groups``) are ``None`` for graded labels that were not binarised, and where the data
+    leave them undefined (one class only; ECE for values outside [0, 1]).
+    ``groups``: group 1 = label 1, group 0 = label 0; the p-value is one-sided, mean(1) > mean(0).
+    """
+
+    metric: str
+    oriented: bool
+    n: int
+    not_scored: int
+    auroc: float | None
+    at_threshold: ThresholdMetrics | None
+    best_threshold: float | None
+    at_best: ThresholdMetrics | None
+    correlations: Correlations
+    ece: float | None
+    groups: GroupComparison | None
+
+
+@dataclass(frozen=True)
+class PairConcordance:
+    """The telecom study's concordance table for two metrics, over the ``n`` labelled samples
+    where both were scored."""
+
+    m1: str
+    m2: str
+    n: int
+    table: ConcordanceTable
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """What ``ragsight calibrate`` prints (``to_dict()`` is its ``--json`` output)."""
+
+    run_id: str
+    label_field: str
+    label_kind: Literal["binary", "graded"]
+    binarised_at: float | None
+    threshold: float
+    n_labels: int
+    matched: int
+    unmatched_ids: tuple[str, ...]
+    unlabelled: int
+    invalid: tuple[tuple[str, str], ...]
+    n_positive: int
+    n_negative: int
+    metrics: tuple[MetricCalibration, ...]
+    concordance: PairConcordance | None
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels
+
+
+def _parse_label(value: Any) -> float | None:
+    """A label as a number: booleans and yes/no words as 1/0, numbers as they are; ``None``
+    for an empty value. Raises ValueError for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        x = float(value)
+        if not math.isfinite(x):
+            raise ValueError(f"label {value!r} is not a finite number")
+        return x
+    text = str(value).strip().lower()
+    if text == "":
+        return None
+    if text in _TRUE:
+        return 1.0
+    if text in _FALSE:
+        return 0.0
+    try:
+        x = float(text)
+    except ValueError:
+        raise ValueError(f"label {value!r} is neither a number nor yes/no") from None
+    if not math.isfinite(x):
+        raise ValueError(f"label {value!r} is not a finite number")
+    return x
+
+
+def _rows(path: Path) -> list[Mapping[str, Any]]:
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            with path.open(newline="", encoding="utf-8-sig") as f:
+                return list(csv.DictReader(f))
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"labels file {path} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"cannot read labels file {path}: {exc}") from None
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(data, list):
+            raise InputError(f"{path}: expected a JSON list of objects with 'id' and the label")
+        return [r for r in data if isinstance(r, Mapping)]
+    rows: list[Mapping[str, Any]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}, line {lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, Mapping):
+            raise InputError(f"{path}, line {lineno}: expected an object with 'id' and the label")
+        rows.append(row)
+    return rows
+
+
+def _label_rows(rows: Sequence[Mapping[str, Any]], label_field: str, source: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    has_field = False
+    for n, row in enumerate(rows, start=1):
+        key = next((k for k in ID_FIELDS if k in row and row[k] not in (None, "")), None)
+        if key is None:
+            raise InputError(
+                f"{source}, row {n}: no 'id' field; each label row needs the sample id"
+            )
+        sid = str(row[key])
+        if sid in out:
+            raise InputError(f"{source}: id '{sid}' is labelled twice; ids must be unique")
+        has_field = has_field or label_field in row
+        out[sid] = row.get(label_field)
+    if rows and not has_field:
+        fields = sorted({k for r in rows for k in r if k not in ID_FIELDS})
+        raise InputError(f"{source} has no field '{label_field}'; its fields: {', '.join(fields)}")
+    return out
+
+
+def load_labels(path: str | os.PathLike[str], label_field: str) -> dict[str, Any]:
+    """Read a labels file (.jsonl, .json or .csv) into {sample id: raw label value}.
+
+    Each row needs an ``id`` (or ``sample_id``, ``qid``, ``question_id``) and ``label_field``.
+    """
+    p = Path(path)
+    return _label_rows(_rows(p), label_field, str(p))
+
+
+# ---------------------------------------------------------------------------------------------
+# Calibration
+
+
+def _values(result: EvaluationResult, metric: str, oriented: bool) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for sid, per in result.scores.items():
+        s = per.get(metric)
+        if s is not None and s.outcome is Outcome.SCORED and s.value is not None:
+            out[sid] = 1.0 - s.value if oriented else s.value
+    return out
+
+
+def calibrate(
+    source: EvaluationResult | tuple[Store, str],
+    labels: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    label_field: str = "label",
+    metrics: Sequence[str] | None = None,
+    *,
+    threshold: float = 0.5,
+    pair: tuple[str, str] | None = None,
+    t_high: tuple[float, float] = (0.7, 0.7),
+    t_low: tuple[float, float] = (0.3, 0.3),
+    label_threshold: float | None = None,
+    n_bins: int = 10,
+) -> CalibrationReport:
+    """Measure how well a run's metric scores agree with human labels.
+
+    ``source``: an :class:`EvaluationResult` or ``(store, run ref)``. ``labels``: a labels
+    file, a mapping {sample id: label}, or rows (mappings with ``id`` and ``label_field``).
+    ``metrics``: the metrics to check (default: all the run's). ``threshold``: where a score
+    counts as a positive prediction (``score >= threshold``). ``pair``: the two metrics of the
+    concordance table (default faithfulness and factual_correctness, skipped with a note when
+    the run lacks one). ``label_threshold`` turns graded labels into binary ones
+    (``label >= label_threshold`` is 1).
+    """
+    result = source if isinstance(source, EvaluationResult) else load_result(*source)
+    if isinstance(labels, (str, os.PathLike)):
+        raw = load_labels(labels, label_field)
+    elif isinstance(labels, Mapping):
+        raw = {str(k): v for k, v in labels.items()}
+    else:
+        raw = _label_rows(labels, label_field, "<labels>")
+
+    notes: list[str] = []
+    parsed: dict[str, float] = {}
+    invalid: list[tuple[str, str]] = []
+    for sid, value in raw.items():
+        try:
+            parsed_value = _parse_label(value)
+        except ValueError as exc:
+            invalid.append((sid, str(exc)))
+            continue
+        if parsed_value is not None:
+            parsed[sid] = parsed_value
+    if invalid:
+        notes.append(f"{len(invalid)} label(s) could not be read and were left out")
+
+    sample_ids = [s.id for s in result.samples]
+    known = set(sample_ids)
+    unmatched = tuple(sid for sid in parsed if sid not in known)
+    labelled = {sid: parsed[sid] for sid in sample_ids if sid in parsed}
+    unlabelled = len(sample_ids) - len(labelled)
+    if not labelled:
+        raise InputError(
+            f"none of the {len(parsed)} labels matches a sample of run {result.run_id} by id "
+            f"(label ids such as {', '.join(list(parsed)[:3]) or 'none'}; sample ids such as "
+            f"{', '.join(sample_ids[:3])})"
+        )
+
+    values = set(labelled.values())
+    kind: Literal["binary", "graded"] = "binary" if values <= {0.0, 1.0} else "graded"
+    binary: dict[str, bool] | None = None
+    if label_threshold is not None:
+        binary = {sid: v >= label_threshold for sid, v in labelled.items()}
+    elif kind == "binary":
+        binary = {sid: v == 1.0 for sid, v in labelled.items()}
+    else:
+        notes.append(
+            "labels are graded: only correlations are computed; binarise them with "
+            "--label-threshold for AUROC, kappa, ECE, concordance and group statistics"
+        )
+    n_pos = sum(binary.values()) if binary else 0
+    n_neg = len(binary) - n_pos if binary else 0
+
+    keys = list(metrics) if metrics else list(result.metric_keys)
+    unknown = [k for k in keys if k not in result.summary]
+    if unknown:
+        raise ConfigError(
+            f"run {result.run_id} has no metric {', '.join(unknown)}; "
+            f"its metrics: {', '.join(result.metric_keys)}"
+        )
+    lower = {k: s.lower_is_better for k, s in result.summary.items()}
+    oriented = [k for k in keys if lower[k]]
+    if oriented:
+        notes.append(f"lower-is-better metrics enter as 1 - value: {', '.join(oriented)}")
+
+    rows: list[MetricCalibration] = []
+    for key in keys:
+        vals = _values(result, key, lower[key])
+        ids = [sid for sid in labelled if sid in vals]
+        x = [vals[sid] for sid in ids]
+        y = [labelled[sid] for sid in ids]
+        corr = correlations(x, y)
+        au = at_t = best = at_best = ece = groups = None
+        if binary is not None:
+            yb = [binary[sid] for sid in ids]
+            au = auroc(x, yb)
+            at_t = threshold_metrics(x, yb, threshold)
+            best = best_threshold(x, yb)
+            at_best = threshold_metrics(x, yb, best) if best is not None else None
+            if all(0.0 <= v <= 1.0 for v in x):
+                ece = expected_calibration_error(x, yb, n_bins=n_bins)
+            else:
+                notes.append(f"{key}: values outside [0, 1], so no calibration error")
+            groups = group_comparison(
+                [v for v, b in zip(x, yb) if b], [v for v, b in zip(x, yb) if not b], "greater"
+            )
+        rows.append(
+            MetricCalibration(
+                key,
+                lower[key],
+                len(ids),
+                len(labelled) - len(ids),
+                au,
+                at_t,
+                best,
+                at_best,
+                corr,
+                ece,
+                groups,
+            )
+        )
+
+    concordance: PairConcordance | None = None
+    m1, m2 = pair or DEFAULT_PAIR
+    missing = [m for m in (m1, m2) if m not in result.summary]
+    if missing:
+        if pair is not None:
+            raise ConfigError(
+                f"--pair {m1},{m2}: run {result.run_id} has no metric "
+                f"{', '.join(missing)}; its metrics: {', '.join(result.metric_keys)}"
+            )
+        notes.append(
+            f"no concordance table: the run has no {' or '.join(missing)} "
+            "(choose two metrics with --pair m1,m2)"
+        )
+    elif binary is not None:
+        v1, v2 = _values(result, m1, lower[m1]), _values(result, m2, lower[m2])
+        ids = [sid for sid in labelled if sid in v1 and sid in v2]
+        table = concordance_table(
+            [v1[s] for s in ids], [v2[s] for s in ids], [binary[s] for s in ids], t_high, t_low
+        )
+        concordance = PairConcordance(m1, m2, len(ids), table)
+
+    return CalibrationReport(
+        run_id=result.run_id,
+        label_field=label_field,
+        label_kind=kind,
+        binarised_at=label_threshold,
+        threshold=threshold,
+        n_labels=len(parsed),
+        matched=len(labelled),
+        unmatched_ids=unmatched,
+        unlabelled=unlabelled,
+        invalid=tuple(invalid),
+        n_positive=n_pos,
+        n_negative=n_neg,
+        metrics=tuple(rows),
+        concordance=concordance,
+        notes=tuple(notes),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Terminal output
+
+
+def rate_text(rate: ConditionalRate) -> str:
+    """A conditional probability with its counts, e.g. ``"0.87 (13/15)"``."""
+    return f"{fmt(rate.probability, 2)} ({rate.k}/{rate.n})"
+
+
+def print_calibration(report: CalibrationReport, console: Console | None = None) -> None:
+    """Print a calibration report with rich."""
+    c = console or Console(highlight=False)
+    f = report.label_field
+    c.print(
+        Text(
+            f"Run {report.run_id} against labels '{f}' ({report.label_kind}"
+            + (
+                f", binarised at >= {report.binarised_at:g}"
+                if report.binarised_at is not None
+                else ""
+            )
+            + ")"
+        )
+    )
+    c.print(
+        f"{report.matched} labelled samples matched by id "
+        f"({report.n_positive} with {f}=1, {report.n_negative} with {f}=0); "
+        f"{report.unlabelled} sample(s) of the run have no label."
+    )
+    if report.unmatched_ids:
+        shown = ", ".join(report.unmatched_ids[:10])
+        more = (
+            f" and {len(report.unmatched_ids) - 10} more" if len(report.unmatched_ids) > 10 else ""
+        )
+        c.print(
+            Text(
+                f"{len(report.unmatched_ids)} label id(s) match no sample of the run: {shown}{more}",
+                style="yellow",
+            )
+        )
+    for sid, why in report.invalid[:10]:
+        c.print(Text(f"unreadable label for '{sid}': {why}", style="yellow"))
+
+    t = report.threshold
+    if any(m.auroc is not None or m.at_threshold is not None for m in report.metrics):
+        agree = Table(title="Agreement with the labels", title_justify="left")
+        for col in (
+            "metric",
+            "n",
+            "AUROC",
+            f"acc@{t:g}",
+            f"κ@{t:g}",
+            "best t",
+            "acc@best",
+            "κ@best",
+            "ECE",
+        ):
+            agree.add_column(col, justify="left" if col == "metric" else "right")
+        for m in report.metrics:
+            a, b = m.at_threshold, m.at_best
+            agree.add_row(
+                Text(m.metric + (" (1-x)" if m.oriented else "")),
+                str(m.n),
+                fmt(m.auroc),
+                fmt(a.accuracy if a else None),
+                fmt(a.kappa if a else None),
+                fmt(m.best_threshold),
+                fmt(b.accuracy if b else None),
+                fmt(b.kappa if b else None),
+                fmt(m.ece),
+            )
+        c.print(agree)
+        c.print(
+            "acc, κ (Cohen's kappa): the prediction score >= t against the label; best t "
+            "maximises Youden's J. ECE: scores read as P(label=1), 10 equal-width bins."
+        )
+
+    corr = Table(title="Correlation with the labels (p-value)", title_justify="left")
+    for col in ("metric", "n", "Spearman", "Kendall", "Pearson"):
+        corr.add_column(col, justify="left" if col == "metric" else "right")
+    for m in report.metrics:
+        cr = m.correlations
+        corr.add_row(
+            Text(m.metric + (" (1-x)" if m.oriented else "")),
+            str(cr.n),
+            *(
+                f"{fmt(v)} ({fmt_p(pv)})" if v is not None else "–"
+                for v, pv in (
+                    (cr.spearman, cr.spearman_p),
+                    (cr.kendall, cr.kendall_p),
+                    (cr.pearson, cr.pearson_p),
+                )
+            ),
+        )
+    c.print(corr)
+
+    if any(m.groups is not None for m in report.metrics):
+        grp = Table(title="Scores by label group: mean (s.d.)", title_justify="left")
+        for col in ("metric", f"{f}=1", "n", f"{f}=0", "n", "t", "df", "p"):
+            grp.add_column(col, justify="left" if col == "metric" else "right")
+        for m in report.metrics:
+            g = m.groups
+            if g is None:
+                continue
+            grp.add_row(
+                Text(m.metric + (" (1-x)" if m.oriented else "")),
+                g.a.mean_sd(),
+                str(g.a.n),
+                g.b.mean_sd(),
+                str(g.b.n),
+                fmt(g.t_statistic, 2),
+                fmt(g.df, 1),
+                fmt_p(g.p_value),
+            )
+        c.print(grp)
+        c.print(f"t, df, p: one-sided Welch t-test of mean({f}=1) > mean({f}=0).")
+
+    cc = report.concordance
+    if cc is not None:
+        tb = cc.table
+        con = Table(
+            title=f"Concordance with the labels ({cc.n} samples with both metrics)",
+            title_justify="left",
+        )
+        for col in ("", cc.m1, cc.m2, "joint"):
+            con.add_column(col, justify="left" if col == "" else "right")
+        hi, lo = tb.correct_given_high, tb.wrong_given_low
+        con.add_row(
+            f"P({f}=1 | m1 > {tb.t_high[0]:g}, m2 > {tb.t_high[1]:g})",
+            rate_text(hi.m1),
+            rate_text(hi.m2),
+            rate_text(hi.joint),
+        )
+        con.add_row(
+            f"P({f}=0 | m1 < {tb.t_low[0]:g}, m2 < {tb.t_low[1]:g})",
+            rate_text(lo.m1),
+            rate_text(lo.m2),
+            rate_text(lo.joint),
+        )
+        c.print(con)
+        c.print(
+            "Each metric column conditions on that metric alone; joint on both. "
+            "Cells: probability (k/n samples)."
+        )
+    for note in report.notes:
+        c.print(Text(f"note: {note}", style="dim"))

@@ -1,0 +1,470 @@
+"""Comparing runs: configurations side by side, an experiment table, and paired differences.
+
+The first run is the baseline; every other run is compared with it on the samples both runs
+scored (joined by sample id). Each (metric, run) comparison is a paired difference with a
+bootstrap CI and a paired permutation p-value (``_stats.paired_difference``); the p-values of
+all comparisons in one report are Holm-adjusted together, so "significant" anywhere in the
+report keeps the family-wise error rate at ``alpha``.
+
+The experiment table (runs as columns, metrics as rows, the best value per metric marked)
+follows the thesis's Table 6; its means use each run's own scored samples, which may differ
+from the paired samples behind the differences.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .._evaluate import EvaluationResult, load_result
+from .._score import Outcome
+from ..errors import ConfigError
+from ..store import Store
+from ._stats import PairedDifference, overall_score, paired_difference
+
+__all__ = [
+    "Comparison",
+    "MetricRow",
+    "PairedRow",
+    "RunColumn",
+    "RunData",
+    "compare",
+    "compare_runs",
+    "holm",
+    "load_runs",
+    "print_comparison",
+]
+
+LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+BEST_DIGITS = 3
+"""Means are compared for "best" after rounding to the digits shown, so equal-looking values
+are marked together (as the thesis marks ties)."""
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run's result with its configuration (the run's metadata, then judge, embedder and
+    data set), as the comparison and the report need it."""
+
+    result: EvaluationResult
+    config: Mapping[str, Any] = field(default_factory=dict)
+    created_at: float | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.result.run_id
+
+    @classmethod
+    def from_result(
+        cls, result: EvaluationResult, metadata: Mapping[str, Any] | None = None
+    ) -> RunData:
+        """Wrap a result made by ``evaluate()``; ``metadata`` is the run's configuration
+        (chunk size, top-k, generator model...) if you have it."""
+        config: dict[str, Any] = dict(metadata or {})
+        for key, value in (
+            ("judge", result.config.get("judge_spec")),
+            ("embedder", result.config.get("embedder_spec")),
+        ):
+            if value is not None and key not in config:
+                config[key] = value
+        return cls(result, config)
+
+
+def load_runs(store: Store, refs: Sequence[str]) -> list[RunData]:
+    """Load runs by id, id prefix or 'last'. The same run given twice is an error."""
+    out: list[RunData] = []
+    seen: set[str] = set()
+    for ref in refs:
+        result = load_result(store, ref)
+        if result.run_id in seen:
+            raise ConfigError(f"run {result.run_id} is given twice ('{ref}'); name different runs")
+        seen.add(result.run_id)
+        info = store.run(result.run_id)
+        config: dict[str, Any] = dict(info.metadata)
+        for key, value in (
+            ("judge", info.judge),
+            ("embedder", info.embedder),
+            ("dataset", info.dataset),
+        ):
+            if value is not None and key not in config:
+                config[key] = value
+        out.append(RunData(result, config, info.created_at))
+    return out
+
+
+@dataclass(frozen=True)
+class RunColumn:
+    """One run of a comparison: its label (A, B, ...), id, configuration and sample count."""
+
+    label: str
+    run_id: str
+    config: Mapping[str, Any]
+    n_samples: int
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """A row of the experiment table: one metric's mean, CI and scored count in every run
+    (``None`` where the run lacks the metric or scored nothing), and the best runs' indexes."""
+
+    metric: str
+    lower_is_better: bool
+    means: tuple[float | None, ...]
+    ci: tuple[tuple[float | None, float | None], ...]
+    n: tuple[int, ...]
+    best: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PairedRow:
+    """One metric of one run against the baseline, on the samples both scored.
+
+    ``shared`` counts the samples present in both runs; ``difference.n`` the pairs (shared
+    samples scored on both sides). ``difference.diff`` is mean(run - baseline).
+    ``p_holm`` is the Holm-adjusted p-value and ``verdict`` says which run is better by it.
+    """
+
+    metric: str
+    lower_is_better: bool
+    baseline: str
+    other: str
+    shared: int
+    difference: PairedDifference
+    p_holm: float | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything ``ragsight compare`` prints and the report's comparison section shows."""
+
+    runs: tuple[RunColumn, ...]
+    config_keys: tuple[str, ...]
+    table: tuple[MetricRow, ...]
+    overall: tuple[float | None, ...]
+    overall_metrics: tuple[str, ...]
+    overall_best: tuple[int, ...]
+    paired: tuple[PairedRow, ...]
+    alpha: float
+    confidence: float
+
+    @property
+    def baseline(self) -> RunColumn:
+        return self.runs[0]
+
+    def differing_keys(self) -> set[str]:
+        """Configuration keys whose value is not the same in every run."""
+        return {
+            k
+            for k in self.config_keys
+            if len({config_text(r.config.get(k)) for r in self.runs}) > 1
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm-Bonferroni adjusted p-values, in the input order (``None`` stays ``None`` and does
+    not count towards the number of tests).
+
+    With m tests sorted by p ascending, the i-th (from 0) is adjusted to
+    max over j <= i of min(1, (m - j) * p_(j)).
+    """
+    present = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(present)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(present):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def _best(values: Sequence[float | None], lower_is_better: bool) -> tuple[int, ...]:
+    rounded = [None if v is None else round(v, BEST_DIGITS) for v in values]
+    present = [v for v in rounded if v is not None]
+    if not present:
+        return ()
+    target = min(present) if lower_is_better else max(present)
+    return tuple(i for i, v in enumerate(rounded) if v == target)
+
+
+def _scored(result: EvaluationResult, metric: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for sid, per in result.scores.items():
+        s = per.get(metric)
+        if s is not None and s.outcome is Outcome.SCORED and s.value is not None:
+            out[sid] = s.value
+    return out
+
+
+def compare(
+    runs: Sequence[RunData | EvaluationResult],
+    *,
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_boot: int = 2000,
+    n_perm: int = 10000,
+    confidence: float = 0.95,
+) -> Comparison:
+    """Compare runs: the first is the baseline, each other run is compared with it.
+
+    For every metric both runs have: the paired difference on the samples scored in both
+    (joined by sample id), its bootstrap CI and permutation p-value, the Holm-adjusted p-value
+    across every comparison made, and a verdict that respects lower-is-better metrics.
+    """
+    if len(runs) < 2:
+        raise ConfigError("compare needs at least two runs")
+    if len(runs) > len(LABELS):
+        raise ConfigError(f"compare takes at most {len(LABELS)} runs")
+    data = [r if isinstance(r, RunData) else RunData.from_result(r) for r in runs]
+    columns = tuple(
+        RunColumn(LABELS[i], d.run_id, dict(d.config), len(d.result.samples))
+        for i, d in enumerate(data)
+    )
+    config_keys: list[str] = []
+    for d in data:
+        config_keys.extend(k for k in d.config if k not in config_keys)
+
+    metrics: list[str] = []
+    lower: dict[str, bool] = {}
+    for d in data:
+        for key, summary in d.result.summary.items():
+            if key not in metrics:
+                metrics.append(key)
+                lower[key] = summary.lower_is_better
+
+    table: list[MetricRow] = []
+    for key in metrics:
+        sums = [d.result.summary.get(key) for d in data]
+        means = tuple(None if s is None else s.mean for s in sums)
+        table.append(
+            MetricRow(
+                metric=key,
+                lower_is_better=lower[key],
+                means=means,
+                ci=tuple((None, None) if s is None else (s.ci_low, s.ci_high) for s in sums),
+                n=tuple(0 if s is None else s.n for s in sums),
+                best=_best(means, lower[key]),
+            )
+        )
+
+    shared_metrics = tuple(row.metric for row in table if all(m is not None for m in row.means))
+    overall: list[float | None] = []
+    for i in range(len(data)):
+        means_i = {row.metric: row.means[i] for row in table if row.metric in shared_metrics}
+        overall.append(
+            overall_score(
+                {k: v for k, v in means_i.items() if v is not None},
+                {k for k in shared_metrics if lower[k]},
+            )
+            if means_i
+            else None
+        )
+
+    base = data[0]
+    raw: list[tuple[str, int, int, PairedDifference]] = []
+    for j in range(1, len(data)):
+        other = data[j]
+        shared_ids = [
+            s.id for s in base.result.samples if s.id in {t.id for t in other.result.samples}
+        ]
+        for key in metrics:
+            if key not in base.result.summary or key not in other.result.summary:
+                continue
+            a_vals, b_vals = _scored(base.result, key), _scored(other.result, key)
+            ids = [sid for sid in shared_ids if sid in a_vals and sid in b_vals]
+            diff = paired_difference(
+                [a_vals[i] for i in ids],
+                [b_vals[i] for i in ids],
+                seed=seed,
+                n_boot=n_boot,
+                n_perm=n_perm,
+                confidence=confidence,
+            )
+            raw.append((key, j, len(shared_ids), diff))
+    adjusted = holm([d.p_value for _, _, _, d in raw])
+    paired = []
+    for (key, j, shared, diff), p_adj in zip(raw, adjusted):
+        verdict = dataclasses.replace(diff, p_value=p_adj).verdict(
+            higher_is_better=not lower[key], alpha=alpha, names=(columns[0].label, columns[j].label)
+        )
+        paired.append(
+            PairedRow(
+                key, lower[key], columns[0].label, columns[j].label, shared, diff, p_adj, verdict
+            )
+        )
+    return Comparison(
+        runs=columns,
+        config_keys=tuple(config_keys),
+        table=tuple(table),
+        overall=tuple(overall),
+        overall_metrics=shared_metrics,
+        overall_best=_best(overall, False),
+        paired=tuple(paired),
+        alpha=alpha,
+        confidence=confidence,
+    )
+
+
+def compare_runs(store: Store, refs: Sequence[str], **kwargs: Any) -> Comparison:
+    """Load runs from a store (ids, id prefixes or 'last') and :func:`compare` them."""
+    return compare(load_runs(store, refs), **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Text helpers shared with the HTML report
+
+
+def config_text(value: Any) -> str:
+    """A configuration value as shown in a table ("–" when the run does not set it)."""
+    if value is None:
+        return "–"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_signed(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:+.{digits}f}"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def fmt_ci(low: float | None, high: float | None, digits: int = 3, signed: bool = False) -> str:
+    if low is None or high is None:
+        return "–"
+    f = fmt_signed if signed else fmt
+    return f"[{f(low, digits)}, {f(high, digits)}]"
+
+
+def arrow(lower_is_better: bool) -> str:
+    return "↓" if lower_is_better else "↑"
+
+
+def bar_scale(values: Sequence[float | None]) -> tuple[float, float]:
+    """The axis of a per-metric bar plot: [0, 1] widened to hold every value."""
+    present = [v for v in values if v is not None and math.isfinite(v)]
+    return min([0.0, *present]), max([1.0, *present])
+
+
+def text_bar(value: float | None, lo: float, hi: float, width: int = 24) -> str:
+    if value is None:
+        return " " * width
+    filled = round((value - lo) / (hi - lo) * width) if hi > lo else 0
+    filled = max(0, min(width, filled))
+    return "█" * filled + "·" * (width - filled)
+
+
+# ---------------------------------------------------------------------------------------------
+# Terminal output
+
+
+def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
+    """Print a comparison with rich: runs, configurations, experiment table, paired
+    differences with verdicts, and a text bar per metric and run."""
+    c = console or Console(highlight=False)
+    base = cmp.baseline
+    n = len(cmp.runs)
+    if n == 2:
+        c.print("Comparing run B with run A (baseline) on the samples both scored.")
+    else:
+        c.print(
+            f"Comparing {n} runs: each of B..{cmp.runs[-1].label} against run A (baseline), "
+            "on the samples both scored."
+        )
+    for r in cmp.runs:
+        tag = "  (baseline)" if r.label == base.label else ""
+        c.print(Text(f"  {r.label} = {r.run_id}  ({r.n_samples} samples){tag}"))
+
+    differ = cmp.differing_keys()
+    cfg = Table(title="Configurations", title_justify="left")
+    cfg.add_column("setting")
+    for r in cmp.runs:
+        cfg.add_column(r.label)
+    for key in cmp.config_keys:
+        mark = " *" if key in differ else ""
+        cfg.add_row(Text(key + mark), *(Text(config_text(r.config.get(key))) for r in cmp.runs))
+    if cmp.config_keys:
+        c.print(cfg)
+        if differ:
+            c.print("* differs between runs")
+    else:
+        c.print("Configurations: the runs record no metadata (set it with --metadata KEY=VALUE).")
+
+    exp = Table(title="Experiment table (* best per metric)", title_justify="left")
+    exp.add_column("metric")
+    for r in cmp.runs:
+        exp.add_column(r.label, justify="right")
+    for row in cmp.table:
+        cells = [
+            fmt(m) + ("*" if i in row.best and len(cmp.runs) > 1 else " ")
+            for i, m in enumerate(row.means)
+        ]
+        exp.add_row(Text(f"{row.metric} {arrow(row.lower_is_better)}"), *cells)
+    if cmp.overall_metrics:
+        exp.add_row(
+            Text("overall (harmonic mean)"),
+            *(fmt(v) + ("*" if i in cmp.overall_best else " ") for i, v in enumerate(cmp.overall)),
+        )
+    c.print(exp)
+    c.print("↑ higher is better, ↓ lower is better. Means over each run's own scored samples.")
+    if cmp.overall_metrics and len(cmp.overall_metrics) < len(cmp.table):
+        c.print(f"overall over the metrics every run has: {', '.join(cmp.overall_metrics)}")
+
+    diffs = Table(
+        title=f"Paired differences against A ({cmp.confidence:.0%} bootstrap CI, "
+        "paired permutation test)",
+        title_justify="left",
+    )
+    for col in ("metric", "run", "pairs", "A → run", "diff", "CI", "p", "p Holm"):
+        diffs.add_column(col, justify="left" if col == "metric" else "right")
+    for p in cmp.paired:
+        d = p.difference
+        diffs.add_row(
+            Text(f"{p.metric} {arrow(p.lower_is_better)}"),
+            p.other,
+            f"{d.n}/{p.shared}",
+            f"{fmt(d.mean_a)} → {fmt(d.mean_b)}",
+            fmt_signed(d.diff),
+            fmt_ci(d.ci_low, d.ci_high, signed=True),
+            fmt_p(d.p_value),
+            fmt_p(p.p_holm),
+        )
+    c.print(diffs)
+    c.print("pairs: samples scored in both runs / samples present in both. diff = run - A.")
+    c.print(
+        Text(
+            f"Which is better (Holm-adjusted p < {cmp.alpha:g} over all {len(cmp.paired)} "
+            "comparisons):",
+            style="bold",
+        )
+    )
+    width = max((len(p.metric) for p in cmp.paired), default=0) + 2
+    for p in cmp.paired:
+        name = f"{p.metric} {arrow(p.lower_is_better)}".ljust(width)
+        c.print(Text(f"  {name} {p.other} vs {p.baseline}: {p.verdict}"))
+
+    c.print(Text("Per metric", style="bold"))
+    for row in cmp.table:
+        lo, hi = bar_scale(row.means)
+        c.print(Text(f"{row.metric} {arrow(row.lower_is_better)}"))
+        for i, r in enumerate(cmp.runs):
+            c.print(Text(f"  {r.label} {text_bar(row.means[i], lo, hi)} {fmt(row.means[i])}"))

@@ -1,0 +1,166 @@
+"""Repeated runs of one evaluation: how much do the metric means move from run to run?
+
+``evaluate_repeats`` runs the same evaluation N times with judge seeds ``base_seed + i`` and
+the cache off, and reports the spread of every metric's mean (``_stats.run_spread``). The seed
+is the only thing that changes unless you pass ``temperature``: at temperature 0 (the default)
+a provider that decodes greedily (the embedded judge, most servers) returns the same output
+whatever the seed, so a spread of 0 then says "deterministic", not "stable under sampling".
+Pass ``temperature=0.7`` (for example) to measure the judge's sampling noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .._evaluate import EvaluationResult, aevaluate
+from ..errors import ConfigError
+from ..judge import Judge, make_judge
+from ..sample import Dataset
+from ._compare import fmt
+from ._stats import RunSpread, run_spread
+
+__all__ = ["RepeatReport", "evaluate_repeats", "print_repeats"]
+
+
+@dataclass(frozen=True)
+class RepeatReport:
+    """N runs of the same evaluation and the run-to-run spread of each metric's mean.
+
+    ``spread[metric]`` is over the runs where the metric had a mean (scored at least once);
+    ``overall`` is the spread of the overall score (harmonic mean of the metric means).
+    """
+
+    run_ids: tuple[str, ...]
+    seeds: tuple[int, ...]
+    temperature: float
+    results: tuple[EvaluationResult, ...]
+    spread: Mapping[str, RunSpread]
+    overall: RunSpread
+
+    def means(self, metric: str) -> list[float | None]:
+        """The metric's mean in each run, in run order."""
+        return [r.summary[metric].mean if metric in r.summary else None for r in self.results]
+
+
+def _judge_for(
+    spec: Any, seed: int, temperature: float | None, base_url: str | None, policy: Any
+) -> Judge:
+    if isinstance(spec, Judge):
+        # A fresh Judge on the same provider: its own stats, no shared in-flight calls.
+        judge = Judge(spec.provider, policy=spec.policy, seed=seed, temperature=spec.temperature)
+    else:
+        judge = make_judge(spec, base_url=base_url, policy=policy)
+        judge.seed = seed
+    if temperature is not None:
+        judge.temperature = temperature
+    return judge
+
+
+async def evaluate_repeats(
+    data: Any,
+    n: int,
+    *,
+    base_seed: int = 0,
+    temperature: float | None = None,
+    **evaluate_kwargs: Any,
+) -> RepeatReport:
+    """Run the same evaluation ``n`` times and measure the run-to-run spread of each metric.
+
+    Run i (from 0) uses judge seed ``base_seed + i`` and no cache (a cached answer would make
+    every run identical). ``temperature`` sets the judge's sampling temperature for every run;
+    by default the judge's own (0 unless you built the Judge otherwise), in which case only the
+    seed varies. Other keyword arguments go to :func:`ragsight.aevaluate` (``metrics``,
+    ``judge``, ``store``, ``metadata``...); each run's metadata gets ``repeat`` (1..n) and
+    ``judge_seed``, and a given ``run_id`` becomes ``<run_id>-r<i>``.
+    """
+    if n < 1:
+        raise ConfigError(f"repeats must be at least 1, got {n}")
+    if evaluate_kwargs.get("cache"):
+        raise ConfigError("repeated runs need the cache off (a cached answer repeats itself)")
+    if evaluate_kwargs.get("resume") is not None:
+        raise ConfigError("repeated runs cannot resume a run")
+    kwargs = {k: v for k, v in evaluate_kwargs.items() if k not in ("cache", "resume")}
+    spec = kwargs.pop("judge", None)
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    run_id = kwargs.pop("run_id", None)
+    dataset = Dataset.load(data)  # once: an iterator of rows would be empty the second time
+    results: list[EvaluationResult] = []
+    seeds: list[int] = []
+    used_temperature = 0.0
+    for i in range(n):
+        seed = base_seed + i
+        judge = _judge_for(spec, seed, temperature, kwargs.get("base_url"), kwargs.get("policy"))
+        used_temperature = judge.temperature
+        result = await aevaluate(
+            dataset,
+            judge=judge,
+            cache=False,
+            metadata={**metadata, "repeat": i + 1, "judge_seed": seed},
+            run_id=f"{run_id}-r{i + 1}" if run_id else None,
+            **kwargs,
+        )
+        results.append(result)
+        seeds.append(seed)
+
+    metrics: list[str] = []
+    for r in results:
+        metrics.extend(k for k in r.summary if k not in metrics)
+    spread = {}
+    for key in metrics:
+        means = [r.summary[key].mean for r in results if key in r.summary]
+        spread[key] = run_spread([m for m in means if m is not None])
+    overall = run_spread([o for o in (r.overall for r in results) if o is not None])
+    return RepeatReport(
+        run_ids=tuple(r.run_id for r in results),
+        seeds=tuple(seeds),
+        temperature=used_temperature,
+        results=tuple(results),
+        spread=spread,
+        overall=overall,
+    )
+
+
+def print_repeats(report: RepeatReport, console: Console | None = None) -> None:
+    """Print each metric's mean per run and its run-to-run spread."""
+    c = console or Console(highlight=False)
+    n = len(report.results)
+    show_runs = n <= 8
+    table = Table(
+        title=f"{n} repeated runs (judge seeds {report.seeds[0]}..{report.seeds[-1]}, "
+        f"temperature {report.temperature:g}, cache off)",
+        title_justify="left",
+    )
+    table.add_column("metric")
+    if show_runs:
+        for i in range(n):
+            table.add_column(f"r{i + 1}", justify="right")
+    for col in ("mean", "sd", "min", "max", "range"):
+        table.add_column(col, justify="right")
+
+    def row(name: str, per_run: list[float | None], s: RunSpread) -> None:
+        cells = [fmt(v) for v in per_run] if show_runs else []
+        table.add_row(
+            Text(name), *cells, fmt(s.mean), fmt(s.sd), fmt(s.minimum), fmt(s.maximum), fmt(s.range)
+        )
+
+    for key, s in report.spread.items():
+        row(key, report.means(key), s)
+    if len(report.spread) > 1:
+        row("overall", [r.overall for r in report.results], report.overall)
+    c.print(table)
+    c.print("sd, min, max and range are over the runs' means (ddof=1 for sd).")
+    if report.temperature == 0:
+        c.print(
+            Text(
+                "temperature 0: only the judge seed varied; a greedy judge gives the same "
+                "answers whatever the seed. Set a temperature to measure sampling noise.",
+                style="dim",
+            )
+        )
+    c.print(Text("runs: " + ", ".join(report.run_ids), style="dim"))

@@ -1,0 +1,30 @@
+"""The public surface of ragsight.report: __all__ is complete and resolvable, and the CLI
+picks up the report commands."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import ragsight.report as report
+from ragsight.cli import main
+
+MODULES = ("_stats", "_compare", "_calibrate", "_html", "_repeats")
+
+
+def test_all_is_sorted_resolvable_and_re_exports_every_module() -> None:
+    assert list(report.__all__) == sorted(report.__all__)
+    for name in report.__all__:
+        assert getattr(report, name) is not None
+    for mod in MODULES:
+        names = importlib.import_module(f"ragsight.report.{mod}").__all__
+        assert set(names) <= set(report.__all__), f"{mod} exports names the package does not"
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "calibrate"])
+def test_cli_has_the_command(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    assert "examples:" in capsys.readouterr().out
