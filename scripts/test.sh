@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --dev
+scripts/ci_system_deps.sh   # Chromium for the HTML report's browser test (Debian; needs root)
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
 .venv/bin/python -m pytest -q -rs "$@"

@@ -91,6 +91,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="embedded judge: which verdicts get a written reason (default: unsupported)")
     ev.add_argument("--threshold", type=float, default=0.5,
                     help="embedded judge: P(Yes) at which a claim counts as supported (default 0.5)")
+    ev.add_argument("--repeats", type=int, default=1, metavar="N",
+                    help="evaluate N times with different judge seeds (no cache) and report the "
+                         "run-to-run spread of each metric")
+    ev.add_argument("--temperature", type=float,
+                    help="judge sampling temperature for --repeats (default 0: only the seed varies)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_evaluate)
 
@@ -160,6 +165,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     else:
         data = None
+    if args.repeats > 1:
+        return _evaluate_repeats(args, data)
     store = Store(args.store)
     policy = RetryPolicy(max_attempts=args.max_retries + 1, call_timeout_s=args.timeout,
                          step_deadline_s=max(300.0, args.timeout * 3))
@@ -197,6 +204,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out.print(f"Run {result.run_id} saved in {args.store}. Evidence: "
               f"ragsight show {result.run_id} --sample {result.samples[0].id} --store {args.store}")
     return EXIT_OK
+
+
+def _evaluate_repeats(args: argparse.Namespace, data: Any) -> int:
+    from .report._repeats import evaluate_repeats, print_repeats
+
+    if args.resume:
+        raise RagsightError("--repeats cannot be combined with --resume")
+    with Store(args.store) as store:
+        report = asyncio.run(evaluate_repeats(
+            data, args.repeats, temperature=args.temperature, metrics=args.metrics, judge=args.judge,
+            embedder=args.embedder, store=store, base_url=args.base_url,
+            embedder_base_url=args.embedder_base_url, metadata=_metadata(args.metadata),
+            concurrency=args.concurrency,
+        ))
+    print_repeats(report, out)
+    return EXIT_OK
+
+
+def _open_existing(path: str) -> Store:
+    if path != ":memory:" and not os.path.exists(path):
+        raise RagsightError(f"no store at {path}; give the --store file that 'ragsight evaluate' wrote")
+    return Store(path)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
@@ -277,7 +306,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    with Store(args.store) as store:
+    with _open_existing(args.store) as store:
         result = load_result(store, args.run)
         if not args.sample:
             print_summary(result)
@@ -335,7 +364,7 @@ def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: 
 def cmd_runs(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    with Store(args.store) as store:
+    with _open_existing(args.store) as store:
         table = Table(title=f"runs in {args.store}")
         for col in ("run", "created", "status", "samples", "judge", "metrics", "metadata"):
             table.add_column(col, no_wrap=col in ("run", "created", "status"))
@@ -349,7 +378,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    with Store(args.store) as store:
+    with _open_existing(args.store) as store:
         run_id = store.resolve_run(args.run)
         path = export_run(store, run_id, args.format, args.out or f"{run_id}.{args.format}")
     out.print(f"wrote {path}")
