@@ -164,3 +164,17 @@ def test_ctrl_c_saves_finished_samples_and_exits_130(tmp_path: Path, monkeypatch
     with sqlite3.connect(store) as c:
         assert c.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == 30
         assert c.execute("SELECT status FROM runs").fetchone()[0] == "completed"
+
+
+def test_repeats_report_the_run_to_run_spread(judge_url: str, data: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, _ = run(capsys, "evaluate", str(data), "--metrics", "faithfulness", "--judge", "openai:m",
+                          "--base-url", judge_url, "--store", str(tmp_path / "s.db"), "--repeats", "2", "--quiet")
+    assert code == 0
+    assert "2 repeated runs" in stdout and "faithfulness" in stdout
+
+
+def test_read_commands_refuse_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, stderr = run(capsys, "show", "last", "--store", str(tmp_path / "typo.db"))
+    assert code == 2 and "no store at" in stderr
+    assert not (tmp_path / "typo.db").exists()
