@@ -45,6 +45,9 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
 }
 _ALIAS_TO_FIELD = {alias: name for name, aliases in FIELD_ALIASES.items() for alias in aliases}
 _LIST_FIELDS = ("contexts", "reference_contexts", "retrieved_ids")
+# the fields that carry something to evaluate (a row with none of them and unknown ones is a mistake)
+_CONTENT_FIELDS = ("question", "contexts", "response", "reference", "reference_contexts",
+                   "retrieved_ids", "relevant_ids")
 
 
 @dataclass(frozen=True)
@@ -282,6 +285,14 @@ def sample_from_mapping(raw: Mapping[str, Any], *, from_csv: bool = False) -> tu
             continue
         canon[name] = value
 
+    if extra and not any(name in canon for name in _CONTENT_FIELDS):
+        got = ", ".join(f"'{k}'" for k in list(extra)[:8])
+        raise _RowError(
+            None,
+            f"none of this row's fields is known ({got}). Name them question, contexts, response, "
+            "reference (the names of other tools work too: user_input, retrieved_contexts, answer, "
+            "ground_truth...).",
+        )
     meta = _metadata(canon.get("metadata"))
     if extra:
         meta = {**extra, **meta}
@@ -433,7 +444,7 @@ class Dataset:
         src = str(path)
         if suffix == ".parquet":
             try:
-                import pandas as pd  # noqa: PLC0415
+                import pandas as pd
             except ImportError as exc:
                 raise MissingExtraError("reading Parquet", "parquet", "pandas") from exc
             try:
@@ -444,6 +455,9 @@ class Dataset:
                 raise InputError(f"{src}: not a readable Parquet file ({exc}).") from exc
             return cls.from_pandas(df, src)
         raw = path.read_bytes()
+        if suffix in (".jsonl", ".ndjson"):
+            # one row per line: a line that is not UTF-8 is a bad row, not a bad file
+            return cls._from_jsonl_bytes(raw, src)
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -452,8 +466,6 @@ class Dataset:
                 f"{src}, line {line}: the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}). "
                 "Save it as UTF-8, e.g. iconv -f latin1 -t utf-8 in > out."
             ) from exc
-        if suffix in (".jsonl", ".ndjson"):
-            return cls._from_jsonl(text, src)
         if suffix == ".json":
             return cls._from_json(text, src)
         if suffix in (".csv", ".tsv"):
@@ -461,11 +473,27 @@ class Dataset:
         raise InputError(f"{src}: unknown file type '{suffix}'. Use .jsonl, .json, .csv or .parquet.")
 
     @classmethod
-    def _from_jsonl(cls, text: str, src: str) -> Dataset:
+    def _from_jsonl_bytes(cls, raw: bytes, src: str) -> Dataset:
+        lines: list[str] = []
+        problems: list[RowProblem] = []
+        for n, line in enumerate(raw.split(b"\n"), start=1):
+            try:
+                lines.append(line.decode("utf-8-sig" if n == 1 else "utf-8"))
+            except UnicodeDecodeError as exc:
+                lines.append("")
+                problems.append(RowProblem(
+                    src, n, None,
+                    f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1}). Save the "
+                    "file as UTF-8, e.g. iconv -f latin1 -t utf-8 in > out.",
+                ))
+        return cls._from_jsonl("\n".join(lines), src, problems)
+
+    @classmethod
+    def _from_jsonl(cls, text: str, src: str, problems: Sequence[RowProblem] = ()) -> Dataset:
         rows: list[Any] = []
         numbers: list[int] = []
-        problems: list[RowProblem] = []
-        for n, line in enumerate(text.splitlines(), start=1):
+        problems = list(problems)
+        for n, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes import RecordedRequest, Reply
+from tests.fakes import RecordedRequest, Reply, embedding_for
 
 __all__ = [
     "CONTENT_FAULTS",
@@ -88,6 +88,9 @@ class JudgeWorld:
     seed: int = 0
     latency: float = 0.0
     trickle_interval: float = 0.05
+    # all-positive vectors: cosine similarities in (0, 1], like real text embedders give for
+    # related texts (the server's default vectors have cosines around 0, often negative)
+    positive_embeddings: bool = True
     injected: Counter[str] = field(default_factory=Counter)
     answered: Counter[str] = field(default_factory=Counter)
     _seen: Counter[str] = field(default_factory=Counter)
@@ -96,9 +99,11 @@ class JudgeWorld:
     # -- the handler ------------------------------------------------------------------------------
 
     def __call__(self, request: RecordedRequest) -> Reply | None:
-        if not request.path.endswith("/chat/completions"):
-            return None  # embeddings and model lists: the server's deterministic default
         body = request.json if isinstance(request.json, dict) else {}
+        if request.path.endswith("/embeddings") and self.positive_embeddings:
+            return embeddings_reply(body)
+        if not request.path.endswith("/chat/completions"):
+            return None  # model lists: the server's default
         if self.latency:
             time.sleep(self.latency)
         prompt_id = prompt_id_of(body)
@@ -214,6 +219,15 @@ class JudgeWorld:
         if prompt_id == "explain_verdict":
             return {"reason": "The text says so."}, None
         raise AssertionError(f"the judge world has no answer for prompt {prompt_id!r}")
+
+
+def embeddings_reply(body: dict[str, Any]) -> Reply:
+    inputs = body.get("input")
+    texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+    rows = [{"object": "embedding", "index": i, "embedding": [abs(x) for x in embedding_for(t, 8)]}
+            for i, t in enumerate(texts)]
+    return Reply.json({"object": "list", "data": rows, "model": body.get("model", "e"),
+                       "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
 
 def prompt_id_of(body: dict[str, Any]) -> str | None:

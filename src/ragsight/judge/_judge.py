@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..errors import JudgeError
+from ..errors import ConfigError, JudgeError
 from ..prompts import Prompt
 from ._parse import OutputError, extract_json_object
 from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
@@ -155,6 +155,24 @@ class RetryPolicy:
     backoff_max_s: float = 20.0
     call_timeout_s: float = 120.0
     step_deadline_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            problems.append(f"max_attempts must be at least 1 (the CLI's --max-retries + 1), got {self.max_attempts!r}")
+        if not isinstance(self.max_reasks, int) or self.max_reasks < 0:
+            problems.append(f"max_reasks must be 0 or more, got {self.max_reasks!r}")
+        for name in ("call_timeout_s", "step_deadline_s"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not value > 0 or value != value:
+                flag = " (the CLI's --timeout)" if name == "call_timeout_s" else ""
+                problems.append(f"{name} must be a positive number of seconds{flag}, got {value!r}")
+        for name in ("backoff_base_s", "backoff_max_s"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not value >= 0:
+                problems.append(f"{name} must be 0 or more seconds, got {value!r}")
+        if problems:
+            raise ConfigError("invalid retry policy: " + "; ".join(problems))
 
 
 @dataclass

@@ -87,25 +87,34 @@ class Store:
     # ---- schema -------------------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        current = self.conn.execute("PRAGMA user_version").fetchone()[0]
         migrations = _migrations()
         latest = migrations[-1][0]
+        current = self._check_version(latest)
+        if current == latest:
+            return
+        # Another process may be migrating the same file right now: take the write lock, then
+        # read the version again, so each migration runs exactly once.
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = self._check_version(latest)
+            for number, sql in migrations:
+                if number <= current:
+                    continue
+                for statement in _statements(sql):
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version = {number}")
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def _check_version(self, latest: int) -> int:
+        current = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
         if current > latest:
             raise StoreError(
                 f"{self.path} was written by a newer ragsight (schema {current} > {latest}); upgrade ragsight."
             )
-        for number, sql in migrations:
-            if number <= current:
-                continue
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _statements(sql):
-                    self.conn.execute(statement)
-                self.conn.execute(f"PRAGMA user_version = {number}")
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+        return current
 
     @property
     def schema_version(self) -> int:
