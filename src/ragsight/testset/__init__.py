@@ -1,0 +1,58 @@
+"""Synthetic test sets: read documents, generate and filter questions, run the system under test.
+
+    corpus = load_corpus("handbook/")                       # chunks with stable ids
+    result = await agenerate(corpus, "local", settings=TestsetSettings(size=10))
+    run = await arun(result.rows, make_target("my_rag:answer"))
+
+The command line offers the same: ``ragsight generate`` and ``ragsight run``; see
+``docs/testset.md``.
+"""
+
+from ._chunk import Chunk, ChunkSettings, chunk_document
+from ._filter import REASONS, FilterSettings
+from ._generate import (
+    DEFAULT_STYLES,
+    DEFAULT_TYPES,
+    OUT_OF_SCOPE_REFERENCE,
+    QUESTION_TYPES,
+    STYLES,
+    GenerationResult,
+    TestsetSettings,
+    agenerate,
+)
+from ._ingest import Corpus, Document, load_corpus
+from ._runner import (
+    HttpFields,
+    RunResult,
+    TargetError,
+    TargetReply,
+    arun,
+    make_target,
+    read_testset,
+)
+
+__all__ = [
+    "DEFAULT_STYLES",
+    "DEFAULT_TYPES",
+    "OUT_OF_SCOPE_REFERENCE",
+    "QUESTION_TYPES",
+    "REASONS",
+    "STYLES",
+    "Chunk",
+    "ChunkSettings",
+    "Corpus",
+    "Document",
+    "FilterSettings",
+    "GenerationResult",
+    "HttpFields",
+    "RunResult",
+    "TargetError",
+    "TargetReply",
+    "TestsetSettings",
+    "agenerate",
+    "arun",
+    "chunk_document",
+    "load_corpus",
+    "make_target",
+    "read_testset",
+]

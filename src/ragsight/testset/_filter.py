@@ -1,0 +1,384 @@
+"""Filtering generated candidates: deterministic checks, the critic judge, near-duplicates.
+
+Deterministic checks (no model):
+
+- ``copied``: the question shares a run of ``max_copied_ngram`` or more consecutive words with a
+  reference context (after lower-casing and dropping punctuation).
+- ``reference_not_grounded``: fewer than ``min_grounding`` of the reference answer's content
+  words and numbers occur in the reference contexts (out-of-scope questions are exempt: their
+  reference says the documents do not contain the answer).
+- ``single_chunk`` (multi-context only): every content word of the reference found in the
+  contexts is found in one chunk alone, so the others add nothing.
+- ``malformed``: an empty or one-word question, or an empty reference.
+
+The critic then checks answerability (for out-of-scope: that the most related chunks of the
+corpus do *not* answer it), self-containment and copying. Finally candidates whose question
+embeddings have a cosine similarity of ``dedup_threshold`` or more with an accepted question are
+dropped as ``duplicate`` (exact duplicates after normalisation are dropped without an embedder).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..judge import Answer, Judge, JudgeFailedError
+from ..judge._parse import OutputError
+from ..prompts import fence, load_prompt
+
+__all__ = [
+    "REASONS",
+    "CriticVerdict",
+    "FilterSettings",
+    "content_tokens",
+    "critique",
+    "deterministic_checks",
+    "grounding",
+    "longest_common_ngram",
+    "normalise_question",
+]
+
+REASONS = {
+    "generation_failed": "the generator gave no usable question",
+    "malformed": "empty or one-word question, or empty reference",
+    "copied": "the question copies a run of words from its context",
+    "reference_not_grounded": "the reference's content words are mostly absent from its contexts",
+    "single_chunk": "a multi-context answer that one chunk alone contains",
+    "not_answerable": "the critic found the question not answerable from its reference contexts",
+    "answerable_from_corpus": "an out-of-scope question that the documents do answer",
+    "not_self_contained": "the critic found the question not self-contained",
+    "critic_failed": "the critic gave no usable verdict",
+    "duplicate": "a near-duplicate of an accepted question",
+}
+
+
+@dataclass(frozen=True)
+class FilterSettings:
+    """Thresholds of the filter.
+
+    ``dedup_threshold``: cosine similarity of question embeddings at or above which a candidate
+    is a duplicate. The default 0.93 suits the local e5-small embedder, on which questions about
+    one handbook score 0.77-0.84 when unrelated, 0.91 when they differ in one name ("... in
+    Leeds" / "... in Porto"), and 0.86-0.96 when they are paraphrases (a paraphrase in another
+    style scores lowest); other embedders need their own value.
+    """
+
+    max_copied_ngram: int = 8
+    min_grounding: float = 0.5
+    dedup_threshold: float = 0.93
+
+
+_STOP = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cannot",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "either",
+        "else",
+        "every",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "may",
+        "me",
+        "might",
+        "more",
+        "most",
+        "must",
+        "my",
+        "neither",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "one",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "out",
+        "over",
+        "own",
+        "per",
+        "same",
+        "shall",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "upon",
+        "us",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "within",
+        "without",
+        "would",
+        "yes",
+        "you",
+        "your",
+        "yours",
+    ]
+)
+
+_WORD = re.compile(r"[£€$]?\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
+
+
+def _fold(text: str) -> str:
+    s = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
+
+
+def _words(text: str) -> list[str]:
+    return [
+        w.strip("£€$").replace(",", "") if w[:1] in "£€$" or w[:1].isdigit() else w
+        for w in _WORD.findall(_fold(text))
+    ]
+
+
+def content_tokens(text: str) -> list[str]:
+    """Lower-cased content words (not stop words, 3+ letters) and numbers, in order."""
+    return [w for w in _words(text) if (w[:1].isdigit() or (len(w) >= 3 and w not in _STOP))]
+
+
+def _stem(word: str) -> str:
+    """A crude stem: numbers as they are; words without a common suffix, cut to 6 letters."""
+    if word[:1].isdigit():
+        return word
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            word = word[: -len(suffix)]
+            break
+    return word[:6]
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(w) for w in content_tokens(text)}
+
+
+def grounding(reference: str, contexts: Sequence[str]) -> tuple[float, list[str], list[set[str]]]:
+    """Share of the reference's content tokens found in the contexts, the tokens missing, and
+    per context the reference tokens it contains. 1.0 when the reference has no content token."""
+    ref = list(dict.fromkeys(_stem(w) for w in content_tokens(reference)))
+    if not ref:
+        return 1.0, [], [set() for _ in contexts]
+    per = [_stems(c) for c in contexts]
+    found_in = [set(ref) & p for p in per]
+    everywhere = set().union(*found_in) if found_in else set()
+    missing = [w for w in ref if w not in everywhere]
+    return (len(ref) - len(missing)) / len(ref), missing, found_in
+
+
+def longest_common_ngram(question: str, text: str) -> int:
+    """Length in words of the longest run of consecutive words shared by both texts."""
+    a, b = _words(question), _words(text)
+    if not a or not b:
+        return 0
+    best = 0
+    prev = [0] * (len(b) + 1)
+    for i in range(1, len(a) + 1):
+        cur = [0] * (len(b) + 1)
+        ai = a[i - 1]
+        for j in range(1, len(b) + 1):
+            if ai == b[j - 1]:
+                cur[j] = prev[j - 1] + 1
+                if cur[j] > best:
+                    best = cur[j]
+        prev = cur
+    return best
+
+
+def normalise_question(q: str) -> str:
+    return " ".join(_words(q))
+
+
+def deterministic_checks(
+    question_type: str,
+    question: str,
+    reference: str,
+    contexts: Sequence[str],
+    settings: FilterSettings,
+) -> tuple[list[str], dict[str, Any]]:
+    """Reasons to reject found without a model, and the measurements behind them."""
+    reasons: list[str] = []
+    details: dict[str, Any] = {}
+    if len(question.split()) < 2 or not reference.strip():
+        reasons.append("malformed")
+    overlap = max((longest_common_ngram(question, c) for c in contexts), default=0)
+    details["copied_ngram"] = overlap
+    if overlap >= settings.max_copied_ngram:
+        reasons.append("copied")
+    if question_type != "out_of_scope":
+        share, missing, found_in = grounding(reference, contexts)
+        details["grounding"] = round(share, 3)
+        details["ungrounded_tokens"] = missing[:20]
+        if share < settings.min_grounding:
+            reasons.append("reference_not_grounded")
+        if len(contexts) > 1:
+            details["tokens_per_context"] = [len(f) for f in found_in]
+            union = set().union(*found_in)
+            if union and any(f >= union for f in found_in) and question_type == "multi_context":
+                reasons.append("single_chunk")
+    return reasons, details
+
+
+# ---- critic ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CriticVerdict:
+    answerable: bool
+    self_contained: bool
+    copied: bool
+    reason: str
+    calls: Sequence[Any] = field(default=(), compare=False)
+
+
+def _bool(data: Mapping[str, Any], key: str) -> bool:
+    v = data[key]
+    if not isinstance(v, bool):
+        raise OutputError(f'"{key}" must be true or false')
+    return v
+
+
+def _verdict(data: dict[str, Any]) -> CriticVerdict:
+    reason = data.get("reason", "")
+    if not isinstance(reason, str):
+        raise OutputError('"reason" must be a string')
+    copied = _bool(data, "copied") if "copied" in data else False
+    return CriticVerdict(
+        _bool(data, "answerable"), _bool(data, "self_contained"), copied, reason.strip()
+    )
+
+
+def numbered(texts: Iterable[str], tag: str = "chunk") -> str:
+    return "\n\n".join(fence(tag, t, n=i) for i, t in enumerate(texts, start=1))
+
+
+async def critique(
+    critic: Judge,
+    question_type: str,
+    question: str,
+    reference: str,
+    contexts: Sequence[str],
+) -> tuple[list[str], CriticVerdict | None, Answer[CriticVerdict] | None]:
+    """Ask the critic. ``contexts`` are the reference contexts, or for out-of-scope questions the
+    chunks of the corpus most related to the question. Returns the reasons to reject."""
+    try:
+        if question_type == "out_of_scope":
+            prompt = load_prompt("testset_critique_oos")
+            values = {"contexts": numbered(contexts), "question": fence("question", question)}
+        else:
+            prompt = load_prompt("testset_critique")
+            values = {
+                "contexts": numbered(contexts),
+                "question": fence("question", question),
+                "reference": fence("reference", reference),
+            }
+        answer = await critic.ask(prompt, values, _verdict, max_tokens=200)
+    except JudgeFailedError:
+        return ["critic_failed"], None, None
+    v = answer.value
+    reasons: list[str] = []
+    if question_type == "out_of_scope":
+        if v.answerable:
+            reasons.append("answerable_from_corpus")
+    elif not v.answerable:
+        reasons.append("not_answerable")
+    if not v.self_contained:
+        reasons.append("not_self_contained")
+    if v.copied and question_type != "out_of_scope":
+        reasons.append("copied")
+    return reasons, v, answer

@@ -1,0 +1,581 @@
+"""Running the system under test over a test set.
+
+A target answers one question. Three kinds, chosen by the spec string:
+
+- ``module:function``: a Python callable (sync or async) taking the question string and
+  returning ``{"answer": str, "contexts": [{"id": ..., "text": ...}] | [str]}`` or an object with
+  ``answer`` and ``contexts`` attributes (an optional ``model`` names the generating model). A
+  sync callable runs in a worker thread so it never blocks the others.
+- ``http://...`` / ``https://...``: POST a JSON body with the question at ``request_field`` (a
+  dotted path), read the answer and the contexts from the reply at dotted paths.
+- ``cmd:COMMAND``: run the command with ``{"question": ...}`` as JSON on stdin; it prints the JSON
+  answer (as for a callable) on stdout.
+
+:func:`arun` calls the target for every row, at most ``concurrency`` at a time, each call within
+``timeout`` seconds, retrying transient failures (timeouts, connection errors, HTTP 408/409/429/
+5xx) up to ``retries`` times with exponential backoff. A call that still fails is recorded in the
+row's metadata (``error``) with no response, so ``ragsight evaluate`` marks its metrics skipped;
+the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import os
+import random
+import shlex
+import sys
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .._http import display_url, error_text, make_client, parse_retry_after, redact
+from ..errors import ConfigError, InputError
+
+__all__ = [
+    "CallableTarget",
+    "CommandTarget",
+    "HttpFields",
+    "HttpTarget",
+    "RunResult",
+    "Target",
+    "TargetError",
+    "TargetReply",
+    "arun",
+    "get_path",
+    "make_target",
+    "parse_headers",
+    "read_testset",
+    "reply_from",
+    "set_path",
+]
+
+
+class TargetError(Exception):
+    """One call to the target failed. ``retryable``: a later attempt may succeed."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class TargetReply:
+    answer: str
+    contexts: tuple[str, ...] | None
+    context_ids: tuple[str, ...] | None
+    model: str | None = None
+
+
+Target = Callable[[str], Awaitable[TargetReply]]
+
+_MISSING = object()
+
+
+def get_path(data: Any, path: str) -> Any:
+    """The value at a dotted path (``data.answer``, ``choices.0.text``); ``_MISSING`` if absent."""
+    cur = data
+    for part in path.split(".") if path else []:
+        if isinstance(cur, Mapping) and part in cur:
+            cur = cur[part]
+        elif (
+            isinstance(cur, list)
+            and part.lstrip("-").isdigit()
+            and -len(cur) <= int(part) < len(cur)
+        ):
+            cur = cur[int(part)]
+        else:
+            return _MISSING
+    return cur
+
+
+def set_path(data: dict[str, Any], path: str, value: Any) -> None:
+    parts = path.split(".")
+    cur = data
+    for part in parts[:-1]:
+        nxt = cur.setdefault(part, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"--request-field {path}: '{part}' is already a value, not an object")
+        cur = nxt
+    cur[parts[-1]] = value
+
+
+def _context_item(item: Any, text_field: str, id_field: str, where: str) -> tuple[str, str | None]:
+    if isinstance(item, str):
+        return item, None
+    if isinstance(item, Mapping):
+        text = get_path(item, text_field)
+        if not isinstance(text, str):
+            raise TargetError(
+                f"{where}: a context has no text string at '{text_field}'", retryable=False
+            )
+        cid = get_path(item, id_field)
+        return text, (None if cid is _MISSING or cid is None else str(cid))
+    text = getattr(item, "text", None)
+    if isinstance(text, str):
+        cid = getattr(item, "id", None)
+        return text, None if cid is None else str(cid)
+    raise TargetError(
+        f"{where}: a context is {type(item).__name__}, not text or an object with text",
+        retryable=False,
+    )
+
+
+def reply_from(
+    data: Any,
+    *,
+    answer_field: str = "answer",
+    contexts_field: str = "contexts",
+    context_text_field: str = "text",
+    context_id_field: str = "id",
+    where: str = "target",
+) -> TargetReply:
+    """Read a reply: a mapping (dotted paths) or an object with attributes."""
+    if isinstance(data, Mapping):
+        answer = get_path(data, answer_field)
+        if answer is _MISSING and answer_field == "answer":
+            answer = get_path(data, "response")
+        contexts = get_path(data, contexts_field)
+        model = data.get("model")
+    else:
+        answer = getattr(data, answer_field, _MISSING)
+        contexts = getattr(data, contexts_field, _MISSING)
+        model = getattr(data, "model", None)
+    if answer is _MISSING:
+        raise TargetError(f"{where}: the reply has no answer at '{answer_field}'", retryable=False)
+    if not isinstance(answer, str):
+        raise TargetError(
+            f"{where}: the answer at '{answer_field}' is {type(answer).__name__}, not text",
+            retryable=False,
+        )
+    if contexts is _MISSING or contexts is None:
+        return TargetReply(answer, None, None, model if isinstance(model, str) else None)
+    if isinstance(contexts, (str, bytes)) or not isinstance(contexts, Sequence):
+        raise TargetError(
+            f"{where}: the contexts at '{contexts_field}' are not a list", retryable=False
+        )
+    items = [_context_item(c, context_text_field, context_id_field, where) for c in contexts]
+    texts = tuple(t for t, _ in items)
+    ids = tuple(i for _, i in items)
+    all_ids = tuple(i for i in ids if i is not None)
+    return TargetReply(
+        answer,
+        texts,
+        all_ids if len(all_ids) == len(ids) and ids else None,
+        model if isinstance(model, str) else None,
+    )
+
+
+# ---- callables ---------------------------------------------------------------------------------
+
+
+class CallableTarget:
+    """A Python function ``module:function`` (or any callable)."""
+
+    def __init__(self, fn: Callable[[str], Any], name: str) -> None:
+        self.fn = fn
+        self.name = name
+
+    @classmethod
+    def load(cls, spec: str) -> CallableTarget:
+        module, _, attr = spec.partition(":")
+        if not module or not attr:
+            raise ConfigError(f"target '{spec}': use module:function, http(s)://URL or cmd:COMMAND")
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())  # like `python -m`: modules beside the user
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"target '{spec}': cannot import module '{module}' ({exc})") from exc
+        fn: Any = mod
+        for part in attr.split("."):
+            fn = getattr(fn, part, None)
+            if fn is None:
+                raise ConfigError(f"target '{spec}': module '{module}' has no '{attr}'")
+        if not callable(fn):
+            raise ConfigError(f"target '{spec}': '{attr}' is not callable")
+        return cls(fn, spec)
+
+    async def __call__(self, question: str) -> TargetReply:
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                result = await self.fn(question)
+            else:
+                result = await asyncio.to_thread(self.fn, question)
+                if inspect.isawaitable(result):
+                    result = await result
+        except TargetError:
+            raise
+        except Exception as exc:
+            raise TargetError(
+                f"{self.name} raised {type(exc).__name__}: {exc}", retryable=False
+            ) from exc
+        return reply_from(result, where=self.name)
+
+
+# ---- HTTP --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HttpFields:
+    """Where the question goes in the request and where the reply keeps answer and contexts
+    (dotted paths). ``contexts`` items are strings or objects with ``text`` and ``id``."""
+
+    request: str = "question"
+    answer: str = "answer"
+    contexts: str = "contexts"
+    context_text: str = "text"
+    context_id: str = "id"
+
+
+def parse_headers(pairs: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``NAME=VALUE`` or ``NAME=env:VAR`` (the value read from the environment)."""
+    env = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--header '{name}': use NAME=VALUE or NAME=env:VARIABLE")
+        if value.startswith("env:"):
+            var = value[4:]
+            if var not in env:
+                raise ConfigError(
+                    f"--header {name.strip()}: the environment variable {var} is not set"
+                )
+            value = env[var]
+        out[name.strip()] = value
+    return out
+
+
+class HttpTarget:
+    """POST the question as JSON; read the reply at dotted paths."""
+
+    def __init__(
+        self,
+        url: str,
+        fields: HttpFields | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        max_connections: int = 8,
+    ) -> None:
+        self.url = url
+        self.name = display_url(url)
+        self.fields = fields or HttpFields()
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            **dict(headers or {}),
+        }
+        # every header value counts as a secret in messages: custom headers carry keys
+        self.secrets = tuple(
+            sorted(
+                {v for k, v in (headers or {}).items() if v and len(v) >= 4}, key=len, reverse=True
+            )
+        )
+        self.timeout = timeout
+        self.max_connections = max_connections
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = make_client(
+                timeout=self.timeout, max_connections=self.max_connections, headers=self.headers
+            )
+        return self._client
+
+    async def __call__(self, question: str) -> TargetReply:
+        body: dict[str, Any] = {}
+        set_path(body, self.fields.request, question)
+        try:
+            response = await self._http().post(self.url, json=body)
+        except httpx.TimeoutException:
+            raise TargetError(
+                f"{self.name}: no answer within {self.timeout:g} s", retryable=True
+            ) from None
+        except httpx.HTTPError as exc:
+            raise TargetError(
+                f"{self.name}: {type(exc).__name__}: {redact(str(exc), self.secrets)}",
+                retryable=True,
+            ) from None
+        status = response.status_code
+        if status >= 400 or status < 200:
+            detail = redact(error_text(response), self.secrets)
+            retryable = status in (408, 409, 429) or status >= 500
+            raise TargetError(
+                f"{self.name}: HTTP {status}" + (f": {detail}" if detail else ""),
+                retryable=retryable,
+                retry_after=parse_retry_after(response.headers),
+            )
+        try:
+            data = response.json()
+        except (ValueError, UnicodeDecodeError):
+            snippet = redact(" ".join(response.text.split())[:120], self.secrets)
+            raise TargetError(
+                f"{self.name}: the reply is not JSON: {snippet!r}", retryable=False
+            ) from None
+        f = self.fields
+        return reply_from(
+            data,
+            answer_field=f.answer,
+            contexts_field=f.contexts,
+            context_text_field=f.context_text,
+            context_id_field=f.context_id,
+            where=self.name,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+# ---- shell commands ----------------------------------------------------------------------------
+
+
+class CommandTarget:
+    """``cmd:python my_rag.py``: question as JSON on stdin, JSON answer on stdout."""
+
+    def __init__(
+        self, command: str, timeout: float = 60.0, fields: HttpFields | None = None
+    ) -> None:
+        self.argv = shlex.split(command)
+        if not self.argv:
+            raise ConfigError("target 'cmd:' needs a command, e.g. cmd:python my_rag.py")
+        self.name = f"cmd:{command}"
+        self.timeout = timeout
+        self.fields = fields or HttpFields()
+
+    async def __call__(self, question: str) -> TargetReply:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as exc:
+            raise TargetError(f"{self.name}: cannot start ({exc})", retryable=False) from exc
+        payload = json.dumps({"question": question}).encode()
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(payload), timeout=self.timeout)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise TargetError(
+                f"{self.name}: no answer within {self.timeout:g} s", retryable=True
+            ) from None
+        except asyncio.CancelledError:
+            proc.kill()
+            await proc.wait()
+            raise
+        if proc.returncode != 0:
+            tail = " ".join(err.decode("utf-8", "replace").split())[-300:]
+            raise TargetError(
+                f"{self.name}: exited with status {proc.returncode}"
+                + (f": {tail}" if tail else ""),
+                retryable=False,
+            )
+        text = out.decode("utf-8", "replace").strip()
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            # allow log lines before the answer: take the last line that parses
+            data = _MISSING
+            for line in reversed(text.splitlines()):
+                try:
+                    data = json.loads(line)
+                    break
+                except json.JSONDecodeError:
+                    continue
+            if data is _MISSING:
+                raise TargetError(
+                    f"{self.name}: printed no JSON: {text[:120]!r}", retryable=False
+                ) from None
+        f = self.fields
+        return reply_from(
+            data,
+            answer_field=f.answer,
+            contexts_field=f.contexts,
+            context_text_field=f.context_text,
+            context_id_field=f.context_id,
+            where=self.name,
+        )
+
+
+def make_target(
+    spec: str | Callable[[str], Any],
+    *,
+    fields: HttpFields | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+    max_connections: int = 8,
+) -> Any:
+    """A target from a spec: ``http(s)://URL``, ``cmd:COMMAND``, ``module:function``, or a
+    callable."""
+    if not isinstance(spec, str):
+        if not callable(spec):
+            raise ConfigError(f"cannot use {type(spec).__name__} as a target")
+        return CallableTarget(spec, getattr(spec, "__qualname__", "callable"))
+    if spec.startswith(("http://", "https://")):
+        return HttpTarget(spec, fields, headers, timeout, max_connections)
+    if spec.startswith("cmd:"):
+        return CommandTarget(spec[4:], timeout, fields)
+    return CallableTarget.load(spec)
+
+
+# ---- the run -----------------------------------------------------------------------------------
+
+
+def read_testset(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The rows of a JSONL test set (each needs a ``question``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: no such file. Give the test set written by 'ragsight generate'.")
+    rows: list[dict[str, Any]] = []
+    for n, line in enumerate(p.read_text("utf-8-sig").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{p}, line {n}: not valid JSON ({exc.msg}).") from exc
+        q = row.get("question", row.get("user_input")) if isinstance(row, dict) else None
+        if not isinstance(q, str) or not q.strip():
+            raise InputError(f"{p}, line {n}: the row has no 'question' text.")
+        rows.append(row)
+    if not rows:
+        raise InputError(f"{p}: the test set is empty.")
+    return rows
+
+
+@dataclass
+class RunResult:
+    rows: list[dict[str, Any]]
+    seconds: float
+    errors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.rows if r["metadata"].get("error"))
+
+
+async def _call_with_retries(
+    target: Any,
+    question: str,
+    timeout: float,
+    retries: int,
+    backoff: float,
+    rng: random.Random,
+) -> tuple[TargetReply | None, str | None, int, float]:
+    """(reply, error, attempts, seconds of the last attempt)."""
+    attempt = 0
+    while True:
+        attempt += 1
+        start = time.monotonic()
+        try:
+            reply = await asyncio.wait_for(target(question), timeout=timeout)
+            return reply, None, attempt, time.monotonic() - start
+        except asyncio.TimeoutError:
+            err = TargetError(
+                f"{getattr(target, 'name', 'target')}: no answer within {timeout:g} s",
+                retryable=True,
+            )
+        except TargetError as exc:
+            err = exc
+        if not err.retryable or attempt > retries:
+            return None, str(err), attempt, time.monotonic() - start
+        wait = err.retry_after if err.retry_after is not None else backoff * 2 ** (attempt - 1)
+        await asyncio.sleep(min(wait, 30.0) * (0.75 + rng.random() / 2))
+
+
+_ANSWER_KEYS = ("response", "answer", "contexts", "retrieved_contexts", "retrieved_ids", "metadata")
+
+
+def _out_row(
+    row: Mapping[str, Any],
+    target_name: str,
+    reply: TargetReply | None,
+    error: str | None,
+    latency: float,
+    elapsed: float,
+    attempts: int,
+) -> dict[str, Any]:
+    # the test set's fields (question, reference, reference_contexts, relevant_ids, id...) as given
+    out: dict[str, Any] = {k: v for k, v in row.items() if k not in _ANSWER_KEYS}
+    meta = dict(row.get("metadata") or {})
+    meta.update(
+        {
+            "latency_s": round(latency, 4),
+            "elapsed_s": round(elapsed, 4),
+            "target": target_name,
+            "error": error,
+            "attempts": attempts,
+        }
+    )
+    if reply is not None:
+        out["response"] = reply.answer
+        if reply.contexts is not None:
+            out["contexts"] = list(reply.contexts)
+        if reply.context_ids is not None:
+            out["retrieved_ids"] = list(reply.context_ids)
+        if reply.model:
+            meta["generator_model"] = reply.model
+    out["metadata"] = meta
+    return out
+
+
+async def arun(
+    rows: Sequence[Mapping[str, Any]],
+    target: Any,
+    *,
+    concurrency: int = 4,
+    timeout: float = 60.0,
+    retries: int = 2,
+    backoff: float = 0.5,
+    progress: Callable[[int, int], None] | None = None,
+    seed: int = 0,
+) -> RunResult:
+    """Call ``target`` for each row; rows come back in input order, failures recorded."""
+    if concurrency < 1:
+        raise ConfigError("--concurrency must be at least 1")
+    sem = asyncio.Semaphore(concurrency)
+    name = getattr(target, "name", "target")
+    done = 0
+    rng = random.Random(seed)
+    t0 = time.monotonic()
+
+    async def one(row: Mapping[str, Any]) -> dict[str, Any]:
+        nonlocal done
+        question = str(row.get("question", row.get("user_input")))
+        async with sem:
+            start = time.monotonic()
+            reply, error, attempts, latency = await _call_with_retries(
+                target, question, timeout, retries, backoff, rng
+            )
+            elapsed = time.monotonic() - start
+        done += 1
+        if progress is not None:
+            progress(done, len(rows))
+        return _out_row(row, name, reply, error, latency, elapsed, attempts)
+
+    try:
+        out = await asyncio.gather(*(one(r) for r in rows))
+    finally:
+        close = getattr(target, "aclose", None)
+        if close is not None:
+            await close()
+    errors: dict[str, int] = {}
+    for r in out:
+        e = r["metadata"]["error"]
+        if e:
+            key = e.split(": ", 1)[-1][:80]
+            errors[key] = errors.get(key, 0) + 1
+    return RunResult(list(out), time.monotonic() - t0, errors)
