@@ -187,7 +187,10 @@ def _text_list(name: str, value: Any, from_csv: bool) -> tuple[str, ...] | None:
                 f"Give it {how}; a single chunk is a list of one.",
             )
     if not isinstance(value, (list, tuple)):
-        raise _RowError(name, f"expected a list of strings, got {type(value).__name__}.")
+        raise _RowError(
+            name, f"expected a list of strings, got {type(value).__name__}. Give '{name}' as a "
+            'list of strings, e.g. ["chunk one", "chunk two"].'
+        )
     out = []
     for i, item in enumerate(value):
         item = _to_plain(item)
@@ -220,7 +223,10 @@ def _reference(value: Any, from_csv: bool) -> str | tuple[str, ...] | None:
         return items[0] if len(items) == 1 else items
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    raise _RowError("reference", f"expected text or a list of acceptable answers, got {type(value).__name__}.")
+    raise _RowError(
+        "reference", f"expected text or a list of acceptable answers, got {type(value).__name__}. "
+        'Give the reference as a string, or a list of strings when several answers are acceptable.'
+    )
 
 
 def _relevant_ids(value: Any, from_csv: bool) -> tuple[str, ...] | dict[str, float] | None:
@@ -256,7 +262,10 @@ def _metadata(value: Any) -> dict[str, Any]:
             return {"value": value}
         value = parsed
     if not isinstance(value, Mapping):
-        raise _RowError("metadata", f"expected an object (mapping), got {type(value).__name__}.")
+        raise _RowError(
+            "metadata", f"expected an object (mapping), got {type(value).__name__}. Give metadata as "
+            'an object, e.g. {"chunk_size": 512, "generator": "my-model"}.'
+        )
     return dict(value)
 
 
@@ -380,7 +389,9 @@ class Dataset:
         for i, raw in enumerate(rows):
             rown = row_numbers[i] if row_numbers is not None else i + 1
             if not isinstance(raw, Mapping):
-                problems.append(RowProblem(source, rown, None, f"expected an object with fields, got {type(raw).__name__}."))
+                problems.append(RowProblem(
+                    source, rown, None, f"expected an object with fields, got {type(raw).__name__}. "
+                    'Each row must be an object such as {"question": "...", "response": "..."}.'))
                 continue
             try:
                 sample, notes = sample_from_mapping(raw, from_csv=from_csv)
@@ -455,6 +466,8 @@ class Dataset:
                 raise InputError(f"{src}: not a readable Parquet file ({exc}).") from exc
             return cls.from_pandas(df, src)
         raw = path.read_bytes()
+        if not raw.strip().lstrip(b"\xef\xbb\xbf").strip():
+            raise InputError(f"{src}: the file is empty. Give a file with one sample per row.")
         if suffix in (".jsonl", ".ndjson"):
             # one row per line: a line that is not UTF-8 is a bad row, not a bad file
             return cls._from_jsonl_bytes(raw, src)
@@ -534,6 +547,8 @@ class Dataset:
                 continue
             rows.append({k: (None if v == "" else v) for k, v in row.items()})
             numbers.append(line)
+        if not rows and not problems:
+            raise InputError(f"{src}: the file has a header row and no samples under it.")
         ds = cls.from_records(rows, src, from_csv=True, row_numbers=numbers)
         ds.problems = problems + ds.problems
         return ds
