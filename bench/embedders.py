@@ -5,7 +5,9 @@ questions that ask the same thing from questions that do not.
     .venv/bin/python bench/embedders.py --only e5  # one of them (e5 | minilm)
 
 Each embedder is measured in a fresh subprocess, so its load time includes importing its
-libraries (torch for MiniLM) and neither warms the other's caches.
+libraries (torch for MiniLM) and neither warms the other's caches; a second subprocess with
+OMP_NUM_THREADS=1 measures CPU time per sentence, which other jobs on the machine disturb far
+less than wall-clock speed (the 1-minute load average is printed so a busy run can be told).
 
 Separation: answer_relevancy compares the user's question with questions an LLM generated
 from the answer, so the comparison is question against question. ``PAIRS`` holds 40 questions,
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -328,6 +331,28 @@ def youden_threshold(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float, fl
     return best[2], best[0], best[3]
 
 
+def bootstrap_threshold(
+    pos: np.ndarray, neg: np.ndarray, rounds: int = 500, seed: int = 0
+) -> tuple[float, float]:
+    """5th and 95th percentile of the Youden threshold over resamples of the pairs."""
+    rng = np.random.default_rng(seed)
+    found = [
+        youden_threshold(
+            rng.choice(pos, size=len(pos), replace=True), rng.choice(neg, size=len(neg))
+        )[0]
+        for _ in range(rounds)
+    ]
+    low, high = np.percentile(found, [5, 95])
+    return float(low), float(high)
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
 # -- measuring one embedder (in its own process) -------------------------------------------------
 
 
@@ -381,6 +406,7 @@ def measure(which: str) -> dict[str, Any]:
         load_s = time.perf_counter() - t0
 
         batch = sentences(200)
+        load_before = _load_average()
         await e.embed(batch[:8])  # warm-up
         times = []
         for _ in range(3):
@@ -395,6 +421,8 @@ def measure(which: str) -> dict[str, Any]:
 
         result: dict[str, Any] = {
             "name": e.name,
+            "load_average_before": load_before,
+            "load_average_after": _load_average(),
             "load_s": load_s,
             "batch_sentences_per_s": len(batch) / statistics.median(times),
             "single_text_ms": 1000 * statistics.median(one_by_one),
@@ -420,6 +448,9 @@ def measure(which: str) -> dict[str, Any]:
                 "youden_unrelated": youden_threshold(relevant, unrelated),
                 "youden_same_topic": youden_threshold(relevant, same_topic),
                 "youden_both": youden_threshold(relevant, np.concatenate([unrelated, same_topic])),
+                "youden_both_90ci": bootstrap_threshold(
+                    relevant, np.concatenate([unrelated, same_topic])
+                ),
             }
         await e.aclose()
         return result
@@ -431,6 +462,52 @@ def measure(which: str) -> dict[str, Any]:
     result["install_breakdown_mb"] = {
         k: round(v / 1e6, 1) for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])
     }
+    return result
+
+
+def measure_cpu(which: str) -> float:
+    """CPU milliseconds per sentence with one thread (run with OMP_NUM_THREADS=1).
+
+    CPU time is far less disturbed than wall-clock time when other processes share the machine;
+    on an idle machine, sentences/s with N cores is at most about N * 1000 / this figure.
+    """
+    from ragsight.embed._local import E5SmallEmbedder, MiniLMEmbedder
+
+    e: E5SmallEmbedder | MiniLMEmbedder
+    e = (
+        E5SmallEmbedder(cache_size=0)
+        if which == "e5"
+        else MiniLMEmbedder(cache_size=0, device="cpu")
+    )
+    batch = sentences(200)
+
+    async def run() -> float:
+        await e.embed(batch[:8])
+        spent = []
+        for _ in range(3):
+            t = time.process_time()
+            await e.embed(batch)
+            spent.append(time.process_time() - t)
+        return 1000 * statistics.median(spent) / len(batch)
+
+    return asyncio.run(run())
+
+
+def _child(which: str, mode: str) -> dict[str, Any] | None:
+    env = dict(os.environ)
+    if mode == "cpu":
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), f"--{mode}-child", which],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    if proc.returncode != 0:
+        print(f"{which} ({mode}): failed\n{proc.stderr.strip()}", file=sys.stderr)
+        return None
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -456,7 +533,10 @@ def _print(results: list[dict[str, Any]]) -> None:
     row("load incl. imports (s)", ".2f", "load_s")
     row("sentences/s (batch of 200)", ".0f", "batch_sentences_per_s")
     row("one text per call (ms)", ".1f", "single_text_ms")
+    row("CPU ms per sentence, 1 thread", ".1f", "cpu_ms_per_sentence_1thread")
     row("installed beyond core deps (MB)", ".0f", "install_mb")
+    row("1-min load average before/after", ".1f", "load_average_before")
+    row("", ".1f", "load_average_after")
     for kind in ("query", "passage"):
         key = f"sep_{kind}"
         if not any(key in r for r in results):
@@ -473,6 +553,8 @@ def _print(results: list[dict[str, Any]]) -> None:
             row(f"Youden threshold vs {group}", ".3f", key, f"youden_{group}", 0)
             row("  J there", ".3f", key, f"youden_{group}", 1)
             row("  accuracy there", ".3f", key, f"youden_{group}", 2)
+        row("  vs both: 90% bootstrap interval", ".3f", key, "youden_both_90ci", 0)
+        row("", ".3f", key, "youden_both_90ci", 1)
     for r in results:
         print(f"\n{r['name']} install breakdown (MB): {r['install_breakdown_mb']}")
 
@@ -481,23 +563,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["e5", "minilm"])
     parser.add_argument("--json", action="store_true", help="print raw JSON instead of a table")
-    parser.add_argument("--child", choices=["e5", "minilm"], help=argparse.SUPPRESS)
+    parser.add_argument("--main-child", choices=["e5", "minilm"], help=argparse.SUPPRESS)
+    parser.add_argument("--cpu-child", choices=["e5", "minilm"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        print(json.dumps(measure(args.child)))
+    if args.main_child:
+        print(json.dumps(measure(args.main_child)))
+        return
+    if args.cpu_child:
+        print(json.dumps({"cpu_ms_per_sentence_1thread": measure_cpu(args.cpu_child)}))
         return
     results = []
     for which in [args.only] if args.only else ["e5", "minilm"]:
-        proc = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--child", which],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            print(f"{which}: failed\n{proc.stderr.strip()}", file=sys.stderr)
+        result = _child(which, "main")
+        if result is None:
             continue
-        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        result.update(_child(which, "cpu") or {})
+        results.append(result)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
