@@ -183,9 +183,6 @@ def test_answer_correctness_rejects_negative_weights() -> None:
                           embedder=ac_embedder())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "answer_correctness substitutes 0 for an undefined factual-correctness F1 (no claims on "
-    "either side) and scores w2 * similarity, instead of ending undetermined"))
 def test_answer_correctness_without_claims_on_either_side_is_undetermined() -> None:
     script = RagScript(claims={"Hello.": [], "Hi.": []})
     result = ragsight.evaluate([{"id": "s", "response": "Hello.", "reference": "Hi."}], ["answer_correctness"],
@@ -373,9 +370,6 @@ def test_context_precision_without_reference_is_skipped_without_a_response() -> 
     assert score.outcome is Outcome.SKIPPED and "response" in score.reason
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "split_sentences treats 'no' as an abbreviation (for 'No. 5'), so a sentence ending in the "
-    "word 'no' is merged with the next one"))
 def test_context_relevance_sentence_ending_in_no_is_split() -> None:
     from ragsight.analyses import split_sentences
 

@@ -9,7 +9,7 @@ __all__ = ["normalise_entity", "split_sentences"]
 
 # Abbreviations after which a period does not end a sentence.
 _ABBREV = {
-    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "no", "fig",
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "fig",
     "inc", "ltd", "co", "corp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept",
     "oct", "nov", "dec", "approx", "dept", "est", "min", "max", "u.s", "u.k",
 }
@@ -34,7 +34,11 @@ def split_sentences(text: str) -> list[str]:
             end = m.end(1)
             before = block[start:m.start(1)].split()
             last = before[-1].lower().rstrip(".") if before else ""
-            if m.group(1).startswith(".") and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
+            after = block[m.end():m.end() + 1]
+            number_abbrev = last in ("no", "nr") and after.isdigit()  # "No. 5"
+            if m.group(1).startswith(".") and (
+                last in _ABBREV or number_abbrev or (len(last) == 1 and last.isalpha())
+            ):
                 continue
             piece = block[start:end].strip()
             if piece:

@@ -39,8 +39,7 @@ class AnswerCorrectness(Metric):
         details = {**ev.details, "factual_correctness": fc, "similarity": sim, "weights": [w1, w2], **sim_details}
         evidence = Evidence(claims=ev.claims, details=details, calls=ev.calls)
         if fc is None:
-            if w2 == 0:
-                return Score.undetermined(self.key, "no claims on either side", evidence)
-            fc = 0.0
+            return Score.undetermined(
+                self.key, "neither the response nor the reference makes a factual claim", evidence)
         value = w1 * fc + w2 * max(0.0, sim)
         return Score.scored(self.key, value, f"{w1:.2f} x F1 {fc:.3f} + {w2:.2f} x similarity {sim:.3f}", evidence)

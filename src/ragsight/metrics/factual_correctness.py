@@ -41,6 +41,8 @@ class FactualCorrectness(Metric):
             raise ValueError(f"factual_correctness mode must be one of {', '.join(MODES)}, not '{mode}'")
         if beta <= 0:
             raise ValueError("factual_correctness beta must be > 0")
+        if mode == "f1" and beta != 1.0:
+            raise ValueError("factual_correctness: mode=f1 has beta 1; use mode=fbeta to set beta")
         self.mode = mode
         self.beta = 1.0 if mode == "f1" else float(beta)
 
@@ -62,8 +64,8 @@ class FactualCorrectness(Metric):
             fn = sum(not v.supported for v in vs_resp.verdicts)
             claims += list(vs_resp.verdicts)
             refs += ref_claims.refs + vs_resp.refs
-        ev = Evidence(claims=tuple(claims), details={"tp": tp, "fp": fp, "fn": fn, "mode": self.mode,
-                                                     "beta": self.beta}, calls=refs)
+        ev = Evidence(claims=tuple(claims), details={"tp": tp, "fp": fp, "fn": fn if need_fn else None,
+                                                     "mode": self.mode, "beta": self.beta}, calls=refs)
         return tp, fp, fn, ev
 
     async def compute(self, ctx: SampleContext) -> Score:
@@ -74,7 +76,7 @@ class FactualCorrectness(Metric):
             return Score.scored(self.key, tp / (tp + fp), f"TP={tp} FP={fp}", ev)
         if self.mode == "recall":
             if tp + fn == 0:
-                return Score.undetermined(self.key, "no claims on either side", ev)
+                return Score.undetermined(self.key, "the reference makes no factual claims", ev)
             return Score.scored(self.key, tp / (tp + fn), f"TP={tp} FN={fn}", ev)
         value = f_beta(tp, fp, fn, self.beta)
         if value is None:
