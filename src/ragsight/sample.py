@@ -536,17 +536,26 @@ class Dataset:
 
     @classmethod
     def _from_csv(cls, text: str, src: str, delimiter: str) -> Dataset:
-        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+        # strict: an unclosed quote is an error, not a cell that swallows the rest of the file
+        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
         rows: list[dict[str, Any]] = []
         numbers: list[int] = []
         problems: list[RowProblem] = []
-        for row in reader:
-            line = reader.line_num
-            if None in row:
-                problems.append(RowProblem(src, line, None, "more cells than header columns; quote cells that contain the delimiter."))
-                continue
-            rows.append({k: (None if v == "" else v) for k, v in row.items()})
-            numbers.append(line)
+        line = 1  # the header
+        try:
+            for row in reader:
+                line = reader.line_num
+                if None in row:
+                    problems.append(RowProblem(src, line, None, "more cells than header columns; quote cells that contain the delimiter."))
+                    continue
+                rows.append({k: (None if v == "" else v) for k, v in row.items()})
+                numbers.append(line)
+        except csv.Error as exc:
+            raise InputError(
+                f"{src}, line {line + 1}: the CSV does not parse ({exc}). Look for an unclosed "
+                'quote: a cell that holds quotes, commas or line breaks must be quoted, with quotes '
+                'inside it doubled ("").'
+            ) from exc
         if not rows and not problems:
             raise InputError(f"{src}: the file has a header row and no samples under it.")
         ds = cls.from_records(rows, src, from_csv=True, row_numbers=numbers)

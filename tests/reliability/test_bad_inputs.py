@@ -88,6 +88,8 @@ ROW_CASES = [
                                           'in a CSV cell, as a JSON array'), 1, 1),
     Case("csv_contexts_bad_json.csv", 0, ("csv_contexts_bad_json.csv, row 3, field 'contexts': the cell starts "
                                           "like a JSON list but does not parse",), 1, 1),
+    Case("csv_unclosed_quote.csv", 2, ("csv_unclosed_quote.csv, line 3: the CSV does not parse",
+                                       "Look for an unclosed quote")),
     Case("csv_header_only.csv", 2, ("csv_header_only.csv: the file has a header row and no samples",)),
     Case("json_single_object.json", 2, ("expected a list of samples, or an object of equal-length columns",)),
     Case("json_unequal_columns.json", 2, ("expected a list of samples, or an object of equal-length columns",)),
