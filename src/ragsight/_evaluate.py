@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._http import display_url
 from ._score import Outcome, Score
 from ._version import __version__
 from .analyses import AnalysisSettings
@@ -115,7 +116,8 @@ class EvaluationResult:
         """Harmonic mean of the metric means (lower-is-better metrics enter as 1 - mean)."""
         from .report._stats import overall_score
 
-        means = {k: s.mean for k, s in self.summary.items() if s.mean is not None}
+        # A cosine-based mean can be negative; it enters the harmonic mean as 0 (clamped to [0, 1]).
+        means = {k: min(1.0, max(0.0, s.mean)) for k, s in self.summary.items() if s.mean is not None}
         if not means:
             return None
         return overall_score(means, {k for k in means if self._lower[k]})
@@ -260,7 +262,9 @@ async def _run(
             "judge_model": judge.model if judge else None,
             "judge_spec": judge_spec if isinstance(judge_spec, str) else (judge.name if judge else None),
             "embedder_spec": embedder_spec if isinstance(embedder_spec, str) else (emb.name if emb else None),
-            "base_url": base_url, "embedder_base_url": embedder_base_url,
+            # user info in a URL may hold a key: only the redacted form is stored
+            "base_url": display_url(base_url) if base_url else None,
+            "embedder_base_url": display_url(embedder_base_url) if embedder_base_url else None,
         }
         if fresh:
             st.create_run(run_id, dataset=source, judge=judge.name if judge else None,

@@ -280,10 +280,6 @@ def test_context_beyond_the_judge_window_is_truncated_and_recorded(
     assert scores["context_recall"].value == 1.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the truncation is recorded in the judge call's prompt, but not yet in the score's evidence: "
-    "engine/_engine.py score_sample must copy SampleContext.truncations into each score's "
-    "evidence.details['truncated'] (proposed diff in the report)"))
 def test_truncation_is_recorded_in_the_evidence(judge_server: FakeOpenAIServer, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     fact = "Aurora Airways allows one cabin bag weighing eight kilograms."
@@ -302,11 +298,6 @@ def test_truncation_is_recorded_in_the_evidence(judge_server: FakeOpenAIServer, 
     assert details["truncated"][0]["cut"] > 100_000
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a cosine-based metric whose mean is negative (answer_relevancy can be) makes "
-    "EvaluationResult.overall raise ValueError from report._stats.overall_score, so the CLI ends a "
-    "completed run with a traceback. Fix in _evaluate.py EvaluationResult.overall: clamp each "
-    "higher-is-better mean at 0 before the harmonic mean (proposed diff in the report)"))
 def test_negative_mean_does_not_crash_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     world = JudgeWorld()
 

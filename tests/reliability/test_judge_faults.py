@@ -241,11 +241,6 @@ def test_server_that_never_answers_fails_every_judged_score_in_bounded_time(tmp_
     assert result.judge_stats["failed_steps"] >= 6
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "make_judge() builds OpenAIJudge with its default 60 s timeout and ignores the RetryPolicy, so "
-    "the preflight against a server that never answers waits 3 x 60 s (CLI --timeout is ignored "
-    "too). Fix in judge/__init__.py: OpenAIJudge(rest, base_url=base_url, "
-    "timeout=policy.call_timeout_s if policy else 60.0)."))
 async def test_preflight_against_a_server_that_never_answers_is_bounded(tmp_path: Path) -> None:
     with FakeOpenAIServer(handler=lambda r: Reply.hang()) as srv, pytest.raises(JudgeUnavailableError):
         await asyncio.wait_for(

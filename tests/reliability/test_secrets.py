@@ -134,10 +134,6 @@ def test_wal_holds_no_key_while_the_run_is_open(planted: None, tmp_path: Path) -
         store.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a key given in the base URL's user info (http://user:KEY@host/v1) is stored verbatim in the "
-    "run's config (runs.config.base_url) by _evaluate._run. Fix: store display_url(base_url) "
-    "(and for embedder_base_url); --resume then needs --base-url again for such URLs"))
 def test_key_in_base_url_is_not_stored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in make_samples(2)), encoding="utf-8")

@@ -80,7 +80,16 @@ async def score_sample(
         except Exception as exc:
             return _failed(m, exc)
 
-    return tuple(await asyncio.gather(*(one(m) for m in metrics)))
+    scores = tuple(await asyncio.gather(*(one(m) for m in metrics)))
+    if ctx.truncations:
+        # Over-long text was cut to fit the judge: every judged score of the sample says so.
+        cuts = [t.to_dict() for t in dict.fromkeys(ctx.truncations)]
+        scores = tuple(
+            replace(s, evidence=replace(s.evidence, details={**s.evidence.details, "truncated": cuts}))
+            if s.evidence.calls else s
+            for s in scores
+        )
+    return scores
 
 
 async def run_samples(

@@ -67,7 +67,8 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
             raise ConfigError("--judge openai needs a model name: openai:MODEL, e.g. openai:gpt-4o-mini")
         from ._openai import OpenAIJudge
 
-        return Judge(OpenAIJudge(rest, base_url=base_url), policy=policy)
+        timeout = policy.call_timeout_s if policy is not None else 60.0
+        return Judge(OpenAIJudge(rest, base_url=base_url, timeout=timeout), policy=policy)
     if kind == "local":
         from ._local import LocalJudge
 

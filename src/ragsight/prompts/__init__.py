@@ -35,8 +35,14 @@ _TAG_RE = re.compile(r"<\s*(/?)\s*(" + "|".join(DELIMITER_TAGS) + r")\b([^>]*)>"
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 
 
+_SPECIAL_RE = re.compile(r"<\|\s*([^|<>]{0,40}?)\s*\|>")
+
+
 def neutralise(text: str) -> str:
-    """Make delimiter-like tags inside untrusted text inert: ``</context>`` -> ``[/context]``."""
+    """Make delimiter-like tags inside untrusted text inert: ``</context>`` -> ``[/context]``,
+    and chat-template special tokens (``<|im_start|>``, ``<|endoftext|>``) -> ``(im_start)``, so
+    a context can neither close its block nor open a new chat turn in the embedded judge."""
+    text = _SPECIAL_RE.sub(lambda m: f"({m.group(1)})", text)
     return _TAG_RE.sub(lambda m: f"[{m.group(1)}{m.group(2)}{m.group(3)}]", text)
 
 
