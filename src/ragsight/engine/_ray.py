@@ -1,0 +1,663 @@
+"""The Ray backend: the engine's samples spread over the worker processes of a Ray cluster.
+
+The driver splits the samples into batches of whole samples and hands them to a pool of worker
+actors. Each worker builds its own judge and embedder from their specs (a live model or HTTP
+client never crosses a process boundary), runs the normal per-sample engine
+(:func:`~ragsight.engine.score_sample`) on its batch, and returns the scores and the judge calls
+of every sample. The driver alone writes the SQLite store, one sample per transaction, as the
+batches come back, so resume, evidence and reports work exactly as with the in-process engine.
+
+Shared across the cluster:
+
+* a rate-limiting actor holds the remote judge's concurrency limit for the cluster as a whole:
+  each worker wraps its provider in a proxy that takes a permit before every provider call and
+  gives it back after. The embedded judge (one model in each worker process) is not limited
+  across workers, and a sample's calls stay on one worker so the model reuses prompt prefixes.
+* a cache actor serves the judge-call cache: it reads through to the driver's SQLite store
+  (it is placed on the driver's node) and keeps the entries written during the run in memory
+  until the driver has written them to the store, so a finished call is never paid twice, on
+  one node or on two.
+
+A worker killed mid-batch loses nothing: its batches go back into the queue and run again on
+whichever worker is free (Ray restarts the dead actor); the steps it had finished are cache
+hits the second time. The driver keeps the first result of each sample and drops any later one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import math
+import os
+import time
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._score import Score
+from ..analyses import AnalysisSettings
+from ..errors import ConfigError, MissingExtraError, RagsightError
+from ..judge._judge import (
+    Answer,
+    Judge,
+    JudgeCall,
+    JudgeStats,
+    MemoryCallCache,
+    RetryPolicy,
+    T,
+    step_key,
+)
+from ..judge._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, ProviderError
+from ..metrics import Metric
+from ..prompts import Prompt
+from ..sample import Sample
+from ..store import SQLiteCallCache, Store
+from ._engine import Progress, SampleOutcome, score_sample, settings_for
+
+__all__ = ["WorkerLostError", "import_ray", "run_samples_ray"]
+
+# Batches in flight per worker: the next batch starts while the last samples of the previous
+# one finish, so a worker never idles at the tail of a batch.
+_BATCHES_PER_WORKER = 2
+_HEARTBEAT_S = 20.0
+
+_sample_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("ragsight_ray_sample", default=None)
+_attempt_id: contextvars.ContextVar[str] = contextvars.ContextVar("ragsight_ray_attempt", default="")
+
+
+class WorkerLostError(RagsightError):
+    """A batch of samples lost its worker more often than allowed (a sample that crashes the
+    worker process every time, or a cluster that keeps losing nodes)."""
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or MissingExtraError naming the extra to install."""
+    # No telemetry: a Ray instance started by ragsight does not report usage.
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+    except ImportError as exc:
+        raise MissingExtraError("the Ray backend", "ray", "ray") from exc
+    return ray
+
+
+# ---- the cluster-wide rate limiter --------------------------------------------------------
+
+
+class _Limiter:
+    """Permits for calls in flight to a remote judge, for the whole cluster (a Ray actor).
+
+    Each permit is taken under a ticket and a holder (the batch attempt that made the call). When
+    a worker dies, the driver releases every permit its attempts held; a permit that is released
+    before it was granted (the call was cancelled while waiting) is given back when granted.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, int(limit))
+        self._sem: asyncio.Semaphore | None = None
+        self._granted: dict[str, str] = {}  # ticket -> holder
+        self._cancelled: set[str] = set()
+        self._dead: set[str] = set()
+        self.peak = 0
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.limit)
+        return self._sem
+
+    async def acquire(self, holder: str, ticket: str) -> bool:
+        sem = self._semaphore()
+        await sem.acquire()
+        if holder in self._dead or ticket in self._cancelled:
+            self._cancelled.discard(ticket)
+            sem.release()
+            return False
+        self._granted[ticket] = holder
+        self.peak = max(self.peak, len(self._granted))
+        return True
+
+    async def release(self, ticket: str) -> None:
+        if self._granted.pop(ticket, None) is not None:
+            self._semaphore().release()
+        else:
+            self._cancelled.add(ticket)
+
+    async def release_holders(self, holders: list[str]) -> int:
+        dead = set(holders)
+        self._dead |= dead
+        tickets = [t for t, h in self._granted.items() if h in dead]
+        for t in tickets:
+            del self._granted[t]
+            self._semaphore().release()
+        return len(tickets)
+
+    async def stats(self) -> dict[str, int]:
+        return {"limit": self.limit, "peak": self.peak, "in_flight": len(self._granted)}
+
+
+class _LimitedProvider:
+    """A provider proxy that holds a cluster-wide permit around each call to the real provider."""
+
+    def __init__(self, inner: JudgeProvider, limiter: Any) -> None:
+        self.inner = inner
+        self.limiter = limiter
+        self.name = inner.name
+        self.model = inner.model
+        self.supports_choices = inner.supports_choices
+        self.max_concurrency = inner.max_concurrency
+        self.context_window = inner.context_window
+
+    async def _permit(self, ticket: str) -> None:
+        if not await self.limiter.acquire.remote(_attempt_id.get(), ticket):
+            raise ProviderError("the batch was given up by the driver", retryable=False)
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        ticket = uuid.uuid4().hex
+        try:
+            await self._permit(ticket)
+            return await self.inner.complete(request)
+        finally:
+            self.limiter.release.remote(ticket)
+
+    async def score_choices(self, request: JudgeRequest, choices: Sequence[str]) -> ChoiceScores:
+        ticket = uuid.uuid4().hex
+        try:
+            await self._permit(ticket)
+            return await self.inner.score_choices(request, choices)
+        finally:
+            self.limiter.release.remote(ticket)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    async def preflight(self) -> None:
+        await self.inner.preflight()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+# ---- the shared judge-call cache ----------------------------------------------------------
+
+
+class _CacheServer:
+    """The judge-call cache for the cluster (a Ray actor on the driver's node).
+
+    ``get`` answers from the entries written during this run, then from the driver's store
+    (read only). ``put`` keeps the entry until the driver has written it to its store
+    (``drain`` then ``forget``); with no store path (an in-memory store) entries stay here.
+    """
+
+    def __init__(self, path: str | None, seed: dict[str, dict[str, Any]] | None = None) -> None:
+        self.path = path
+        self._mem: dict[str, dict[str, Any]] = dict(seed or {})
+        self._pending: list[str] = []
+        self._store: Store | None = None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        hit = self._mem.get(key)
+        if hit is not None or self.path is None:
+            return hit
+        if self._store is None:
+            self._store = Store(self.path)
+        return self._store.cache_get(key)
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        self._mem[key] = entry
+        self._pending.append(key)
+
+    def drain(self) -> list[tuple[str, dict[str, Any]]]:
+        keys, self._pending = self._pending, []
+        return [(k, self._mem[k]) for k in dict.fromkeys(keys)]
+
+    def forget(self, keys: list[str]) -> None:
+        if self.path is None:
+            return
+        pending = set(self._pending)
+        for k in keys:
+            if k not in pending:
+                self._mem.pop(k, None)
+
+
+class _SharedCache:
+    """The worker's side of the shared cache: the Judge's synchronous ``get`` reads a local
+    table that :meth:`fetch` fills (awaited before each step); ``put`` is sent on without
+    waiting."""
+
+    def __init__(self, server: Any, size: int = 4096) -> None:
+        self.server = server
+        self.size = size
+        self._local: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
+        self._sent: list[Any] = []
+
+    async def fetch(self, key: str) -> None:
+        if self._local.get(key) is None:
+            self._remember(key, await self.server.get.remote(key))
+
+    def _remember(self, key: str, entry: dict[str, Any] | None) -> None:
+        self._local[key] = entry
+        self._local.move_to_end(key)
+        while len(self._local) > self.size:
+            self._local.popitem(last=False)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._local.get(key)
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        self._remember(key, entry)
+        self._sent.append(self.server.put.remote(key, entry))
+
+    async def flush(self) -> None:
+        """Wait until the cache actor holds every entry put so far (before a batch returns, so
+        the driver's last drain finds them)."""
+        sent, self._sent = self._sent, []
+        if sent:
+            await asyncio.gather(*sent)
+
+
+class _ClusterJudge(Judge):
+    """A Judge whose cache lookups go to the shared cache actor, awaited before the step, so the
+    Judge's synchronous cache protocol never blocks the worker's event loop."""
+
+    async def ask(
+        self, prompt: Prompt, values: Mapping[str, Any], validate: Callable[[dict[str, Any]], T], *,
+        count: int | None = None, max_tokens: int = 512, use_cache: bool = True,
+    ) -> Answer[T]:
+        if use_cache and isinstance(self.cache, _SharedCache):
+            request = self.request(prompt, values, count=count, max_tokens=max_tokens)
+            await self.cache.fetch(step_key(self.model, request, prompt.hash, "json"))
+        return await super().ask(prompt, values, validate, count=count, max_tokens=max_tokens,
+                                 use_cache=use_cache)
+
+    async def choose(
+        self, prompt: Prompt, values: Mapping[str, Any], choices: Sequence[str] = ("Yes", "No"), *,
+        use_cache: bool = True,
+    ) -> Answer[dict[str, float]]:
+        if use_cache and isinstance(self.cache, _SharedCache):
+            request = self.request(prompt, values, max_tokens=1, schema=False)
+            await self.cache.fetch(step_key(self.model, request, prompt.hash, "choices", list(choices)))
+        return await super().choose(prompt, values, choices, use_cache=use_cache)
+
+
+# ---- the worker -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _JudgeRecipe:
+    """How a worker builds its judge: a spec (``"openai:MODEL"``, ``"local..."``, a picklable
+    provider, or a picklable callable returning a provider or Judge) and the driver's settings."""
+
+    spec: Any
+    base_url: str | None
+    policy: RetryPolicy
+    seed: int
+    temperature: float
+
+
+@dataclass(frozen=True)
+class _SampleResult:
+    sample_id: str
+    scores: tuple[Score, ...]
+    calls: tuple[JudgeCall, ...]
+
+
+@dataclass(frozen=True)
+class _BatchResult:
+    samples: tuple[_SampleResult, ...]
+    stats: dict[str, Any]  # the judge stats of this worker since its last result
+
+
+class _Escaped(Exception):
+    """Carries a BaseException raised in a worker (e.g. the scripted judge's
+    UnexpectedPromptError) back to the driver, which raises the original."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+
+class _BatchWorker:
+    """One worker process (a Ray actor): one judge and one embedder for its lifetime."""
+
+    def __init__(
+        self, metrics: Sequence[Metric], settings: AnalysisSettings, recipe: _JudgeRecipe | None,
+        embedder_spec: Any, embedder_base_url: str | None, need_embedder: bool, concurrency: int,
+        limiter: str | None, cache: str | None,
+    ) -> None:
+        # The shared actors are found by name (a restarted worker finds them again; handles as
+        # constructor arguments would live in the object store).
+        import ray
+
+        self.metrics = list(metrics)
+        self.settings = settings_for(self.metrics, settings)
+        self.recipe = recipe
+        self.embedder_spec = embedder_spec
+        self.embedder_base_url = embedder_base_url
+        self.need_embedder = need_embedder
+        self.concurrency = max(1, concurrency)
+        self.limiter = ray.get_actor(limiter) if limiter else None
+        self.cache = ray.get_actor(cache) if cache else None
+        self.judge: Judge | None = None
+        self.embedder: Any = None
+        self._ready = False
+        self._sem: asyncio.Semaphore | None = None
+        self._calls: dict[str | None, list[JudgeCall]] = {}
+
+    def _setup(self) -> None:
+        from ..judge import make_embedder, make_judge
+
+        if self.recipe is not None:
+            r = self.recipe
+            spec = r.spec
+            if callable(spec) and not isinstance(spec, (JudgeProvider, Judge)):
+                spec = spec()
+            provider = make_judge(spec, base_url=r.base_url, policy=r.policy).provider
+            if self.limiter is not None:
+                provider = _LimitedProvider(provider, self.limiter)
+            self.judge = _ClusterJudge(
+                provider, cache=_SharedCache(self.cache) if self.cache is not None else None,
+                policy=r.policy, seed=r.seed, temperature=r.temperature, sink=self._collect,
+            )
+        if self.need_embedder:
+            self.embedder = make_embedder(self.embedder_spec, base_url=self.embedder_base_url)
+        self._sem = asyncio.Semaphore(self.concurrency)
+        self._ready = True
+
+    def _collect(self, call: JudgeCall) -> None:
+        self._calls.setdefault(_sample_id.get(), []).append(call)
+
+    async def run_batch(self, attempt: str, samples: Sequence[Sample]) -> _BatchResult:
+        if not self._ready:
+            self._setup()
+        assert self._sem is not None
+        sem = self._sem
+        attempt_token = _attempt_id.set(attempt)
+
+        async def one(sample: Sample) -> _SampleResult:
+            async with sem:
+                token = _sample_id.set(sample.id)
+                try:
+                    scores = await score_sample(sample, self.metrics, self.judge, self.embedder,
+                                                self.settings)
+                finally:
+                    _sample_id.reset(token)
+                return _SampleResult(sample.id, scores, tuple(self._calls.pop(sample.id, ())))
+
+        try:
+            done = await asyncio.gather(*(one(s) for s in samples))
+            if self.judge is not None and isinstance(self.judge.cache, _SharedCache):
+                await self.judge.cache.flush()
+        except (Exception, asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            raise _Escaped(exc) from exc
+        finally:
+            _attempt_id.reset(attempt_token)
+            for s in samples:
+                self._calls.pop(s.id, None)
+        stats: dict[str, Any] = {}
+        if self.judge is not None:
+            stats = self.judge.stats.to_dict()
+            self.judge.stats = JudgeStats()
+        return _BatchResult(tuple(done), stats)
+
+    async def close(self) -> None:
+        if self.judge is not None:
+            await self.judge.aclose()
+        if self.embedder is not None:
+            await self.embedder.aclose()
+
+
+# ---- the driver -----------------------------------------------------------------------------
+
+
+def _is_embedded(spec: Any) -> bool:
+    if spec is None:
+        return True
+    return isinstance(spec, str) and spec.strip().partition(":")[0] == "local"
+
+
+def _merge_stats(stats: JudgeStats, d: Mapping[str, Any]) -> None:
+    for name in ("steps", "calls", "cache_hits", "retries", "reasks", "failed_steps",
+                 "prompt_tokens", "completion_tokens"):
+        setattr(stats, name, getattr(stats, name) + int(d.get(name, 0)))
+    stats.latency_s += float(d.get("latency_s", 0.0))
+    for k, v in (d.get("by_prompt") or {}).items():
+        stats.by_prompt[k] = stats.by_prompt.get(k, 0) + int(v)
+
+
+def default_batch_size(n: int, workers: int, concurrency: int) -> int:
+    """About four batches per worker (balance, and little work lost with a worker), each at most
+    four times the samples a worker runs at once."""
+    return max(1, min(4 * max(1, concurrency), math.ceil(n / (4 * max(1, workers)))))
+
+
+async def run_samples_ray(
+    samples: Sequence[Sample],
+    metrics: Sequence[Metric],
+    *,
+    judge: Judge | None,
+    judge_spec: Any = None,
+    base_url: str | None = None,
+    embedder_spec: Any = None,
+    embedder_base_url: str | None = None,
+    need_embedder: bool | None = None,
+    settings: AnalysisSettings,
+    store: Store | None,
+    run_id: str,
+    concurrency: int,
+    ray_address: str | None = None,
+    progress: Progress | None = None,
+    on_sample: Callable[[SampleOutcome], None] | None = None,
+    workers: int | None = None,
+    batch_size: int | None = None,
+    judge_limit: int | None = None,
+    worker_cpus: float = 1.0,
+    max_attempts: int = 3,
+    limiter_stats: dict[str, int] | None = None,
+) -> dict[str, tuple[Score, ...]]:
+    """Evaluate ``samples`` on a Ray cluster; same contract as :func:`run_samples`.
+
+    ``judge`` is the driver's Judge (None when no metric needs one): its cache is served to the
+    workers, its retry policy, seed and temperature are theirs, its stats receive the workers'
+    counts, and its provider's ``max_concurrency`` is the cluster-wide limit of calls in flight
+    (``judge_limit`` overrides it). ``judge_spec`` is what each worker builds its own judge from:
+    what ``make_judge`` accepts (``"openai:MODEL"``, ``"local..."``, None for the embedded
+    judge, a picklable provider) or a picklable callable returning one; a Judge is replaced by
+    its provider. API keys reach the workers through their environment, never through here.
+    ``embedder_spec`` likewise (what ``make_embedder`` accepts); ``need_embedder`` defaults to
+    whether a metric needs one. ``concurrency`` is samples in flight per worker.
+
+    ``ray_address``: None connects as ``ray.init()`` does ($RAY_ADDRESS, a cluster started with
+    ``ray start`` on this machine, else a new local instance); ``"auto"`` or ``"HOST:PORT"`` name
+    a cluster this machine is a node of; ``"local"`` always starts a new one. Ray Client
+    (``ray://``) is refused: the driver writes the store and must run on a node. When Ray is
+    already initialised in this process it is used as is.
+    ``workers``: worker actors (default: the cluster's CPUs / ``worker_cpus``).
+    ``max_attempts``: runs of a batch whose worker died before :class:`WorkerLostError`.
+    ``limiter_stats``, when given, receives the rate limiter's figures (limit, peak).
+    """
+    if ray_address is not None and ray_address.startswith("ray://"):
+        raise ConfigError(
+            "the Ray backend does not run through Ray Client (ray://): the driver writes the run "
+            "store and must run on a node of the cluster. Run ragsight on the head node with "
+            "--ray-address auto."
+        )
+    ray = import_ray()
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    results: dict[str, tuple[Score, ...]] = {}
+    if not samples:
+        return results
+    started_ray = False
+    if not ray.is_initialized():
+        import logging
+
+        kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
+        if ray_address in (None, "local"):
+            kwargs["include_dashboard"] = False
+        ray.init(address=ray_address, **kwargs)
+        started_ray = True
+    if need_embedder is None:
+        need_embedder = any(m.needs_embedder for m in metrics)
+    settings = settings_for(metrics, settings)
+
+    spec = judge_spec.provider if isinstance(judge_spec, Judge) else judge_spec
+    tag = uuid.uuid4().hex[:12]
+    limiter_name = cache_name = None
+    recipe = None
+    limiter = cache_server = None
+    actors: list[Any] = []
+    try:
+        if judge is not None:
+            recipe = _JudgeRecipe(spec, base_url, judge.policy, judge.seed, judge.temperature)
+            if not _is_embedded(spec):
+                limit = judge_limit or judge.provider.max_concurrency
+                limiter_name = f"ragsight-limiter-{tag}"
+                limiter = ray.remote(_Limiter).options(
+                    name=limiter_name, max_concurrency=100_000, num_cpus=0,
+                ).remote(limit)
+            if judge.cache is not None:
+                path = None
+                seed: dict[str, dict[str, Any]] | None = None
+                if isinstance(judge.cache, SQLiteCallCache) and judge.cache.store.path != ":memory:":
+                    path = os.path.abspath(judge.cache.store.path)
+                elif isinstance(judge.cache, MemoryCallCache):
+                    seed = dict(judge.cache._d)
+                here = ray.get_runtime_context().get_node_id()
+                cache_name = f"ragsight-cache-{tag}"
+                cache_server = ray.remote(_CacheServer).options(
+                    name=cache_name, num_cpus=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+                ).remote(path, seed)
+        n_workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1) // max(worker_cpus, 1e-3)))
+        size = batch_size or default_batch_size(len(samples), n_workers, concurrency)
+        batches = [list(samples[i:i + size]) for i in range(0, len(samples), size)]
+        n_workers = max(1, min(n_workers, len(batches)))
+        worker_cls = ray.remote(_BatchWorker).options(
+            num_cpus=worker_cpus, max_restarts=max_attempts, max_concurrency=_BATCHES_PER_WORKER + 1,
+        )
+        actors = [
+            worker_cls.remote(list(metrics), settings, recipe, embedder_spec, embedder_base_url,
+                              need_embedder, concurrency, limiter_name, cache_name)
+            for _ in range(n_workers)
+        ]
+        await _drive(ray, actors, batches, judge, limiter, cache_server, store, run_id, results,
+                     progress, on_sample, max_attempts)
+        if limiter is not None and limiter_stats is not None:
+            limiter_stats.update(await limiter.stats.remote())
+    finally:
+        closing = [asyncio.wrap_future(a.close.remote().future()) for a in actors]
+        if closing:
+            await asyncio.wait(closing, timeout=10)
+            for f in closing:
+                if f.done() and not f.cancelled():
+                    f.exception()  # a worker that is gone cannot close: nothing to do
+                else:
+                    f.cancel()
+        for a in (*actors, limiter, cache_server):
+            if a is not None:
+                ray.kill(a, no_restart=True)
+        if started_ray:
+            ray.shutdown()
+    return results
+
+
+async def _drive(
+    ray: Any, actors: list[Any], batches: list[list[Sample]], judge: Judge | None, limiter: Any,
+    cache_server: Any, store: Store | None, run_id: str, results: dict[str, tuple[Score, ...]],
+    progress: Progress | None, on_sample: Callable[[SampleOutcome], None] | None, max_attempts: int,
+) -> None:
+    """Hand out batches, save results as they come back, re-queue the batches of dead workers."""
+    from ray.exceptions import ActorDiedError, ActorUnavailableError, ObjectLostError, RayActorError
+
+    lost = (RayActorError, ActorDiedError, ActorUnavailableError, ObjectLostError)
+    queue: deque[int] = deque(range(len(batches)))
+    attempts = [0] * len(batches)
+    deaths = [0] * len(actors)
+    load = [0] * len(actors)
+    inflight: dict[asyncio.Future[Any], tuple[int, int, str]] = {}  # -> (worker, batch, attempt)
+    last_beat = time.monotonic()
+
+    def submit() -> None:
+        while queue:
+            live = [w for w in range(len(actors)) if deaths[w] <= max_attempts and load[w] < _BATCHES_PER_WORKER]
+            if not live:
+                return
+            w = min(live, key=lambda i: load[i])
+            b = queue.popleft()
+            attempts[b] += 1
+            attempt = uuid.uuid4().hex
+            ref = actors[w].run_batch.remote(attempt, batches[b])
+            inflight[asyncio.wrap_future(ref.future())] = (w, b, attempt)
+            load[w] += 1
+
+    async def save_cache() -> None:
+        if cache_server is None or judge is None or judge.cache is None:
+            return
+        entries = await cache_server.drain.remote()
+        for key, entry in entries:
+            judge.cache.put(key, entry)
+        if entries:
+            cache_server.forget.remote([k for k, _ in entries])
+
+    try:
+        while queue or inflight:
+            submit()
+            if not inflight:
+                raise WorkerLostError(
+                    f"every Ray worker died more than {max_attempts} times; {len(queue)} batch(es) left. "
+                    "The finished samples are saved: fix the cluster and resume the run."
+                )
+            done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+            for fut in done:
+                w, b, attempt = inflight.pop(fut)
+                load[w] -= 1
+                try:
+                    res: _BatchResult = fut.result()
+                except lost as exc:
+                    deaths[w] += 1
+                    if limiter is not None:
+                        await limiter.release_holders.remote([attempt])
+                    if attempts[b] >= max_attempts:
+                        ids = ", ".join(s.id for s in batches[b][:5])
+                        raise WorkerLostError(
+                            f"the batch with samples {ids}{'...' if len(batches[b]) > 5 else ''} lost its "
+                            f"worker {attempts[b]} times (last: {type(exc).__name__}). A sample may crash "
+                            "the worker; the finished samples are saved: resume the run without it."
+                        ) from exc
+                    queue.appendleft(b)
+                    continue
+                except ray.exceptions.RayTaskError as exc:
+                    if isinstance(exc.cause, _Escaped):
+                        raise exc.cause.exc from None
+                    raise exc.as_instanceof_cause() from None
+                if judge is not None:
+                    _merge_stats(judge.stats, res.stats)
+                await save_cache()
+                for r in res.samples:
+                    if r.sample_id in results:
+                        continue  # a batch that ran twice: the first result stands
+                    if store is not None:
+                        store.save_sample(run_id, r.sample_id, r.scores, [(r.sample_id, c) for c in r.calls])
+                    results[r.sample_id] = r.scores
+                    if progress is not None:
+                        progress.done += 1
+                        for s in r.scores:
+                            progress.outcomes[s.outcome.value] += 1
+                        if progress.on_update is not None:
+                            progress.on_update(progress)
+                    if on_sample is not None:
+                        on_sample(SampleOutcome(r.sample_id, r.scores))
+                if store is not None and time.monotonic() - last_beat > _HEARTBEAT_S:
+                    last_beat = time.monotonic()
+                    store.heartbeat(run_id)
+        await save_cache()  # entries of attempts that died after putting them
+    finally:
+        for fut in inflight:
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # retrieved: the run already failed for another reason
+            else:
+                fut.cancel()
