@@ -204,15 +204,23 @@ async def aevaluate(
     preflight: bool = True,
     notice: Any = None,
     run_id: str | None = None,
+    backend: str = "local",
+    ray_address: str | None = None,
 ) -> EvaluationResult:
     """Async form of :func:`evaluate`. ``notice`` receives one-line messages for the user;
     ``run_id`` names the new run (default: a timestamp and a random suffix)."""
+    if backend not in ("local", "ray"):
+        raise ConfigError(f"unknown backend '{backend}'; use 'local' (this process) or 'ray' (a Ray cluster)")
+    if backend == "ray":
+        from .engine._ray import import_ray
+
+        import_ray()  # MissingExtraError before anything is written
     own_store = not isinstance(store, Store)
     st = store if isinstance(store, Store) else Store(store if store is not None else ":memory:")
     try:
         if resume is not None:
             return await _resume(st, resume, judge, embedder, cache, concurrency, policy, base_url,
-                                 embedder_base_url, progress, preflight, notice)
+                                 embedder_base_url, progress, preflight, notice, backend, ray_address)
         ds = Dataset.load(data)
         if not ds.samples:
             details = "; ".join(str(p) for p in ds.errors[:5])
@@ -220,7 +228,8 @@ async def aevaluate(
         chosen = _metrics(metrics, ds.samples)
         return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen, judge, embedder,
                           cache, concurrency, settings or AnalysisSettings(), policy, metadata or {},
-                          base_url, embedder_base_url, progress, preflight, notice, fresh=True)
+                          base_url, embedder_base_url, progress, preflight, notice, fresh=True,
+                          backend=backend, ray_address=ray_address)
     finally:
         if own_store:
             st.close()
@@ -240,6 +249,7 @@ async def _run(
     concurrency: int | None, settings: AnalysisSettings, policy: RetryPolicy | None,
     metadata: Mapping[str, Any], base_url: str | None, embedder_base_url: str | None,
     progress: Progress | None, preflight: bool, notice: Any, fresh: bool,
+    backend: str = "local", ray_address: str | None = None,
 ) -> EvaluationResult:
     need_judge = any(m.needs_judge for m in chosen)
     need_embedder = any(m.needs_embedder for m in chosen)
@@ -265,6 +275,7 @@ async def _run(
             # user info in a URL may hold a key: only the redacted form is stored
             "base_url": display_url(base_url) if base_url else None,
             "embedder_base_url": display_url(embedder_base_url) if embedder_base_url else None,
+            "backend": backend,
         }
         if fresh:
             st.create_run(run_id, dataset=source, judge=judge.name if judge else None,
@@ -281,8 +292,18 @@ async def _run(
             progress.judge_stats = judge.stats if judge is not None else None
         status = "interrupted"
         try:
-            await run_samples(todo, chosen, judge=judge, embedder=emb, settings=settings, store=st,
-                              run_id=run_id, concurrency=conc, progress=progress)
+            if backend == "ray":
+                from .engine._ray import run_samples_ray
+
+                await run_samples_ray(
+                    todo, chosen, judge=judge, judge_spec=judge_spec, base_url=base_url,
+                    embedder_spec=embedder_spec, embedder_base_url=embedder_base_url or base_url,
+                    settings=settings, store=st, run_id=run_id, concurrency=conc,
+                    ray_address=ray_address, progress=progress,
+                )
+            else:
+                await run_samples(todo, chosen, judge=judge, embedder=emb, settings=settings, store=st,
+                                  run_id=run_id, concurrency=conc, progress=progress)
             status = "completed"
         finally:
             stats = judge.stats.to_dict() if judge else {}
@@ -322,6 +343,7 @@ async def _resume(
     st: Store, ref: str, judge_spec: Any, embedder_spec: Any, cache: bool,
     concurrency: int | None, policy: RetryPolicy | None, base_url: str | None,
     embedder_base_url: str | None, progress: Progress | None, preflight: bool, notice: Any,
+    backend: str = "local", ray_address: str | None = None,
 ) -> EvaluationResult:
     run_id = st.resolve_run(ref)
     info = st.run(run_id)
@@ -336,7 +358,7 @@ async def _resume(
         embedder_spec if embedder_spec is not None else cfg.get("embedder_spec"),
         cache, concurrency or cfg.get("concurrency"), settings, policy, info.metadata,
         base_url or cfg.get("base_url"), embedder_base_url or cfg.get("embedder_base_url"),
-        progress, preflight, notice, fresh=False,
+        progress, preflight, notice, fresh=False, backend=backend, ray_address=ray_address,
     )
 
 
@@ -356,6 +378,8 @@ def evaluate(
     base_url: str | None = None,
     embedder_base_url: str | None = None,
     preflight: bool = True,
+    backend: str = "local",
+    ray_address: str | None = None,
 ) -> EvaluationResult:
     """Evaluate a RAG data set.
 
@@ -364,7 +388,8 @@ def evaluate(
     ``reference-free``, ``lexical``, ``ir``), ``all``, or None for the core metrics the data's
     fields allow. ``judge``: ``"openai:MODEL"``, ``"local"``, ``"local:PATH.gguf"``, a provider,
     or None for the embedded judge. ``store``: a SQLite path (runs, evidence, cache; default in
-    memory for the API, ``./ragsight.db`` for the CLI).
+    memory for the API, ``./ragsight.db`` for the CLI). ``backend``: ``"local"`` (this process)
+    or ``"ray"`` (a Ray cluster at ``ray_address``; needs ``ragsight[ray]``, see docs/scale.md).
 
     Example::
 
@@ -376,6 +401,7 @@ def evaluate(
         data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
         concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
         base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
+        backend=backend, ray_address=ray_address,
     ))
 
 

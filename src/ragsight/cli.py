@@ -83,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-cache", action="store_true", help="do not read or write the judge-call cache")
     ev.add_argument("--resume", metavar="RUN", help="continue an interrupted run (run id or 'last')")
     ev.add_argument("--concurrency", type=int, help="samples in flight (default: 16 remote, 1 embedded)")
+    ev.add_argument("--backend", choices=["local", "ray"], default="local",
+                    help="where samples run: this process (default) or a Ray cluster (pip install 'ragsight[ray]')")
+    ev.add_argument("--ray-address", metavar="ADDRESS",
+                    help="Ray cluster for --backend ray: auto or HOST:PORT (default: $RAY_ADDRESS, else one "
+                         "started with 'ray start' here, else a new local one); see docs/scale.md")
     ev.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE",
                     help="run metadata (configuration), e.g. chunk_size=512; repeatable")
     ev.add_argument("--timeout", type=float, default=120.0, help="seconds per judge call (default 120)")
@@ -189,6 +194,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     settings=settings, policy=policy, metadata=_metadata(args.metadata),
                     base_url=args.base_url, embedder_base_url=args.embedder_base_url,
                     progress=progress, notice=notice, run_id=None if args.resume else run_id,
+                    backend=args.backend, ray_address=args.ray_address,
                 ))
         except KeyboardInterrupt:
             rid = progress.run_id or run_id

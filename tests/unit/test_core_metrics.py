@@ -158,3 +158,15 @@ def test_sample_type_is_frozen() -> None:
     s = Sample(id="x", question="q")
     with pytest.raises(AttributeError):
         s.question = "other"  # type: ignore[misc]
+
+
+def test_answer_relevancy_drops_repeated_questions_and_records_it() -> None:
+    q = "Who invented Python?"
+    gen = ["Who created Python?", "Who created Python?", "Who made Python?"]
+    table = {q: [1, 0, 0], gen[0]: [1, 0, 0], gen[2]: [0.6, 0.8, 0]}
+    script = RagScript(questions={PY_RESPONSE: (gen, False)})
+    result = ragsight.evaluate([{"id": "a", "question": q, "response": PY_RESPONSE}], ["answer_relevancy"],
+                               judge=script.judge(), embedder=TableEmbedder(table))
+    score = result.scores["a"]["answer_relevancy"]
+    assert score.value == pytest.approx((1 + 0.6) / 2)
+    assert score.evidence.details["distinct_questions"] == 2 and score.evidence.details["asked"] == 3

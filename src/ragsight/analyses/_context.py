@@ -461,9 +461,11 @@ class SampleContext:
 
         def validate(d: dict[str, Any]) -> tuple[list[str], bool]:
             questions = _list_of_str(d, "questions")
+            if len(questions) != n:
+                raise OutputError(f"expected exactly {n} questions, got {len(questions)}")
+            # Repeats are dropped (the mean is over distinct questions, recorded in the evidence);
+            # only a reply with no usable question is re-asked.
             distinct = list(dict.fromkeys(q.strip() for q in questions))
-            if len(distinct) != n:
-                raise OutputError(f"expected {n} different questions, got {len(distinct)}")
             return distinct, _bool(d.get("noncommittal"), '"noncommittal"')
 
         response = fit_for_judge(judge, [self.sample.response or ""], field="response",

@@ -28,6 +28,8 @@ class AnswerRelevancy(Metric):
         details = {
             "questions": [{"question": q, "similarity": round(s, 6)} for q, s in zip(gen.questions, sims)],
             "noncommittal": gen.noncommittal,
+            "distinct_questions": len(gen.questions),
+            "asked": ctx.settings.n_questions,
             "embedder": getattr(ctx.embedder, "name", ""),
         }
         ev = Evidence(details=details, calls=gen.refs)
