@@ -206,6 +206,7 @@ async def aevaluate(
     run_id: str | None = None,
     backend: str = "local",
     ray_address: str | None = None,
+    judge_concurrency: int | None = None,
 ) -> EvaluationResult:
     """Async form of :func:`evaluate`. ``notice`` receives one-line messages for the user;
     ``run_id`` names the new run (default: a timestamp and a random suffix)."""
@@ -220,7 +221,8 @@ async def aevaluate(
     try:
         if resume is not None:
             return await _resume(st, resume, judge, embedder, cache, concurrency, policy, base_url,
-                                 embedder_base_url, progress, preflight, notice, backend, ray_address)
+                                 embedder_base_url, progress, preflight, notice, backend, ray_address,
+                                 judge_concurrency)
         ds = Dataset.load(data)
         if not ds.samples:
             details = "; ".join(str(p) for p in ds.errors[:5])
@@ -229,7 +231,8 @@ async def aevaluate(
         return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen, judge, embedder,
                           cache, concurrency, settings or AnalysisSettings(), policy, metadata or {},
                           base_url, embedder_base_url, progress, preflight, notice, fresh=True,
-                          backend=backend, ray_address=ray_address)
+                          backend=backend, ray_address=ray_address,
+                          judge_concurrency=judge_concurrency)
     finally:
         if own_store:
             st.close()
@@ -249,13 +252,14 @@ async def _run(
     concurrency: int | None, settings: AnalysisSettings, policy: RetryPolicy | None,
     metadata: Mapping[str, Any], base_url: str | None, embedder_base_url: str | None,
     progress: Progress | None, preflight: bool, notice: Any, fresh: bool,
-    backend: str = "local", ray_address: str | None = None,
+    backend: str = "local", ray_address: str | None = None, judge_concurrency: int | None = None,
 ) -> EvaluationResult:
     need_judge = any(m.needs_judge for m in chosen)
     need_embedder = any(m.needs_embedder for m in chosen)
     judge = None
     if need_judge:
-        judge = make_judge(judge_spec, base_url=base_url, policy=policy, notice=notice)
+        judge = make_judge(judge_spec, base_url=base_url, policy=policy, notice=notice,
+                           max_concurrency=judge_concurrency)
         judge.cache = (SQLiteCallCache(st) if st.path != ":memory:" else MemoryCallCache()) if cache else None
     emb = make_embedder(embedder_spec, base_url=embedder_base_url or base_url, notice=notice) if need_embedder else None
     try:
@@ -343,7 +347,7 @@ async def _resume(
     st: Store, ref: str, judge_spec: Any, embedder_spec: Any, cache: bool,
     concurrency: int | None, policy: RetryPolicy | None, base_url: str | None,
     embedder_base_url: str | None, progress: Progress | None, preflight: bool, notice: Any,
-    backend: str = "local", ray_address: str | None = None,
+    backend: str = "local", ray_address: str | None = None, judge_concurrency: int | None = None,
 ) -> EvaluationResult:
     run_id = st.resolve_run(ref)
     info = st.run(run_id)
@@ -359,6 +363,7 @@ async def _resume(
         cache, concurrency or cfg.get("concurrency"), settings, policy, info.metadata,
         base_url or cfg.get("base_url"), embedder_base_url or cfg.get("embedder_base_url"),
         progress, preflight, notice, fresh=False, backend=backend, ray_address=ray_address,
+        judge_concurrency=judge_concurrency,
     )
 
 
@@ -380,6 +385,7 @@ def evaluate(
     preflight: bool = True,
     backend: str = "local",
     ray_address: str | None = None,
+    judge_concurrency: int | None = None,
 ) -> EvaluationResult:
     """Evaluate a RAG data set.
 
@@ -401,7 +407,7 @@ def evaluate(
         data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
         concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
         base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
-        backend=backend, ray_address=ray_address,
+        backend=backend, ray_address=ray_address, judge_concurrency=judge_concurrency,
     ))
 
 

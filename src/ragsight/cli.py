@@ -90,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
                          "started with 'ray start' here, else a new local one); see docs/scale.md")
     ev.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE",
                     help="run metadata (configuration), e.g. chunk_size=512; repeatable")
+    ev.add_argument("--judge-concurrency", type=int, metavar="N",
+                    help="calls in flight to a remote judge, for the whole run or cluster (default 16)")
     ev.add_argument("--timeout", type=float, default=120.0, help="seconds per judge call (default 120)")
     ev.add_argument("--max-retries", type=int, default=3, help="retries per judge call (default 3)")
     ev.add_argument("--explain", choices=["none", "unsupported", "all"], default="unsupported",
@@ -195,6 +197,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     base_url=args.base_url, embedder_base_url=args.embedder_base_url,
                     progress=progress, notice=notice, run_id=None if args.resume else run_id,
                     backend=args.backend, ray_address=args.ray_address,
+                    judge_concurrency=args.judge_concurrency,
                 ))
         except KeyboardInterrupt:
             rid = progress.run_id or run_id

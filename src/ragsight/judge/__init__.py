@@ -51,9 +51,10 @@ def _say(notice: Any, text: str) -> None:
 
 
 def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPolicy | None = None,
-               notice: Any = None) -> Judge:
+               notice: Any = None, max_concurrency: int | None = None) -> Judge:
     """A Judge from a spec: ``"openai:MODEL"``, ``"local"``, ``"local:NAME"``,
-    ``"local:PATH.gguf"``, a provider, or a Judge (returned as is). None means the embedded judge."""
+    ``"local:PATH.gguf"``, a provider, or a Judge (returned as is). None means the embedded judge.
+    ``max_concurrency`` bounds the calls in flight to a remote judge (default 16)."""
     if isinstance(spec, Judge):
         return spec
     if spec is not None and not isinstance(spec, str):
@@ -68,7 +69,8 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         from ._openai import OpenAIJudge
 
         timeout = policy.call_timeout_s if policy is not None else 60.0
-        return Judge(OpenAIJudge(rest, base_url=base_url, timeout=timeout), policy=policy)
+        return Judge(OpenAIJudge(rest, base_url=base_url, timeout=timeout,
+                                 max_concurrency=max_concurrency or 16), policy=policy)
     if kind == "local":
         from ._local import LocalJudge
 
