@@ -193,6 +193,11 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(
     assert db_query(store, "PRAGMA integrity_check") == [("ok",)]
     # the same judge work as the uninterrupted run, no more
     assert len(cache_keys(store)) == n_steps
+    asked = sum(k["requests"] for k in kills) + len(keys)
+    print(f"\n[crash-resume] {len(kills)} kills ({len(mid_run)} after some samples were saved), "
+          f"{processes} processes, {N_SAMPLES}x{len(METRICS)} scores identical to the uninterrupted run, "
+          f"{n_steps} judge steps, {asked} step requests in all ({asked - n_steps} repeated: in flight "
+          f"at a kill), 0 cached steps asked again, integrity ok, {elapsed:.1f} s")
     assert elapsed < 120
 
 
