@@ -56,7 +56,7 @@ def test_generate_run_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str
                 "--store",
                 store,
                 "--types",
-                "single_hop=1,out_of_scope=1",
+                "single_hop=1",
                 "--attempts",
                 "2",
                 "--timeout",

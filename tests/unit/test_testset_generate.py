@@ -303,6 +303,7 @@ async def test_out_of_scope_is_checked_against_the_related_corpus(corpus: Corpus
     assert row["reference_contexts"] == [] and row["relevant_ids"] == []
     assert row["metadata"]["missing"] == "no mascot is named"
     assert set(shown[0]) == {ALDER, QUIST, BIRCH}  # the whole (small) corpus was shown
+    assert sorted(row["metadata"]["critic_chunks"]) == ["alder.md#0", "birch.md#0", "quist.md#0"]
     assert row["metadata"]["prompts"]["testset_critique_oos"] == "1"
 
 
@@ -490,6 +491,26 @@ def test_longest_common_ngram_ignores_case_and_punctuation() -> None:
     assert longest_common_ngram("Who runs Bergen?", ALDER) == 1
 
 
+def test_a_reference_that_pastes_the_context_is_too_long() -> None:
+    pasted = " ".join([ALDER, QUIST, ALDER])
+    reasons, _ = deterministic_checks(
+        "multi_context",
+        "Who founded Alder Bank and who followed?",
+        pasted,
+        [ALDER, QUIST],
+        FilterSettings(),
+    )
+    assert reasons == ["long_reference"]  # grounded and from both chunks, yet no answer
+    reasons, _ = deterministic_checks(
+        "multi_context",
+        "Who founded Alder Bank and who followed?",
+        pasted,
+        [ALDER, QUIST],
+        FilterSettings(max_reference_words=200),
+    )
+    assert reasons == []
+
+
 def test_out_of_scope_is_exempt_from_grounding() -> None:
     reasons, details = deterministic_checks(
         "out_of_scope",
@@ -540,6 +561,8 @@ async def test_same_seed_same_test_set_and_calls_are_cached(corpus: Corpus) -> N
     second = await agenerate(corpus, g2, None, None, settings)
     assert first.rows == second.rows and first.rejected == second.rejected
     assert first.rows
+    for row in first.rows:  # the reference contexts are the chunks the ids name
+        assert row["reference_contexts"] == [corpus.chunk(i).text for i in row["relevant_ids"]]
     assert g2.stats.calls == 0 and g2.stats.cache_hits == g1.stats.calls
     other = await agenerate(
         corpus,

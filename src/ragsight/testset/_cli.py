@@ -94,6 +94,13 @@ def register(sub: Any) -> None:
         f"(default {FilterSettings.min_grounding})",
     )
     g.add_argument(
+        "--max-reference-words",
+        type=int,
+        default=FilterSettings.max_reference_words,
+        help="longer references are rejected as copies of the context "
+        f"(default {FilterSettings.max_reference_words})",
+    )
+    g.add_argument(
         "--attempts",
         type=float,
         default=3.0,
@@ -177,6 +184,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         max_copied_ngram=args.max_copied_ngram,
         min_grounding=args.min_grounding,
         dedup_threshold=args.dedup_threshold,
+        max_reference_words=args.max_reference_words,
     )
     settings = TestsetSettings(
         size=args.size,

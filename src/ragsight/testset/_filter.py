@@ -10,6 +10,9 @@ Deterministic checks (no model):
 - ``single_chunk`` (multi-context only): every content word of the reference found in the
   contexts is found in one chunk alone, so the others add nothing.
 - ``malformed``: an empty or one-word question, or an empty reference.
+- ``long_reference``: a reference of more than ``max_reference_words`` words (default 80); small
+  generators often paste the whole context as the "answer", which also defeats the grounding
+  and single-chunk checks.
 
 The critic then checks answerability (for out-of-scope: that the most related chunks of the
 corpus do *not* answer it), self-containment and copying. Finally candidates whose question
@@ -46,6 +49,7 @@ REASONS = {
     "malformed": "empty or one-word question, or empty reference",
     "copied": "the question copies a run of words from its context",
     "reference_not_grounded": "the reference's content words are mostly absent from its contexts",
+    "long_reference": "the reference is longer than an answer should be (often a copy of the context)",
     "single_chunk": "a multi-context answer that one chunk alone contains",
     "not_answerable": "the critic found the question not answerable from its reference contexts",
     "answerable_from_corpus": "an out-of-scope question that the documents do answer",
@@ -69,6 +73,7 @@ class FilterSettings:
     max_copied_ngram: int = 8
     min_grounding: float = 0.5
     dedup_threshold: float = 0.93
+    max_reference_words: int = 80
 
 
 _STOP = frozenset(
@@ -296,6 +301,8 @@ def deterministic_checks(
     details: dict[str, Any] = {}
     if len(question.split()) < 2 or not reference.strip():
         reasons.append("malformed")
+    if len(reference.split()) > settings.max_reference_words:
+        reasons.append("long_reference")
     overlap = max((longest_common_ngram(question, c) for c in contexts), default=0)
     details["copied_ngram"] = overlap
     if overlap >= settings.max_copied_ngram:

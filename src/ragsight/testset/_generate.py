@@ -160,6 +160,7 @@ def quotas(size: int, mix: Mapping[str, float]) -> dict[str, int]:
 _CAP_RUN = re.compile(r"\b[A-Z][\w&-]*(?:\s+[A-Z][\w&-]*)*")
 _NUM = re.compile(r"[£€$]?\d+(?:[.,:]\d+)*%?")
 NUMBER_WEIGHT = 0.5  # a shared number links two chunks less surely than a shared name
+MAX_POSTINGS = 200  # a token in more chunks than this links too much to be worth the pairs
 
 
 def _entities_by_chunk(chunks: Sequence[Chunk]) -> list[set[str]]:
@@ -212,18 +213,29 @@ def entity_pairs(
         if 2 <= d <= limit and d < n
     }
     one_doc = len({c.doc_id for c in chunks}) == 1
+    # inverted index: only pairs that share a token are looked at (a corpus of thousands of
+    # chunks has millions of pairs, few of them linked)
+    postings: dict[str, list[int]] = {}
+    for i, e in enumerate(ents):
+        for t in e:
+            if t in idf:
+                postings.setdefault(t, []).append(i)
+    shared_by: dict[tuple[int, int], list[str]] = {}
+    for t, docs in postings.items():
+        if len(docs) > MAX_POSTINGS:
+            continue
+        for x in range(len(docs)):
+            for y in range(x + 1, len(docs)):
+                i, j = docs[x], docs[y]
+                a, b = chunks[i], chunks[j]
+                if a.doc_id == b.doc_id and not (one_doc and abs(a.index - b.index) >= 2):
+                    continue
+                shared_by.setdefault((i, j), []).append(t)
     pairs = []
-    for i in range(n):
-        for j in range(i + 1, n):
-            a, b = chunks[i], chunks[j]
-            if a.doc_id == b.doc_id and not (one_doc and abs(a.index - b.index) >= 2):
-                continue
-            shared = sorted(t for t in ents[i] & ents[j] if t in idf)
-            if shared:
-                score = sum(idf[t] for t in shared)
-                pairs.append(
-                    (round(score, 6), a.id, b.id, tuple(sorted(shared, key=lambda t: -idf[t])))
-                )
+    for (i, j), shared in shared_by.items():
+        score = sum(idf[t] for t in shared)
+        ordered = tuple(sorted(shared, key=lambda t: (-idf[t], t)))
+        pairs.append((round(score, 6), chunks[i].id, chunks[j].id, ordered))
     pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
     return pairs
 
@@ -635,6 +647,7 @@ def _row(
         "copied_ngram",
         "max_similarity",
         "missing",
+        "critic_chunks",
         "tokens_per_context",
     ):
         if key in o.details:
