@@ -203,8 +203,8 @@ def run_mock_once(url: str, rate: float, kind: str, seed: int) -> dict[str, Any]
 
     control(url, run=f"faults-{kind}-{rate}-{seed}", latency_ms=0, embed_latency_ms=0,
             broken_rate=rate, broken_kind=kind, seed=seed)
-    judge = Judge(DistinctQuestions(OpenAIJudge("gpt-4o-mini", base_url=url + "/v1", timeout=30)),
-                  policy=POLICY)
+    provider: Any = DistinctQuestions(OpenAIJudge("gpt-4o-mini", base_url=url + "/v1", timeout=30))
+    judge = Judge(provider, policy=POLICY)
     t0 = time.monotonic()
     result = ragsight.evaluate(str(KIT / "airline_20.jsonl"), SEVEN, judge=judge,
                                embedder="openai:text-embedding-3-small", base_url=url + "/v1", cache=False)

@@ -250,7 +250,7 @@ def test_window_defaults_when_the_judge_states_none() -> None:
     from ragsight._budget import DEFAULT_WINDOW, fit_for_judge
 
     class P:
-        context_window = None
+        context_window: int | None = None
 
         def count_tokens(self, t: str) -> int:
             return count(t)

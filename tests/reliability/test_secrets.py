@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,7 @@ SECRET = "sk-planted-SECRET-4f7a9c2e1b8d6035"
 NEEDLES = (SECRET, SECRET[3:], "SECRET-4f7a9c2e", f"Bearer {SECRET}")
 
 
-def echoing_handler(world: JudgeWorld) -> object:
+def echoing_handler(world: JudgeWorld) -> Callable[[RecordedRequest], Reply | None]:
     """Answers like ``world``, except: every request of sample s001 and one request in five of
     the others fail with a body echoing the Authorization header."""
     counter = {"n": 0}

@@ -200,8 +200,8 @@ class JudgeWorld:
         if prompt_id == "generate_questions":
             n = count or 3
             response = block(user, "response") or ""
-            words = sorted(content_words(response)) or ["this"]
-            qs = [f"What does the answer say about {words[i % len(words)]} ({i + 1})?" for i in range(n)]
+            topics = sorted(content_words(response)) or ["this"]
+            qs = [f"What does the answer say about {topics[i % len(topics)]} ({i + 1})?" for i in range(n)]
             return {"noncommittal": "don't know" in response.lower(), "questions": qs}, n
         if prompt_id == "label_sentences":
             question = content_words(block(user, "question") or "")
