@@ -172,6 +172,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     else:
         data = None
+    for flag in ("concurrency", "judge_concurrency"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
+    if args.repeats < 1:
+        raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
     if args.repeats > 1:
         return _evaluate_repeats(args, data)
     store = Store(args.store)

@@ -227,6 +227,7 @@ class _State:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the default backlog of 5 drops connections with 16 calls in flight
     block_on_close = True  # server_close() joins the handler threads
 
     def __init__(self, owner: FakeOpenAIServer) -> None:

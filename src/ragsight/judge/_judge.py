@@ -316,10 +316,18 @@ class Judge:
         return await self._dedup(key, lambda: self._ask(prompt, request, key, validate, use_cache))
 
     async def _dedup(self, key: str, make: Callable[[], Any]) -> Any:
-        # The same step asked twice at once (two metrics of one sample) is sent once.
+        # The same step asked twice at once (two samples sharing a text) is sent once. The waiter
+        # records a cache hit, so each sample's trail lists every step behind its scores whatever
+        # the timing.
         fut = self._inflight.get(key)
         if fut is not None:
-            return await asyncio.shield(fut)
+            result = await asyncio.shield(fut)
+            if isinstance(result, Answer) and result.calls:
+                call = replace(result.calls[-1], attempt=1, cached=True, prompt_tokens=0,
+                               completion_tokens=0, latency_s=0.0, error=None, started_at=time.time())
+                self._emit(call)
+                return Answer(result.value, result.step, (call,), result.prompt_id, result.prompt_version)
+            return result
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         self._inflight[key] = fut
