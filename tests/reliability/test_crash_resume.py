@@ -37,7 +37,7 @@ from tests.reliability.world import JudgeWorld, make_samples, prompt_id_of
 pytestmark = pytest.mark.slow
 
 METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
-N_SAMPLES = 16
+N_SAMPLES = 40  # enough work that ten kills land before the run can finish
 N_KILLS = 10
 
 

