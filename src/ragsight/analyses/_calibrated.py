@@ -30,17 +30,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..prompts import fence
+from ._signals import compute_signals, unfence
+
 __all__ = [
     "COEFFICIENTS",
     "DEFAULT_MODEL",
+    "PRIOR_SOURCE",
     "CombinationModel",
+    "assess_claim",
     "combine",
+    "combine_answer",
     "feature_values",
     "get_model",
     "logit",
+    "needs_prior",
 ]
 
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+# The source of the prior call: the claim asked against an empty context (same prompt).
+PRIOR_SOURCE = fence("context", "", n=1)
 _CLIP = 1e-4  # probabilities are clipped to [_CLIP, 1 - _CLIP] before taking log-odds
 
 
@@ -57,14 +66,15 @@ def _sigmoid(z: float) -> float:
 
 
 def feature_values(judge_p: float | None, signals: Mapping[str, float]) -> dict[str, float]:
-    """The model's raw inputs: the signals, plus ``judge_logit`` (from ``judge_p``) and
-    ``prior_logit`` (from the signal ``judge_prior``, the judge's P(Yes) for the claim against an
-    empty context) when present."""
+    """The model's raw inputs: the signals, plus ``judge_logit`` (the log-odds of ``judge_p``)
+    and, for every signal ``judge_<x>`` holding another judge probability (e.g. ``judge_prior``,
+    P(Yes) for the claim against an empty context), its log-odds ``<x>_logit``."""
     out = {k: float(v) for k, v in signals.items()}
     if judge_p is not None:
         out["judge_logit"] = logit(judge_p)
-    if "judge_prior" in signals:
-        out["prior_logit"] = logit(signals["judge_prior"])
+    for k, v in signals.items():
+        if k.startswith("judge_") and v is not None and math.isfinite(v):
+            out[k[len("judge_"):] + "_logit"] = logit(v)
     return out
 
 
@@ -111,14 +121,22 @@ class CombinationModel:
         return _sigmoid(self.linear(values))
 
 
-# Fitted by `bench/validity.py fit` on the development split of WiCE (see docs/validity.md).
-# Do not edit by hand: re-run the script, which prints this constant.
+# BEGIN COEFFICIENTS (written by `bench/validity.py fit`; do not edit by hand)
 COEFFICIENTS: dict[str, dict[str, dict[str, Any]]] = {
     "qwen2.5-coder-1.5b": {
         "judge": {
             "features": ["judge_logit", "overlap"],
             "mean": [0.0, 0.8],
             "scale": [1.0, 0.15],
+            "coef": [0.5, 1.0],
+            "intercept": 0.0,
+            "threshold": 0.5,
+            "fitted_on": "placeholder",
+        },
+        "answer": {
+            "features": ["judge_logit", "alias_contained"],
+            "mean": [0.0, 0.5],
+            "scale": [1.0, 0.5],
             "coef": [0.5, 1.0],
             "intercept": 0.0,
             "threshold": 0.5,
@@ -135,14 +153,26 @@ COEFFICIENTS: dict[str, dict[str, dict[str, Any]]] = {
             "threshold": 0.5,
             "fitted_on": "placeholder",
         },
+        "answer_signals": {
+            "features": ["alias_contained"],
+            "mean": [0.5],
+            "scale": [0.5],
+            "coef": [1.0],
+            "intercept": 0.0,
+            "threshold": 0.5,
+            "fitted_on": "placeholder",
+        },
     },
 }
+# END COEFFICIENTS
 
 
 def get_model(kind: str, model: str = DEFAULT_MODEL) -> CombinationModel | None:
-    """The fitted model of ``kind`` ("judge" or "signals") for a judge model, or None."""
+    """The fitted model of ``kind`` for a judge model, or None. Kinds: "judge" and "signals"
+    (claims against a source), "answer" and "answer_signals" (short answers against aliases);
+    the signals-only kinds do not depend on the judge model (table ``"*"``)."""
     table = COEFFICIENTS.get(model, {})
-    d = table.get(kind) or (COEFFICIENTS["*"].get(kind) if kind == "signals" else None)
+    d = table.get(kind) or (COEFFICIENTS["*"].get(kind) if kind.endswith("signals") else None)
     return CombinationModel.from_dict(d) if d is not None else None
 
 
@@ -162,3 +192,55 @@ def combine(
         fitted = get_model("signals", model)
         assert fitted is not None
     return fitted.predict(feature_values(judge_p, signals))
+
+
+def combine_answer(
+    judge_p: float | None, signals: Mapping[str, float], *, model: str = DEFAULT_MODEL
+) -> float:
+    """P(the answer is correct) in [0, 1] for a short answer graded against reference aliases,
+    from the judge's P(Yes) for prompt ``verify_claim_answer`` (or None) and
+    :func:`ragsight.analyses._signals.alias_signals`. With ``judge_p`` None, or for a judge model
+    without fitted coefficients and no probability, the alias signals alone decide; for such a
+    model with a probability, ``judge_p`` is returned unchanged."""
+    if judge_p is not None:
+        fitted = get_model("answer", model)
+        if fitted is None:
+            return min(max(float(judge_p), 0.0), 1.0)
+    else:
+        fitted = get_model("answer_signals", model)
+        assert fitted is not None
+    return fitted.predict(feature_values(judge_p, signals))
+
+
+def needs_prior(model: str = DEFAULT_MODEL) -> bool:
+    """Whether the fitted claim model of this judge model uses the empty-context prior (so the
+    caller should make the extra call)."""
+    fitted = get_model("judge", model)
+    return fitted is not None and "prior_logit" in fitted.features
+
+
+def assess_claim(
+    claim: str, source: str, judge_p: float | None, prior_p: float | None = None,
+    *, model: str = DEFAULT_MODEL,
+) -> tuple[float | None, dict[str, float]]:
+    """One claim verdict's probability and evidence.
+
+    ``source`` is the text the claim was checked against, as rendered for the judge (fenced
+    blocks are unwrapped); ``judge_p`` the judge's P(Yes), or None for a judge without
+    probabilities; ``prior_p`` its P(Yes) against :data:`PRIOR_SOURCE`, when made.
+
+    Returns (P(supported) from :func:`combine`, or None when ``judge_p`` is None; the signals
+    to record in ``ClaimVerdict.signals``). The evidence holds every deterministic signal, the
+    judge's probabilities (``judge_yes``, ``judge_prior``) and the combined value
+    (``p_combined``; ``p_signals``, the signals-only model, when there is no probability).
+    """
+    signals = compute_signals(claim, unfence(source))
+    if prior_p is not None:
+        signals["judge_prior"] = float(prior_p)
+    if judge_p is None:
+        signals["p_signals"] = combine(None, signals, model=model)
+        return None, signals
+    p = combine(judge_p, signals, model=model)
+    signals["judge_yes"] = float(judge_p)
+    signals["p_combined"] = p
+    return p, signals

@@ -39,29 +39,34 @@ The signals (all in [0, 1] unless noted):
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ._text import split_sentences
 
 __all__ = [
     "BEST_K",
+    "SHORT_ANSWER_WORDS",
     "STOP_WORDS",
-    "SignalSet",
+    "alias_signals",
+    "answer_tokens",
+    "best_sentences",
     "compute_signals",
     "content_words",
     "entity_words",
+    "is_short_reference",
     "numbers_in",
     "select_sentences",
     "stem",
     "tokens",
+    "unfence",
 ]
 
 BEST_K = 3  # sentences at most in the best-matching selection
 
-STOP_WORDS = frozenset("""
+_STOP_TEXT = """
 a about above after again against all also am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further had
 has have having he her here hers herself him himself his how i if in into is it its itself just
@@ -71,7 +76,8 @@ this those through to too under until up very was we were what when where which 
 why will with would you your yours yourself yourselves s t don now may might must shall upon
 within without via per among amongst whose yet however although though since thus hence
 onto around across along toward towards one's it's he's she's they're we're i'm
-""".split())
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 _NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
@@ -114,9 +120,7 @@ def stem(word: str) -> str:
         return w[:-3] + "y"
     if len(w) > 5 and w.endswith("ing"):
         w = w[:-3]
-    elif len(w) > 4 and w.endswith("ed"):
-        w = w[:-2]
-    elif len(w) > 4 and w.endswith("es") and w[-3] in "sxz":
+    elif len(w) > 4 and (w.endswith("ed") or (w.endswith("es") and w[-3] in "sxz")):
         w = w[:-2]
     elif len(w) > 3 and w.endswith("s") and not w.endswith("ss") and not w.endswith("us"):
         w = w[:-1]
@@ -179,13 +183,13 @@ def entity_words(text: str) -> set[str]:
 
 
 def _bigrams(words: Sequence[str]) -> set[tuple[str, str]]:
-    return {(a, b) for a, b in zip(words, words[1:])}
+    return set(itertools.pairwise(words))
 
 
 def _share(wanted: set[str] | set[tuple[str, str]], have: set[str] | set[tuple[str, str]]) -> float:
     if not wanted:
         return 1.0
-    return len(wanted & have) / len(wanted)  # type: ignore[operator]
+    return len(wanted & have) / len(wanted)  # type: ignore[operator,unused-ignore]
 
 
 def _sentences(sources: Sequence[str]) -> list[str]:
@@ -223,16 +227,6 @@ def best_sentences(claim: str, sources: Sequence[str], k: int = BEST_K) -> list[
     """The sentences chosen by :func:`select_sentences`, in text order."""
     sents = _sentences(sources)
     return [sents[i] for i in select_sentences(claim, sources, k)]
-
-
-@dataclass(frozen=True)
-class SignalSet:
-    """The signals of one claim against one source, as named floats."""
-
-    values: dict[str, float]
-
-    def __getitem__(self, key: str) -> float:
-        return self.values[key]
 
 
 def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]:
@@ -314,3 +308,25 @@ def alias_signals(response: str, aliases: Sequence[str]) -> dict[str, float]:
             contained = 1.0
         recall = max(recall, sum(t in have for t in toks) / len(toks))
     return {"alias_contained": contained, "alias_recall": recall}
+
+
+_FENCE_RE = re.compile(r"^<([a-z_]+)(?:\s[^>]*)?>\n(.*?)\n</\1>$", re.DOTALL | re.MULTILINE)
+
+
+def unfence(source: str) -> list[str]:
+    """The texts inside the fenced blocks of a rendered source (``<context n="1">...</context>``
+    blocks as made by :func:`ragsight.prompts.fence`), in order; the text itself when it holds
+    no fenced block. Lets the signals see the texts without the tags."""
+    texts = [m.group(2) for m in _FENCE_RE.finditer(source)]
+    return texts if texts else [source]
+
+
+SHORT_ANSWER_WORDS = 10  # a reference of at most this many words (its shortest alias) is short-form
+
+
+def is_short_reference(references: Sequence[str], max_words: int = SHORT_ANSWER_WORDS) -> bool:
+    """Whether a reference is short-form ("Paris", a list of aliases): its shortest acceptable
+    answer has at most ``max_words`` words. Such answers are graded as a whole, with the question
+    and every alias, instead of being split into claims."""
+    lengths = [len(answer_tokens(r)) for r in references if r.strip()]
+    return bool(lengths) and min(lengths) <= max_words

@@ -1,0 +1,911 @@
+"""ragsight against ragas 0.4.3 on the same work, in one run, on a local OpenAI-compatible mock.
+
+    .venv/bin/python bench/bench_vs_ragas.py                      # core4 and seven, 0 and 300 ms
+    .venv/bin/python bench/bench_vs_ragas.py --suite core4 --latencies 300 --repeat 3
+    .venv/bin/python bench/bench_vs_ragas.py --broken-rate 0.2    # reliability: broken outputs
+    .venv/bin/python bench/bench_vs_ragas.py --mock-url http://127.0.0.1:8765 --mock-log-dir DIR
+
+This benchmark reads the shared kit in ``../shared/bench`` (beside the repository; ``--kit`` to
+point elsewhere): the mock server ``mock_openai.py``, the data ``airline_20.jsonl`` and
+``ragas_driver.py``. The product never reads it. ragas runs in its own virtual environment
+(``--ragas-python``, default ``.venv-ragas/bin/python``; see bench/README.md for its set-up).
+
+For each suite (``core4``: faithfulness, answer_relevancy, context_precision, context_recall;
+``seven``: those and factual_correctness, noise_sensitivity, context_entity_recall) and each
+latency (applied to chat completions and to embeddings alike), it
+
+1. resets the mock (``POST /control``), runs ragsight in this process through
+   ``ragsight.evaluate(..., judge="openai:gpt-4o-mini", embedder="openai:text-embedding-3-small",
+   base_url=<mock>/v1, cache=False, store=<fresh SQLite file>)`` and reads ``GET /stats``;
+2. runs ragas through ``ragas_driver.py`` in a subprocess (same metrics, same latency, its
+   default 16 workers), which resets the mock and records its own ``/stats``.
+
+Counts come from the mock (what the server saw), not from either tool. Claims, verdicts and judge
+steps are read from the mock's request log (``<log dir>/<run>.jsonl``: every request with its
+messages and the mock's output), the same way for both tools, so "claims per sample" shows whether
+the two did the same work (the mock splits the decomposed text into sentences).
+
+One correction is applied to ragsight by default (``--questions-shim off`` to see without it): the
+mock answers every question-generation request with the same fixed question, so ragsight's
+``generate_questions`` step, which asks for N *different* questions in one call (the spec requires
+distinct questions), would reject the reply, re-ask twice and fail answer_relevancy. A real judge
+writes distinct questions; the shim (a thin provider wrapper around ragsight's own OpenAIJudge)
+makes repeated questions in that step's reply distinct before ragsight parses them. It changes no
+request, token count or timing. ragas asks for n=3 choices; the langchain client gets one choice
+back from the mock and ragas carries on with one question ("LLM returned 1 generations instead of
+requested 3").
+
+ragsight runs with its defaults otherwise, including its preflight ping (one extra call per run,
+counted by the mock and included in the wall time). Before the timed runs, one untimed ragsight run
+on one sample does the lazy imports and the first TLS set-up, as ragas_driver imports ragas and
+builds its clients before starting its clock. Wall times are the median of ``--repeat`` runs; the
+1-minute load average (``os.getloadavg``) is printed beside each, since other jobs share the CPU.
+
+Other modes: ``--broken-rate P`` (reliability: extra calls, scores lost and scores silently
+altered, against a clean run of the same tool), ``--depth-probe`` (one sample, each metric alone:
+wall / latency = round trips made one after another), ``--variants`` (ragsight only: what its
+defaults cost: preflight, samples in flight, embedding calls in flight).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_KIT = REPO.parent / "shared" / "bench"
+DEFAULT_RAGAS_PY = REPO / ".venv-ragas" / "bin" / "python"
+
+CORE4 = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
+SEVEN = [*CORE4, "factual_correctness", "noise_sensitivity", "context_entity_recall"]
+SUITES = {"core4": CORE4, "seven": SEVEN}
+
+# Targets: suite -> list of (label, check(rs, rg) -> (ok, shown))
+TARGETS_TEXT = {
+    "core4": ["prompt tokens <= 0.5 x ragas", "wall @300ms <= 1/3 ragas"],
+    "seven": ["<= 10 judge calls/sample", "<= 8,000 prompt tokens/sample", "wall @300ms <= 1/4 ragas"],
+}
+
+
+# ----------------------------------------------------------------------------- mock control
+
+class Mock:
+    def __init__(self, url: str, log_dir: Path | None) -> None:
+        self.url = url.rstrip("/")
+        self.log_dir = log_dir
+
+    def post(self, path: str, obj: dict[str, Any]) -> Any:
+        req = urllib.request.Request(self.url + path, data=json.dumps(obj).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=30) as r:
+            return json.loads(r.read())
+
+    def reset(self, run: str, latency: float, broken_rate: float = 0.0, broken_kind: str = "truncate",
+              seed: int = 0) -> None:
+        self.post("/control", {"run": run, "latency_ms": latency, "embed_latency_ms": latency,
+                               "broken_rate": broken_rate, "broken_kind": broken_kind, "seed": seed})
+
+    def log(self, run: str) -> list[dict[str, Any]] | None:
+        if self.log_dir is None:
+            return None
+        path = self.log_dir / f"{run}.jsonl"
+        if not path.is_file():
+            return None
+        return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def started_mock(kit: Path, python: Path, log_dir: Path, tiktoken_dir: str):
+    port = free_port()
+    env = dict(os.environ, MOCK_LOG_DIR=str(log_dir), TIKTOKEN_CACHE_DIR=tiktoken_dir)
+    proc = subprocess.Popen([str(python), str(kit / "mock_openai.py"), "--port", str(port)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            if proc.poll() is not None:
+                raise RuntimeError("the mock exited: " + proc.stderr.read().decode()[-2000:])
+            try:
+                urllib.request.urlopen(url + "/stats", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("the mock did not start within 20 s")
+        yield Mock(url, log_dir)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# ----------------------------------------------------------------------------- ragsight side
+
+def questions_shim(provider: Any) -> Any:
+    """Wrap ragsight's OpenAIJudge so that repeated questions in a ``generate_questions`` reply
+    become distinct (the mock repeats one fixed question; a real judge would not)."""
+    from ragsight.judge import JudgeProvider
+
+    class DistinctQuestions:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+            self.name = inner.name
+            self.model = inner.model
+            self.supports_choices = inner.supports_choices
+            self.max_concurrency = inner.max_concurrency
+            self.context_window = inner.context_window
+
+        async def complete(self, request: Any) -> Any:
+            c = await self.inner.complete(request)
+            if request.prompt_id != "generate_questions":
+                return c
+            try:
+                d = json.loads(c.text)
+                qs = d["questions"]
+            except Exception:  # a broken output stays broken
+                return c
+            if not isinstance(qs, list):
+                return c
+            seen: Counter[str] = Counter()
+            out = []
+            for q in qs:
+                if isinstance(q, str):
+                    seen[q] += 1
+                    if seen[q] > 1:
+                        q = f"{q.rstrip('?')} (variant {seen[q]})?"
+                out.append(q)
+            d["questions"] = out
+            return dataclasses.replace(c, text=json.dumps(d))
+
+        async def score_choices(self, request: Any, choices: Sequence[str]) -> Any:
+            return await self.inner.score_choices(request, choices)
+
+        def count_tokens(self, text: str) -> int:
+            return int(self.inner.count_tokens(text))
+
+        async def preflight(self) -> None:
+            await self.inner.preflight()
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    wrapped = DistinctQuestions(provider)
+    assert isinstance(wrapped, JudgeProvider)
+    return wrapped
+
+
+def run_ragsight(mock: Mock, rows: list[dict[str, Any]], metrics: list[Any], latency: float, run: str,
+                 shim: bool, broken_rate: float = 0.0, broken_kind: str = "truncate",
+                 seed: int = 0, variant: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One ragsight run. ``variant`` (the --variants experiment only) changes public knobs:
+    ``preflight`` (bool), ``concurrency`` (samples in flight), ``embed_concurrency``."""
+    import ragsight
+    from ragsight.judge._openai import OpenAIJudge
+
+    variant = variant or {}
+    judge: Any = "openai:gpt-4o-mini"
+    if shim:
+        judge = questions_shim(OpenAIJudge("gpt-4o-mini", base_url=mock.url + "/v1"))
+    embedder: Any = "openai:text-embedding-3-small"
+    if "embed_concurrency" in variant:
+        from ragsight.embed._openai import OpenAIEmbedder
+
+        embedder = OpenAIEmbedder("text-embedding-3-small", base_url=mock.url + "/v1",
+                                  max_concurrency=variant["embed_concurrency"])
+    extra = {k: variant[k] for k in ("preflight", "concurrency") if k in variant}
+    with tempfile.TemporaryDirectory(prefix="ragsight-bench-") as tmp:
+        store = os.path.join(tmp, "bench.db")
+        mock.reset(run, latency, broken_rate, broken_kind, seed)
+        load = os.getloadavg()[0]
+        t0 = time.perf_counter()
+        res = ragsight.evaluate(rows, metrics, judge=judge, embedder=embedder,
+                                base_url=mock.url + "/v1", cache=False, store=store, **extra)
+        wall = time.perf_counter() - t0
+        stats = mock.get("/stats")
+    outcomes: Counter[str] = Counter()
+    values: dict[str, list[float | None]] = defaultdict(list)
+    fail_reasons: Counter[str] = Counter()
+    for s in res.samples:
+        for k in res.metric_keys:
+            sc = res.scores[s.id][k]
+            outcomes[sc.outcome.value] += 1
+            values[k].append(sc.value)
+            if sc.outcome.value == "failed":
+                fail_reasons[f"{k}: {sc.reason[:90]}"] += 1
+    return {"tool": "ragsight", "run": run, "wall_s": wall, "load1": load, "server": stats,
+            "judge_stats": res.judge_stats, "outcomes": dict(outcomes), "values": dict(values),
+            "fail_reasons": dict(fail_reasons),
+            "means": {k: res.summary[k].mean for k in res.metric_keys}}
+
+
+# ----------------------------------------------------------------------------- ragas side
+
+def run_ragas(mock: Mock, kit: Path, python: Path, metrics: list[str], latency: float, run: str,
+              n: int, tiktoken_dir: str, broken_rate: float = 0.0, broken_kind: str = "truncate",
+              seed: int = 0) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="ragas-bench-") as tmp:
+        env = dict(os.environ, MOCK_BASE=mock.url, RESULTS_DIR=tmp, RAGAS_DO_NOT_TRACK="true",
+                   TIKTOKEN_CACHE_DIR=tiktoken_dir, OPENAI_API_KEY="sk-local-mock")
+        cmd = [str(python), str(kit / "ragas_driver.py"), "--metrics", ",".join(metrics),
+               "--latency", str(latency), "--embed-latency", str(latency), "--n", str(n),
+               "--run", run, "--seed", str(seed)]
+        if broken_rate:
+            cmd += ["--broken-rate", str(broken_rate), "--broken-kind", broken_kind]
+        load = os.getloadavg()[0]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+        out_path = Path(tmp) / f"{run}.json"
+        if p.returncode != 0 or not out_path.is_file():
+            raise RuntimeError(f"ragas_driver failed ({p.returncode}):\n{p.stderr[-3000:]}")
+        out = json.loads(out_path.read_text())
+    if out.get("error"):
+        raise RuntimeError(f"ragas failed: {out['error']}")
+    nan = sum(v["nan"] for v in out.get("scores", {}).values())
+    total = sum(len(v["values"]) for v in out.get("scores", {}).values())
+    return {"tool": "ragas", "run": run, "wall_s": out["wall_s"], "load1": load, "server": out["server"],
+            "nan": nan, "n_scores": total,
+            "values": {k: v["values"] for k, v in out.get("scores", {}).items()},
+            "means": {k: v["mean"] for k, v in out.get("scores", {}).items()}}
+
+
+# ----------------------------------------------------------------------------- log analysis
+
+def _json(text: Any) -> Any:
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _msg_text(m: dict[str, Any]) -> str:
+    c = m.get("content")
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "\n".join(p.get("text", "") for p in c if isinstance(p, dict))
+    return ""
+
+
+def _squash(s: str) -> str:
+    return " ".join(s.split())
+
+
+class Classifier:
+    """Reads the mock's request log: per call, which step it is, how many claims it extracted
+    (and from which text), how many verdicts it gave. Works for both tools' prompts."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+        self.resp = [_squash(r["response"]) for r in rows]
+        self.ref = [_squash(r["reference"]) for r in rows]
+        # sample finder: distinctive prefixes of each sample's texts
+        self.keys: list[list[str]] = []
+        for r in rows:
+            ks = [r["user_input"], r["response"], r["reference"], *r["retrieved_contexts"]]
+            self.keys.append([_squash(k)[:50] for k in ks])
+
+    def sample_of(self, text: str) -> int | None:
+        t = _squash(text)
+        t2 = _squash(t.replace('\\"', '"'))
+        best, best_hits = None, 0
+        for i, ks in enumerate(self.keys):
+            hits = sum(1 for k in ks if k in t or k in t2)
+            if hits > best_hits:
+                best, best_hits = i, hits
+        return best
+
+    def source_of(self, claims: list[str], i: int | None) -> str:
+        if i is None or not claims:
+            return "?"
+        first = _squash(claims[0])
+        if first in self.resp[i]:
+            return "response"
+        if first in self.ref[i]:
+            return "reference"
+        return "?"
+
+    def classify(self, rec: dict[str, Any]) -> dict[str, Any]:
+        msgs = rec.get("messages") or []
+        user = "\n".join(_msg_text(m) for m in msgs if m.get("role") == "user")
+        all_text = "\n".join(_msg_text(m) for m in msgs)
+        out = _json((rec.get("outputs") or [None])[0])
+        broken = any(rec.get("broken") or [])
+        info: dict[str, Any] = {"step": "other", "claims": 0, "source": None, "verdicts": 0,
+                                "chunk_verdicts": 0, "broken": broken, "sample": self.sample_of(user),
+                                "t0": rec.get("t0"), "t1": rec.get("t1"), "reask": False,
+                                "prompt_tokens": rec.get("prompt_tokens", 0)}
+        roles = rec.get("roles") or []
+        # a re-ask / repair: ragsight appends the bad reply and a complaint; ragas runs a
+        # "fix output format" prompt
+        if roles.count("assistant") >= 1 or "could not be used" in user:
+            info["reask"] = True
+        if user.strip() == "ping":
+            info["step"] = "preflight"
+            return info
+        low = all_text.lower()
+        if "output string did not satisfy" in low or "fix the output" in low or "fixoutputformat" in low:
+            info["step"] = "repair"
+            info["reask"] = True
+            return info
+        if not isinstance(out, dict):
+            info["step"] = "unparsed"
+            return info
+        keys = set(out)
+        if "claims" in keys and isinstance(out["claims"], list) and all(isinstance(c, str) for c in out["claims"]):
+            info.update(step="extract_claims", claims=len(out["claims"]),
+                        source=self.source_of(out["claims"], info["sample"]))
+        elif "statements" in keys and isinstance(out["statements"], list) and out["statements"] \
+                and all(isinstance(c, str) for c in out["statements"]):
+            info.update(step="extract_claims", claims=len(out["statements"]),
+                        source=self.source_of(out["statements"], info["sample"]))
+        elif "statements" in keys and isinstance(out["statements"], list):
+            info.update(step="verify_claims", verdicts=len(out["statements"]))
+        elif "classifications" in keys:
+            cl = out["classifications"] if isinstance(out["classifications"], list) else []
+            stm = [c.get("statement", "") for c in cl if isinstance(c, dict)]
+            info.update(step="extract+verify (context recall)", claims=len(cl), verdicts=len(cl),
+                        source=self.source_of(stm, info["sample"]))
+        elif "verdicts" in keys and isinstance(out["verdicts"], list):
+            items = [v for v in out["verdicts"] if isinstance(v, dict)]
+            if items and "relevant" in items[0]:
+                info.update(step="chunk_relevance", chunk_verdicts=len(items))
+            else:
+                info.update(step="verify_claims", verdicts=len(items))
+        elif "verdict" in keys:
+            info.update(step="chunk_relevance", chunk_verdicts=1)
+        elif "entities" in keys:
+            info.update(step="extract_entities")
+        elif "question" in keys or "questions" in keys:
+            info.update(step="generate_questions")
+        return info
+
+    def summarise(self, log: list[dict[str, Any]], n: int) -> dict[str, Any]:
+        chats = [r for r in log if r.get("kind") == "chat"]
+        infos = [self.classify(r) for r in chats]
+        # steps: calls that are neither re-asks/repairs nor the preflight ping
+        real = [i for i in infos if i["step"] != "preflight"]
+        first = [i for i in real if not i["reask"]]
+        ok = [i for i in first if not i["broken"]]
+        steps = Counter(i["step"] for i in first)
+        claims_resp = sum(i["claims"] for i in ok if i["source"] == "response")
+        claims_ref = sum(i["claims"] for i in ok if i["source"] == "reference")
+        claims_unknown = sum(i["claims"] for i in ok if i["source"] not in ("response", "reference"))
+        extr_resp = sum(1 for i in first if i["claims"] and i["source"] == "response")
+        extr_ref = sum(1 for i in first if i["claims"] and i["source"] == "reference")
+        verdicts = sum(i["verdicts"] for i in ok)
+        chunk_verdicts = sum(i["chunk_verdicts"] for i in ok)
+        per_sample: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for i in real:
+            if i["sample"] is not None:
+                per_sample[i["sample"]].append(i)
+        return {
+            "steps_per_sample": len(first) / n,
+            "calls_per_sample_log": len(real) / n,
+            "steps_by_kind": {k: v / n for k, v in sorted(steps.items())},
+            "claims_response_per_sample": claims_resp / n,
+            "claims_reference_per_sample": claims_ref / n,
+            "claims_unattributed_per_sample": claims_unknown / n,
+            "response_decompositions_per_sample": extr_resp / n,
+            "reference_decompositions_per_sample": extr_ref / n,
+            "claim_verdicts_per_sample": verdicts / n,
+            "chunk_verdicts_per_sample": chunk_verdicts / n,
+            "reasks_per_sample": sum(1 for i in real if i["reask"]) / n,
+            "preflight_calls": sum(1 for i in infos if i["step"] == "preflight"),
+            "unmatched_calls": sum(1 for i in real if i["sample"] is None),
+            "_per_sample": per_sample,
+        }
+
+
+def schema_tokens(log: list[dict[str, Any]], python: Path, tiktoken_dir: str) -> int | None:
+    """Tokens (cl100k_base) of the JSON schemas sent in ``response_format``, which the mock does
+    not count as prompt tokens (ragas writes its schema into the prompt text, where it is counted).
+    Counted with tiktoken in the ragas environment (ragsight's does not need tiktoken)."""
+    texts = [json.dumps(r["response_format"]["json_schema"]["schema"]) for r in log
+             if r.get("kind") == "chat" and isinstance(r.get("response_format"), dict)
+             and r["response_format"].get("type") == "json_schema"]
+    if not texts:
+        return 0
+    code = ("import json,sys,tiktoken;e=tiktoken.get_encoding('cl100k_base');"
+            "print(sum(len(e.encode(t)) for t in json.load(sys.stdin)))")
+    try:
+        p = subprocess.run([str(python), "-c", code], input=json.dumps(texts), capture_output=True, text=True,
+                           env=dict(os.environ, TIKTOKEN_CACHE_DIR=tiktoken_dir), timeout=120)
+        return int(p.stdout.strip())
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+def critical_path(per_sample: dict[int, list[dict[str, Any]]], latency_s: float) -> dict[str, float]:
+    """Longest chain of calls per sample where each starts after the previous one ended
+    (sequential round trips), and the sample's span from first start to last end."""
+    chains, spans = [], []
+    for calls in per_sample.values():
+        calls = sorted(calls, key=lambda c: c["t0"])
+        best: list[int] = []
+        for k, c in enumerate(calls):
+            prev = [best[j] for j in range(k) if calls[j]["t1"] <= c["t0"] + 1e-3]
+            best.append(1 + max(prev, default=0))
+        chains.append(max(best, default=0))
+        spans.append(max(c["t1"] for c in calls) - min(c["t0"] for c in calls))
+    return {"chain_mean": statistics.mean(chains) if chains else 0.0,
+            "chain_max": max(chains, default=0),
+            "span_mean_s": statistics.mean(spans) if spans else 0.0}
+
+
+# ----------------------------------------------------------------------------- printing
+
+def fmt(x: float | None, d: int = 2) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:,.{d}f}"
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "n/a"
+
+
+def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    print(f"\n{title}")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    walls = sorted(runs, key=lambda r: r["wall_s"])
+    mid = dict(walls[len(walls) // 2])
+    mid["walls"] = [round(r["wall_s"], 3) for r in runs]
+    mid["loads"] = [round(r["load1"], 2) for r in runs]
+    return mid
+
+
+def work_rows(name: str, rs: dict[str, Any], rg: dict[str, Any], n: int) -> list[list[str]]:
+    s1, s2 = rs["server"], rg["server"]
+    rows = []
+    for label, key in (("judge calls/sample", "chat_calls"), ("choices returned/sample", "chat_choices"),
+                       ("prompt tokens/sample", "prompt_tokens"),
+                       ("completion tokens/sample", "completion_tokens"),
+                       ("embedding calls/sample", "embed_calls")):
+        a, b = s1[key] / n, s2[key] / n
+        rows.append([name, label, fmt(a, 2 if a < 100 else 0), fmt(b, 2 if b < 100 else 0), ratio(a, b)])
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite", choices=["core4", "seven", "both"], default="both")
+    ap.add_argument("--latencies", default="0,300", help="ms, for chat and embeddings (default 0,300)")
+    ap.add_argument("--n", type=int, default=20, help="samples of airline_20.jsonl (default 20)")
+    ap.add_argument("--repeat", type=int, default=1, help="timed runs per tool and setting; median wall")
+    ap.add_argument("--kit", type=Path, default=DEFAULT_KIT)
+    ap.add_argument("--ragas-python", type=Path, default=DEFAULT_RAGAS_PY)
+    ap.add_argument("--mock-url", default=None, help="use a running mock instead of starting one")
+    ap.add_argument("--mock-log-dir", type=Path, default=None,
+                    help="with --mock-url: its MOCK_LOG_DIR, to count claims and verdicts")
+    ap.add_argument("--tiktoken-cache", default=os.environ.get("TIKTOKEN_CACHE_DIR"))
+    ap.add_argument("--questions-shim", choices=["on", "off"], default="on")
+    ap.add_argument("--broken-rate", type=float, default=0.0,
+                    help="reliability mode: share of mock outputs broken (e.g. 0.2), at 0 ms")
+    ap.add_argument("--broken-kinds", default="truncate,refusal")
+    ap.add_argument("--seeds", default="0", help="reliability mode: mock seeds, comma-separated")
+    ap.add_argument("--no-ragas", action="store_true", help="ragsight only (no ratios, no targets)")
+    ap.add_argument("--variants", action="store_true",
+                    help="ragsight only: wall time with public knobs changed (no preflight, all samples "
+                         "in flight, 16 embedding calls in flight), to measure what the defaults cost")
+    ap.add_argument("--depth-probe", action="store_true",
+                    help="one sample at a time, each metric alone and each suite: sequential round trips "
+                         "(wall / latency), ragsight without its preflight ping")
+    ap.add_argument("--json", type=Path, default=None, help="write all figures here")
+    args = ap.parse_args(argv)
+
+    kit = args.kit.resolve()
+    data = kit / "airline_20.jsonl"
+    rows = [json.loads(x) for x in data.read_text("utf-8").splitlines() if x.strip()][: args.n]
+    n = len(rows)
+    tk = args.tiktoken_cache or str(kit / "tiktoken_cache")
+    suites = ["core4", "seven"] if args.suite == "both" else [args.suite]
+    latencies = [float(x) for x in args.latencies.split(",") if x.strip()]
+    shim = args.questions_shim == "on"
+    stamp = time.strftime("%H%M%S")
+
+    # import what evaluate() would import lazily, as ragas_driver imports ragas before timing
+    import ragsight
+    import ragsight.embed._openai
+    import ragsight.judge._openai
+    import ragsight.report._stats
+
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), "?")
+    try:
+        rev = subprocess.run(["git", "-C", str(Path(ragsight.__file__).parent), "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, timeout=10).stdout.strip() or "?"
+    except OSError:
+        rev = "?"
+    try:
+        rg_ver = subprocess.run([str(args.ragas_python), "-c", "import ragas; print(ragas.__version__)"],
+                                capture_output=True, text=True, timeout=120,
+                                env=dict(os.environ, RAGAS_DO_NOT_TRACK="true")).stdout.strip() or "?"
+    except OSError:
+        rg_ver = "?"
+    print(f"ragsight {ragsight.__version__} ({Path(ragsight.__file__).parent}, git {rev}) vs ragas {rg_ver} "
+          f"(driver: {kit / 'ragas_driver.py'}), {n} samples; {os.cpu_count()} cores, {cpu}; "
+          f"load now {os.getloadavg()[0]:.2f}")
+    cls = Classifier(rows)
+    results: dict[str, Any] = {"n": n, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "shim": shim,
+                               "cpu": cpu, "cores": os.cpu_count(), "ragsight_git": rev, "ragas": rg_ver,
+                               "suites": {}, "broken": {}}
+
+    with contextlib.ExitStack() as stack:
+        if args.mock_url:
+            mock = Mock(args.mock_url, args.mock_log_dir)
+        else:
+            log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mock-logs-")))
+            mock = stack.enter_context(started_mock(kit, args.ragas_python, log_dir, tk))
+        # one untimed run first, so that ragsight's lazy imports and first TLS-context set-up are
+        # done before timing, as ragas_driver imports ragas and builds its clients before its clock
+        run_ragsight(mock, rows[:1], ["context_precision", "answer_relevancy"], 0, f"warmup-{stamp}", shim)
+        if args.broken_rate > 0:
+            return reliability(args, mock, kit, rows, suites, shim, tk, stamp, cls, results)
+        if args.variants:
+            return variants(args, mock, rows, suites, latencies, shim, stamp, results)
+        if args.depth_probe:
+            return depth_probe(args, mock, kit, rows, suites, latencies, shim, tk, stamp, cls, results)
+        for suite in suites:
+            metrics = SUITES[suite]
+            per_lat: dict[float, dict[str, Any]] = {}
+            for lat in latencies:
+                rs_runs, rg_runs = [], []
+                for rep in range(args.repeat):
+                    name = f"{stamp}-{suite}-{int(lat)}-r{rep}"
+                    rs_runs.append(run_ragsight(mock, rows, metrics, lat, "rs-" + name, shim))
+                    if not args.no_ragas:
+                        rg_runs.append(run_ragas(mock, kit, args.ragas_python, metrics, lat, "rg-" + name,
+                                                 n, tk))
+                rs = median_run(rs_runs)
+                rg = median_run(rg_runs) if rg_runs else None
+                for r in (rs, rg):
+                    if r is None:
+                        continue
+                    log = mock.log(r["run"])
+                    if log is not None:
+                        summ = cls.summarise(log, n)
+                        st = schema_tokens(log, args.ragas_python, tk)
+                        summ["schema_tokens_per_sample"] = st / n if st is not None else None
+                        cp = critical_path(summ.pop("_per_sample"), lat / 1000)
+                        summ["critical_path"] = cp
+                        r["log"] = summ
+                per_lat[lat] = {"ragsight": rs, "ragas": rg}
+            results["suites"][suite] = per_lat
+            report_suite(suite, per_lat, n)
+    check_targets(results, n)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+        print(f"\nfigures written to {args.json}")
+    return 0
+
+
+def report_suite(suite: str, per_lat: dict[float, dict[str, Any]], n: int) -> None:
+    metrics = SUITES[suite]
+    lat0 = min(per_lat)
+    rs0, rg0 = per_lat[lat0]["ragsight"], per_lat[lat0]["ragas"]
+    print(f"\n=== suite {suite}: {', '.join(metrics)}")
+    if rg0 is not None:
+        print_table(f"work per sample ({suite}, counted by the mock, at {int(lat0)} ms)",
+                    ["suite", "measure", "ragsight", "ragas", "ragsight/ragas"], work_rows(suite, rs0, rg0, n))
+    else:
+        s = rs0["server"]
+        print(f"ragsight: calls/sample {s['chat_calls'] / n:.2f}, prompt tokens/sample "
+              f"{s['prompt_tokens'] / n:,.0f}, completion tokens/sample {s['completion_tokens'] / n:,.0f}, "
+              f"embedding calls/sample {s['embed_calls'] / n:.2f}")
+    rows = []
+    for lat, pair in per_lat.items():
+        rs, rg = pair["ragsight"], pair["ragas"]
+        rows.append([f"{int(lat)} ms", f"{rs['wall_s']:.2f} s (runs {rs['walls']}, load {rs['loads']})",
+                     f"{rg['wall_s']:.2f} s (runs {rg['walls']}, load {rg['loads']})" if rg else "-",
+                     ratio(rs["wall_s"], rg["wall_s"]) if rg else "-",
+                     f"{rs['server']['max_inflight']} / {rg['server']['max_inflight']}" if rg else "-"])
+    print_table(f"wall time ({suite}, 20 samples; load = 1-min load average at start)",
+                ["latency", "ragsight", "ragas", "ratio", "peak calls in flight rs/rg"], rows)
+    # what makes it fair
+    if rs0.get("log"):
+        L1, L2 = rs0["log"], (rg0 or {}).get("log") or {}
+        fair = []
+        for label, key in (("judge steps/sample (first calls, no re-asks)", "steps_per_sample"),
+                           ("response claims extracted/sample", "claims_response_per_sample"),
+                           ("reference claims extracted/sample", "claims_reference_per_sample"),
+                           ("response decompositions/sample", "response_decompositions_per_sample"),
+                           ("reference decompositions/sample", "reference_decompositions_per_sample"),
+                           ("claim verdicts/sample", "claim_verdicts_per_sample"),
+                           ("chunk relevance verdicts/sample", "chunk_verdicts_per_sample"),
+                           ("re-asks or repairs/sample", "reasks_per_sample"),
+                           ("response_format schema tokens/sample (not in prompt tokens)",
+                            "schema_tokens_per_sample")):
+            fair.append([label, fmt(L1.get(key)), fmt(L2.get(key)) if L2 else "-"])
+        cp_rows = []
+        for lat, pair in per_lat.items():
+            if lat <= 0:  # at 0 ms the mock answers one call at a time: chains mean nothing
+                continue
+            for tool in ("ragsight", "ragas"):
+                r = pair[tool]
+                if r and r.get("log"):
+                    cp = r["log"]["critical_path"]
+                    cp_rows.append([f"{int(lat)} ms", tool, fmt(cp["chain_mean"]), str(cp["chain_max"]),
+                                    fmt(cp["span_mean_s"])])
+        print_table(f"what makes it fair ({suite}, from the mock's request log)",
+                    ["measure", "ragsight", "ragas"], fair)
+        print("  ragsight steps by kind/sample:", {k: round(v, 2) for k, v in L1["steps_by_kind"].items()})
+        if L2:
+            print("  ragas steps by kind/sample:   ", {k: round(v, 2) for k, v in L2["steps_by_kind"].items()})
+        print(f"  ragsight preflight pings in the run: {L1['preflight_calls']}; calls not matched to a "
+              f"sample: ragsight {L1['unmatched_calls']}, ragas {L2.get('unmatched_calls', '-')}")
+        if cp_rows:
+            print_table("calls one after another per sample (longest chain of a sample's calls, each starting "
+                        "after the previous ended: dependencies plus queueing) and the span of a sample's calls",
+                        ["latency", "tool", "chain mean", "chain max", "span mean s"], cp_rows)
+    bp = rs0["judge_stats"].get("by_prompt", {})
+    print(f"  ragsight judge_stats: calls {rs0['judge_stats']['calls']}, steps {rs0['judge_stats']['steps']}, "
+          f"re-asks {rs0['judge_stats']['reasks']}, failed steps {rs0['judge_stats']['failed_steps']}")
+    print("  ragsight calls per prompt id (judge_stats['by_prompt'], whole run):",
+          {k: v for k, v in sorted(bp.items())}, "per sample:", {k: round(v / n, 2) for k, v in sorted(bp.items())})
+    print("  ragsight outcomes:", rs0["outcomes"], "means:", {k: fmt(v, 3) for k, v in rs0["means"].items()})
+    if rs0["fail_reasons"]:
+        print("  ragsight failures:", rs0["fail_reasons"])
+    if rg0:
+        print("  ragas means:", {k: fmt(v, 3) for k, v in rg0["means"].items()}, "NaN:", rg0["nan"])
+
+
+def check_targets(results: dict[str, Any], n: int) -> None:
+    lines = []
+    for suite, per_lat in results["suites"].items():
+        lat0 = min(per_lat)
+        rs0, rg0 = per_lat[lat0]["ragsight"], per_lat[lat0]["ragas"]
+        p300 = per_lat.get(300.0)
+        calls = rs0["server"]["chat_calls"] / n
+        ptok = rs0["server"]["prompt_tokens"] / n
+        if suite == "core4":
+            if rg0:
+                r = rs0["server"]["prompt_tokens"] / rg0["server"]["prompt_tokens"]
+                lines.append((suite, "prompt tokens <= 0.5 x ragas", r <= 0.5, f"{r:.2f} x"))
+            if p300 and p300["ragas"]:
+                r = p300["ragsight"]["wall_s"] / p300["ragas"]["wall_s"]
+                lines.append((suite, "wall @300ms <= 1/3 ragas (0.333)", r <= 1 / 3, f"{r:.3f} x"))
+        else:
+            lines.append((suite, "<= 10 judge calls/sample", calls <= 10, f"{calls:.2f}"))
+            lines.append((suite, "<= 8,000 prompt tokens/sample", ptok <= 8000, f"{ptok:,.0f}"))
+            if p300 and p300["ragas"]:
+                r = p300["ragsight"]["wall_s"] / p300["ragas"]["wall_s"]
+                lines.append((suite, "wall @300ms <= 1/4 ragas (0.25)", r <= 0.25, f"{r:.3f} x"))
+    results["targets"] = [{"suite": s, "target": t, "pass": ok, "value": v} for s, t, ok, v in lines]
+    if lines:
+        print_table("targets", ["suite", "target", "result", "measured"],
+                    [[s, t, "PASS" if ok else "FAIL", v] for s, t, ok, v in lines])
+
+
+# ----------------------------------------------------------------------------- depth probe
+
+def depth_probe(args: argparse.Namespace, mock: Mock, kit: Path, rows: list[dict[str, Any]], suites: list[str],
+                latencies: list[float], shim: bool, tk: str, stamp: str, cls: Classifier,
+                results: dict[str, Any]) -> int:
+    """With one sample nothing queues, so wall / latency is the number of round trips made one
+    after another (the dependency depth plus any needless waits)."""
+    lat = max(latencies)
+    one = rows[:1]
+    cases: list[tuple[str, list[Any], bool]] = [(m, [m], True) for m in SEVEN] + [(s, SUITES[s], True) for s in suites]
+    cases += [(f"{m} [analyses together, experiment]", prefetching([m]), False)
+              for m in ("factual_correctness", "noise_sensitivity", "context_entity_recall")]
+    if "seven" in suites:
+        cases.append(("seven [analyses together, experiment]", prefetching(SEVEN), False))
+    table = []
+    results["depth"] = {}
+    for name, metrics, with_ragas in cases:
+        tag = re.sub(r"[^a-z0-9]+", "", name)[:24]
+        rs = run_ragsight(mock, one, metrics, lat, f"rd-{stamp}-{tag}", shim, variant={"preflight": False})
+        row = [name, f"{rs['wall_s']:.2f}", f"{rs['wall_s'] * 1000 / lat:.1f}", str(rs["server"]["chat_calls"]),
+               str(rs["server"]["embed_calls"])]
+        entry = {"ragsight": {"wall_s": rs["wall_s"], "server": rs["server"]}}
+        if not args.no_ragas and not with_ragas:
+            row += ["-", "-", "-", "-"]
+        elif not args.no_ragas:
+            rg = run_ragas(mock, kit, args.ragas_python, metrics, lat, f"gd-{stamp}-{tag}", 1, tk)
+            row += [f"{rg['wall_s']:.2f}", f"{rg['wall_s'] * 1000 / lat:.1f}", str(rg["server"]["chat_calls"]),
+                    str(rg["server"]["embed_calls"])]
+            entry["ragas"] = {"wall_s": rg["wall_s"], "server": rg["server"]}
+        table.append(row)
+        results["depth"][name] = entry
+    header = ["metrics", "ragsight s", "rs round trips", "rs calls", "rs emb"]
+    if not args.no_ragas:
+        header += ["ragas s", "rg round trips", "rg calls", "rg emb"]
+    print_table(f"one sample at {int(lat)} ms (chat and embeddings): wall and wall / latency "
+                f"(ragsight with preflight=False)", header, table)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+# ----------------------------------------------------------------------------- variants mode
+
+def prefetching(names: list[str]) -> list[Any]:
+    """Bench-only experiment, not a change to the library: the same metrics, except that
+    factual_correctness, noise_sensitivity and context_entity_recall start all the shared
+    analyses they need at once before computing (the shipped ones await them one after another;
+    the analyses are memoised per sample, so the result and the calls are the same)."""
+    import asyncio
+
+    from ragsight.metrics.context_entity_recall import ContextEntityRecall
+    from ragsight.metrics.factual_correctness import FactualCorrectness
+    from ragsight.metrics.noise_sensitivity import NoiseSensitivity
+
+    class FC(FactualCorrectness):
+        async def compute(self, ctx: Any) -> Any:
+            await asyncio.gather(ctx.response_vs_reference(), ctx.reference_vs_response(),
+                                 return_exceptions=True)
+            return await super().compute(ctx)
+
+    class NS(NoiseSensitivity):
+        async def compute(self, ctx: Any) -> Any:
+            await asyncio.gather(ctx.response_claims(), ctx.reference_claims(), ctx.context_verdicts(),
+                                 ctx.response_vs_reference(), return_exceptions=True)
+            return await super().compute(ctx)
+
+    class CER(ContextEntityRecall):
+        async def compute(self, ctx: Any) -> Any:
+            await asyncio.gather(ctx.entities("reference"), ctx.entities("contexts"), return_exceptions=True)
+            return await super().compute(ctx)
+
+    swap = {"factual_correctness": FC, "noise_sensitivity": NS, "context_entity_recall": CER}
+    return [swap[m]() if m in swap else m for m in names]
+
+
+def variants(args: argparse.Namespace, mock: Mock, rows: list[dict[str, Any]], suites: list[str],
+             latencies: list[float], shim: bool, stamp: str, results: dict[str, Any]) -> int:
+    """Wall time of ragsight with its defaults against the same run with one public knob changed,
+    interleaved (default, A, B, ..., default, A, B, ...) so that load drifts hit all alike."""
+    n = len(rows)
+    var = {
+        "default": {},
+        "preflight=False": {"preflight": False},
+        f"concurrency={n} (all samples)": {"concurrency": n},
+        "embedder max_concurrency=16": {"embed_concurrency": 16},
+        "all three": {"preflight": False, "concurrency": n, "embed_concurrency": 16},
+    }
+    if "seven" in suites:
+        var["analyses started together (experiment)"] = {"prefetch": True}
+        var["all three + analyses together"] = {"preflight": False, "concurrency": n, "embed_concurrency": 16,
+                                                "prefetch": True}
+    results["variants"] = {}
+    for suite in suites:
+        for lat in latencies:
+            walls: dict[str, list[float]] = defaultdict(list)
+            loads: dict[str, list[float]] = defaultdict(list)
+            calls: dict[str, int] = {}
+            for rep in range(args.repeat):
+                for name, v in var.items():
+                    if v.get("prefetch") and suite != "seven":
+                        continue
+                    tag = re.sub(r"[^a-z0-9]+", "", name.lower())[:16]
+                    mets = prefetching(SUITES[suite]) if v.get("prefetch") else SUITES[suite]
+                    r = run_ragsight(mock, rows, mets, lat, f"rv-{stamp}-{suite}-{int(lat)}-{tag}-{rep}",
+                                     shim, variant=v)
+                    walls[name].append(r["wall_s"])
+                    loads[name].append(r["load1"])
+                    calls[name] = r["server"]["chat_calls"]
+            base = statistics.median(walls["default"])
+            rows_out = []
+            for name in var:
+                if name not in walls:
+                    continue
+                med = statistics.median(walls[name])
+                rows_out.append([name, f"{med:.2f} s", f"{med - base:+.2f} s ({100 * (med / base - 1):+.0f}%)",
+                                 str([round(w, 2) for w in walls[name]]), str([round(x, 1) for x in loads[name]]),
+                                 str(calls[name])])
+            print_table(f"ragsight {suite} @ {int(lat)} ms: wall time by variant (median of {args.repeat})",
+                        ["variant", "median wall", "vs default", "runs", "load1 at start", "chat calls"], rows_out)
+            results["variants"][f"{suite}@{int(lat)}"] = {k: {"walls": walls[k], "loads": loads[k]} for k in walls}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+# ----------------------------------------------------------------------------- reliability mode
+
+def changed(vals: list[Any], clean: list[Any]) -> int:
+    """Scores present in both runs whose value differs (silently altered by a broken output)."""
+    k = 0
+    for a, b in zip(vals, clean):
+        if a is None or b is None or (isinstance(a, float) and a != a) or (isinstance(b, float) and b != b):
+            continue
+        if abs(float(a) - float(b)) > 1e-9:
+            k += 1
+    return k
+
+
+def reliability(args: argparse.Namespace, mock: Mock, kit: Path, rows: list[dict[str, Any]],
+                suites: list[str], shim: bool, tk: str, stamp: str, cls: Classifier,
+                results: dict[str, Any]) -> int:
+    n = len(rows)
+    kinds = [k for k in args.broken_kinds.split(",") if k]
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    print(f"\nreliability: {args.broken_rate:.0%} of the mock's outputs broken, kinds {kinds}, seeds {seeds}, "
+          "latency 0 ms; each compared with a clean run of the same tool")
+    table = []
+    for suite in suites:
+        metrics = SUITES[suite]
+        clean_rs = run_ragsight(mock, rows, metrics, 0, f"rs-{stamp}-{suite}-clean", shim)
+        clean_rg = None if args.no_ragas else run_ragas(mock, kit, args.ragas_python, metrics, 0,
+                                                        f"rg-{stamp}-{suite}-clean", n, tk)
+        n_scores = n * len(metrics)
+        for kind in kinds:
+            for seed in seeds:
+                tag = f"{stamp}-{suite}-{kind}-s{seed}"
+                rs = run_ragsight(mock, rows, metrics, 0, "rs-" + tag, shim, args.broken_rate, kind, seed)
+                extra_rs = (rs["server"]["chat_calls"] - clean_rs["server"]["chat_calls"]) / n
+                failed = rs["outcomes"].get("failed", 0)
+                alt_rs = sum(changed(rs["values"][k], clean_rs["values"][k]) for k in rs["values"])
+                row = [suite, kind, str(seed), "ragsight", fmt(extra_rs),
+                       f"{100 * (rs['server']['chat_calls'] / clean_rs['server']['chat_calls'] - 1):.0f}%",
+                       str(rs["server"]["broken"]),
+                       f"{failed} failed ({100 * failed / n_scores:.1f}%)", str(alt_rs)]
+                table.append(row)
+                entry = {"ragsight": rs, "ragsight_clean_calls": clean_rs["server"]["chat_calls"]}
+                if clean_rg is not None:
+                    rg = run_ragas(mock, kit, args.ragas_python, metrics, 0, "rg-" + tag, n, tk,
+                                   args.broken_rate, kind, seed)
+                    extra_rg = (rg["server"]["chat_calls"] - clean_rg["server"]["chat_calls"]) / n
+                    alt_rg = sum(changed(rg["values"][k], clean_rg["values"][k]) for k in rg["values"])
+                    table.append([suite, kind, str(seed), "ragas", fmt(extra_rg),
+                                  f"{100 * (rg['server']['chat_calls'] / clean_rg['server']['chat_calls'] - 1):.0f}%",
+                                  str(rg["server"]["broken"]),
+                                  f"{rg['nan']} NaN ({100 * rg['nan'] / rg['n_scores']:.1f}%)", str(alt_rg)])
+                    entry["ragas"] = rg
+                    entry["ragas_clean_calls"] = clean_rg["server"]["chat_calls"]
+                results["broken"][tag] = entry
+                if rs["fail_reasons"]:
+                    print(f"  ragsight failures ({tag}):", rs["fail_reasons"])
+    print_table(f"broken outputs ({args.broken_rate:.0%}), {n} samples; 'altered' = scores present in both runs "
+                "whose value differs from the clean run (silently wrong)",
+                ["suite", "kind", "seed", "tool", "extra calls/sample", "extra calls", "broken outputs",
+                 "scores lost", "altered"], table)
+    print("  (scores per run: core4 = 80, seven = 140)")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+        print(f"\nfigures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

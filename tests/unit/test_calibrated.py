@@ -1,0 +1,112 @@
+"""The shipped combination model: loads, bounded, deterministic, monotone in the judge."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from ragsight.analyses._calibrated import (
+    COEFFICIENTS,
+    DEFAULT_MODEL,
+    CombinationModel,
+    combine,
+    feature_values,
+    get_model,
+    logit,
+)
+from ragsight.analyses._signals import compute_signals
+
+SIGNALS = [
+    compute_signals("Marie Curie won two Nobel prizes in 1903 and 1911.",
+                    ["Marie Curie received the Nobel Prize in 1903 and in 1911."]),
+    compute_signals("The bridge opened in 1932.", ["The city has a river."]),
+    {},
+    {"overlap": 1.0, "numbers": 1.0, "entities": 1.0, "judge_prior": 0.9},
+    {"overlap": 0.0, "numbers": 0.0, "entities": 0.0, "judge_prior": 0.01},
+]
+GRID = [0.0, 1e-6, 0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 1.0]
+
+
+def test_shipped_coefficients_load() -> None:
+    judge_model = get_model("judge", DEFAULT_MODEL)
+    signals_model = get_model("signals", DEFAULT_MODEL)
+    assert judge_model is not None and signals_model is not None
+    assert "judge_logit" in judge_model.features
+    assert "judge_logit" not in signals_model.features
+    for m in (judge_model, signals_model):
+        assert len(m.features) == len(m.coef) == len(m.mean) == len(m.scale)
+        assert all(s > 0 for s in m.scale)
+        assert all(math.isfinite(c) for c in m.coef)
+        assert 0.0 < m.threshold < 1.0
+        assert m.fitted_on
+    for table in COEFFICIENTS.values():
+        for d in table.values():
+            CombinationModel.from_dict(d)  # every shipped entry is well formed
+
+
+def test_judge_coefficient_is_non_negative() -> None:
+    m = get_model("judge", DEFAULT_MODEL)
+    assert m is not None
+    assert m.coef[m.features.index("judge_logit")] >= 0
+
+
+@pytest.mark.parametrize("signals", SIGNALS)
+def test_combine_monotone_in_judge_p_and_bounded(signals: dict[str, float]) -> None:
+    values = [combine(p, signals) for p in GRID]
+    assert all(0.0 <= v <= 1.0 for v in values)
+    assert all(b >= a for a, b in itertools.pairwise(values))
+
+
+@pytest.mark.parametrize("signals", SIGNALS)
+def test_combine_without_judge_probability(signals: dict[str, float]) -> None:
+    v = combine(None, signals)
+    assert 0.0 <= v <= 1.0
+    assert v == combine(None, dict(signals))
+
+
+def test_combine_is_deterministic() -> None:
+    a = [combine(p, s) for s in SIGNALS for p in GRID]
+    b = [combine(p, dict(s)) for s in SIGNALS for p in GRID]
+    assert a == b
+
+
+def test_signals_move_the_combined_probability_the_right_way() -> None:
+    good = {"overlap": 1.0, "overlap_best": 1.0, "numbers": 1.0, "entities": 1.0}
+    bad = {"overlap": 0.2, "overlap_best": 0.2, "numbers": 0.0, "entities": 0.0}
+    assert combine(0.5, good) > combine(0.5, bad)
+    assert combine(None, good) > combine(None, bad)
+
+
+def test_unknown_model_keeps_the_judge_probability() -> None:
+    assert combine(0.37, SIGNALS[0], model="some-other-model") == pytest.approx(0.37)
+    assert 0.0 <= combine(None, SIGNALS[0], model="some-other-model") <= 1.0
+
+
+def test_feature_values() -> None:
+    f = feature_values(0.5, {"overlap": 0.25, "judge_prior": 0.5})
+    assert f["judge_logit"] == pytest.approx(0.0)
+    assert f["prior_logit"] == pytest.approx(0.0)
+    assert f["overlap"] == 0.25
+    assert "judge_logit" not in feature_values(None, {})
+    assert logit(0.0) == pytest.approx(-logit(1.0))  # clipped, finite
+    assert math.isfinite(logit(0.0))
+
+
+def test_missing_feature_is_imputed_with_its_mean() -> None:
+    m = CombinationModel.from_dict({"features": ["a", "b"], "mean": [1.0, 2.0], "scale": [1.0, 2.0],
+                                    "coef": [1.0, -1.0], "intercept": 0.5})
+    assert m.linear({}) == pytest.approx(0.5)
+    assert m.linear({"a": 2.0}) == pytest.approx(1.5)
+    assert m.linear({"a": 2.0, "b": 4.0}) == pytest.approx(0.5)
+    assert m.linear({"a": float("nan")}) == pytest.approx(0.5)
+
+
+def test_from_dict_rejects_bad_tables() -> None:
+    with pytest.raises(ValueError):
+        CombinationModel.from_dict({"features": ["a"], "mean": [0.0, 1.0], "scale": [1.0],
+                                    "coef": [1.0], "intercept": 0.0})
+    with pytest.raises(ValueError):
+        CombinationModel.from_dict({"features": ["a"], "mean": [0.0], "scale": [0.0],
+                                    "coef": [1.0], "intercept": 0.0})
