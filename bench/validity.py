@@ -144,8 +144,10 @@ def probe_calls(name: str, row: dict[str, Any], probe: str) -> list[Call]:
                      _claim_values(contexts_block([" ".join(best_sentences(claim, contexts))]), claim))]
         if probe == "prior":
             return [("verify_claim", _claim_values(contexts_block([""]), claim))]
-        if probe.startswith("fewshot"):
-            return [(f"verify_claim_{probe}", _claim_values(full, claim))]
+        if probe == "fewshot":
+            return [("verify_claim_fewshot", _claim_values(full, claim))]
+        if probe == "fewshot_prior":
+            return [("verify_claim_fewshot", _claim_values(contexts_block([""]), claim))]
         return []
     if name == "evouna":
         aliases = row.get("reference_all") or [row["reference"]]
@@ -326,7 +328,7 @@ def cv_scores(
 # ---- feature tables ------------------------------------------------------------------------
 
 # The P(Yes) of each probe enters as a log-odds column named "<probe>_logit".
-CLAIM_PROBES = ("bare", "details", "prior", "best")
+CLAIM_PROBES = ("bare", "details", "prior", "best", "fewshot", "fewshot_prior")
 
 
 def feature_table(

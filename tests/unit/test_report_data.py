@@ -216,8 +216,11 @@ async def test_scripted_runs_give_the_expected_scores() -> None:
         assert ra.scores["paris"]["context_precision"].value == 0.5
         assert rb.scores["paris"]["context_precision"].value == 1.0
         claims = ra.scores["hostile"]["faithfulness"].evidence.claims
-        assert claims == (
-            ClaimVerdict(
-                HOSTILE_CLAIMS[0], True, None, "scripted verdict for claim 1", "contexts", {}
-            ),
+        assert len(claims) == 1
+        # The remote-style judge's verdict stands; the deterministic signals ride along.
+        assert claims[0] == ClaimVerdict(
+            HOSTILE_CLAIMS[0], True, None, "scripted verdict for claim 1", "contexts", claims[0].signals
         )
+        assert claims[0].signals["n_content"] > 0
+        assert 0.0 <= claims[0].signals["overlap"] <= 1.0
+        assert 0.0 < claims[0].signals["p_signals"] < 1.0

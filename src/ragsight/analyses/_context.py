@@ -27,6 +27,8 @@ from ..judge._judge import Answer, Judge, JudgeFailedError
 from ..judge._parse import OutputError
 from ..prompts import fence, load_prompt
 from ..sample import Sample
+from ._calibrated import PRIOR_SOURCE, assess_claim, combine, combine_answer, needs_prior
+from ._signals import alias_signals, compute_signals, is_short_reference, unfence
 from ._text import normalise_entity, split_sentences
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "EntityList",
     "GeneratedQuestions",
     "SampleContext",
+    "ShortAnswer",
     "VerdictList",
 ]
 
@@ -54,6 +57,12 @@ class AnalysisSettings:
     verify_reference_vs_contexts: bool = False  # context recall / noise sensitivity in the run
     verify_response_vs_contexts: bool = False  # faithfulness / noise sensitivity in the run
     use_cache: bool = True
+    # Claim verdicts of the embedded judge combine its P(Yes) with deterministic signals and its
+    # plausibility prior (analyses/_calibrated.py); False keeps the bare P(Yes).
+    calibrated: bool = True
+    # A reference whose shortest alias has at most SHORT_ANSWER_WORDS words is graded as a whole
+    # (question, response, every alias) instead of being split into claims; False turns this off.
+    short_answers: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -96,6 +105,23 @@ class ChunkJudgement:
     reasons: tuple[str, ...]
     probabilities: tuple[float | None, ...]
     refs: tuple[JudgeCallRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShortAnswer:
+    """A response graded as a whole against a short-form reference (every alias counts).
+
+    ``verdict.claim`` is the response; ``verdict.probability`` the P(correct) of the embedded
+    judge combined with the alias signals (None for a judge without probabilities, whose
+    boolean verdict stands); the signals are in ``verdict.signals``."""
+
+    verdict: ClaimVerdict
+    refs: tuple[JudgeCallRef, ...] = ()
+
+    @property
+    def p_correct(self) -> float:
+        p = self.verdict.probability
+        return float(self.verdict.supported) if p is None else p
 
 
 @dataclass(frozen=True)
@@ -291,6 +317,49 @@ class SampleContext:
 
         return self._once("verdicts:reference_vs_response", run)
 
+    # ---- short answers ----------------------------------------------------------------------
+
+    def short_answer(self) -> Awaitable[ShortAnswer | None]:
+        """The response graded as a whole when the reference is short-form ("Paris", or a list
+        of aliases) and there is a question; None otherwise (claims are used instead)."""
+        return self._once("short_answer", self._short_answer)
+
+    async def _short_answer(self) -> ShortAnswer | None:
+        s = self.sample
+        if not (self.settings.short_answers and s.question and s.response is not None
+                and is_short_reference(s.references)):
+            return None
+        judge = self._need_judge()
+        aliases = [r for r in s.references if r.strip()]
+        question = fence("question", s.question)
+        reference = fence("reference", " / ".join(aliases))
+        response = fit_for_judge(judge, [s.response], field="response", output_tokens=64,
+                                 alongside=[question, reference], record=self.truncations)[0]
+        values = {"question": question, "reference": reference, "response": fence("response", response)}
+        sig = alias_signals(s.response, aliases)
+        thr = self.settings.support_threshold
+        use_cache = self.settings.use_cache
+        if judge.supports_choices:
+            async with self._batch:
+                ans = await judge.choose(load_prompt("verify_claim_answer"), values, use_cache=use_cache)
+                p_yes = ans.value["Yes"]
+                p = combine_answer(p_yes, sig, model=judge.model) if self.settings.calibrated else p_yes
+                signals = {**sig, "judge_yes": p_yes, "p_combined": p}
+                reason = (await self._explain(judge, [s.response], [p], f"{question}\n{reference}"))[0]
+            verdict = ClaimVerdict(claim=s.response, supported=p >= thr, probability=p, reason=reason,
+                                   target="reference", signals=signals)
+            return ShortAnswer(verdict, _refs(ans))
+
+        def validate(d: dict[str, Any]) -> bool:
+            return _bool(d.get("correct"), "'correct'")
+
+        jans = await judge.ask(load_prompt("verify_claim_answer_json"), values, validate,
+                               max_tokens=16, use_cache=use_cache)
+        signals = {**sig, "p_signals": combine_answer(None, sig)}
+        verdict = ClaimVerdict(claim=s.response, supported=jans.value, probability=None,
+                               target="reference", signals=signals)
+        return ShortAnswer(verdict, _refs(jans))
+
     async def _verify(
         self, claims: list[str], target: str, source: str, chunks: list[str] | None = None
     ) -> VerdictList:
@@ -323,28 +392,67 @@ class SampleContext:
              "target": target},
             validate, count=n, max_tokens=64 + 60 * n, use_cache=self.settings.use_cache,
         )
+        # The judge's boolean verdict stands; the deterministic signals and the signals-only
+        # model's P(supported) are recorded beside it as evidence.
+        texts = unfence(source)
         verdicts = tuple(
-            ClaimVerdict(claim=c, supported=sup, probability=None, reason=reason, target=target)
+            ClaimVerdict(claim=c, supported=sup, probability=None, reason=reason, target=target,
+                         signals=self._signals(c, texts))
             for c, (sup, _, reason) in zip(claims, ans.value)
         )
         support = tuple(nums for _, nums, _ in ans.value) if chunks is not None else None
         return VerdictList(target, verdicts, support, _refs(ans))
 
+    @staticmethod
+    def _signals(claim: str, texts: list[str]) -> dict[str, float]:
+        sig = compute_signals(claim, texts)
+        sig["p_signals"] = combine(None, sig)
+        return sig
+
     async def _verify_by_choices(
         self, judge: Judge, claims: list[str], target: str, source: str, chunks: list[str] | None
     ) -> VerdictList:
+        """One yes/no call per claim, P(Yes) from the log-probabilities, then (``calibrated``)
+        combined with the deterministic signals and the judge's plausibility prior by the
+        shipped model of this judge model (analyses/_calibrated.py). Every input of the verdict
+        is recorded in ``ClaimVerdict.signals``."""
         prompt = load_prompt("verify_claim")
         thr = self.settings.support_threshold
+        calibrated = self.settings.calibrated
+        use_cache = self.settings.use_cache
+        prior_answers: list[Answer[dict[str, float]]] = []
         answers: list[Answer[dict[str, float]]] = []
-        # Back to back, same source first: the model reuses the prompt prefix.
         async with self._batch:
+            if calibrated and needs_prior(judge.model):
+                # The claim against an empty text: how plausible the judge finds it on its own.
+                # These share a short prefix, so they go first; the calls against the source
+                # then run back to back with the explanations that follow (same long prefix).
+                for c in claims:
+                    prior_answers.append(await judge.choose(
+                        prompt, {"source": PRIOR_SOURCE, "claim": fence("claim", c), "claim_text": c,
+                                 "target": "prior"},
+                        use_cache=use_cache,
+                    ))
+            # Back to back, same source first: the model reuses the prompt prefix.
             for c in claims:
                 answers.append(await judge.choose(
                     prompt, {"source": source, "claim": fence("claim", c), "claim_text": c,
                              "target": target},
-                    use_cache=self.settings.use_cache,
+                    use_cache=use_cache,
                 ))
-        probs = [a.value["Yes"] for a in answers]
+        priors: list[float | None] = [a.value["Yes"] for a in prior_answers] or [None] * len(claims)
+        texts = unfence(source)
+        probs: list[float] = []
+        signals: list[dict[str, float]] = []
+        for c, a, prior in zip(claims, answers, priors):
+            p_yes = a.value["Yes"]
+            if calibrated:
+                p, sig = assess_claim(c, source, p_yes, prior, model=judge.model)
+                assert p is not None
+            else:
+                p, sig = p_yes, {**compute_signals(c, texts), "judge_yes": p_yes}
+            probs.append(p)
+            signals.append(sig)
         support: tuple[frozenset[int], ...] | None = None
         chunk_answers: list[Answer[dict[str, float]]] = []
         if chunks is not None:
@@ -356,18 +464,21 @@ class SampleContext:
                         a = await judge.choose(
                             prompt, {"source": src, "claim": fence("claim", c), "claim_text": c,
                                      "target": f"chunk:{k}"},
-                            use_cache=self.settings.use_cache,
+                            use_cache=use_cache,
                         )
                         chunk_answers.append(a)
-                        if a.value["Yes"] >= thr:
+                        p_chunk = a.value["Yes"]
+                        if calibrated:
+                            p_chunk = assess_claim(c, src, p_chunk, priors[i], model=judge.model)[0] or p_chunk
+                        if p_chunk >= thr:
                             per_claim[i].add(k)
             support = tuple(frozenset(s) for s in per_claim)
         reasons = await self._explain(judge, claims, probs, source)
         verdicts = tuple(
-            ClaimVerdict(claim=c, supported=p >= thr, probability=p, reason=r, target=target)
-            for c, p, r in zip(claims, probs, reasons)
+            ClaimVerdict(claim=c, supported=p >= thr, probability=p, reason=r, target=target, signals=sig)
+            for c, p, r, sig in zip(claims, probs, reasons, signals)
         )
-        return VerdictList(target, verdicts, support, _refs(*answers, *chunk_answers))
+        return VerdictList(target, verdicts, support, _refs(*prior_answers, *answers, *chunk_answers))
 
     async def _explain(self, judge: Judge, claims: list[str], probs: list[float], source: str) -> list[str]:
         mode = self.settings.explain

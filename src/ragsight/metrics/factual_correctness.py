@@ -2,6 +2,12 @@
 
 TP = response claims supported by the reference, FP = response claims not supported by it,
 FN = reference claims not supported by the response.
+
+Short-form references ("Paris", or a list of accepted aliases; see
+``SampleContext.short_answer``) are not split into claims: the response is graded as one claim
+against every alias, with the question. With P = P(correct) the counts are TP = P, FP = FN = 1 - P,
+so every mode gives P: the expected value of the spec's F-beta when the response is correct
+with probability P (1 or 0 for a judge that gives only a verdict).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ __all__ = ["FactualCorrectness", "f_beta"]
 MODES = ("precision", "recall", "f1", "fbeta")
 
 
-def f_beta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float | None:
+def f_beta(tp: float, fp: float, fn: float, beta: float = 1.0) -> float | None:
     """F-beta from counts; None when undefined (no claims on either side)."""
     if tp + fp + fn == 0:
         return None
@@ -49,8 +55,15 @@ class FactualCorrectness(Metric):
     def params(self) -> dict[str, Any]:
         return {"mode": self.mode, "beta": self.beta}
 
-    async def counts(self, ctx: SampleContext) -> tuple[int, int, int, Evidence]:
+    async def counts(self, ctx: SampleContext) -> tuple[float, float, float, Evidence]:
         need_fn = self.mode != "precision"
+        short = await ctx.short_answer()
+        if short is not None:
+            p = short.p_correct
+            details = {"tp": p, "fp": 1.0 - p, "fn": 1.0 - p if need_fn else None, "mode": self.mode,
+                       "beta": self.beta, "short_answer": True, "p_correct": p}
+            return p, 1.0 - p, (1.0 - p if need_fn else 0.0), Evidence(
+                claims=(short.verdict,), details=details, calls=short.refs)
         resp_claims = await ctx.response_claims()
         vs_ref = await ctx.response_vs_reference()
         claims = list(vs_ref.verdicts)
@@ -70,6 +83,8 @@ class FactualCorrectness(Metric):
 
     async def compute(self, ctx: SampleContext) -> Score:
         tp, fp, fn, ev = await self.counts(ctx)
+        if ev.details.get("short_answer"):
+            return Score.scored(self.key, tp, f"short answer graded as a whole: P(correct) = {tp:.3f}", ev)
         if self.mode == "precision":
             if tp + fp == 0:
                 return Score.undetermined(self.key, "the response makes no factual claims", ev)

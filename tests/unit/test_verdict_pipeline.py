@@ -1,0 +1,147 @@
+"""The verdict pipeline: the embedded judge's P(Yes) combined with the plausibility prior and the
+deterministic signals by the shipped model; remote verdicts kept with the signals as evidence;
+short-form references graded as a whole with the question and every alias."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+import ragsight
+from ragsight import Outcome
+from ragsight.analyses import AnalysisSettings, SampleContext
+from ragsight.analyses._calibrated import DEFAULT_MODEL, PRIOR_SOURCE, assess_claim, combine_answer
+from ragsight.analyses._context import contexts_block
+from ragsight.analyses._signals import alias_signals
+from ragsight.judge import Judge
+from ragsight.judge._scripted import ScriptedJudge
+from ragsight.sample import Sample
+
+CONTEXT = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
+COPIED = "The Eiffel Tower was completed in 1889."
+INVENTED = "The Eiffel Tower was painted green by Gustave Moreau in 1925."
+
+
+def local_like(p_source: float, p_prior: float, model: str = DEFAULT_MODEL) -> ScriptedJudge:
+    """A choices judge that answers p_source against the context and p_prior against the empty
+    text, named like the embedded model so that its shipped coefficients apply."""
+
+    def verify_claim(v: Mapping[str, Any]) -> float:
+        return p_prior if v["source"] == PRIOR_SOURCE else p_source
+
+    return ScriptedJudge({"explain_verdict": lambda v: {"reason": "scripted reason"}},
+                         choice_handlers={"verify_claim": verify_claim}, model=model)
+
+
+async def verdicts(provider: ScriptedJudge, claims: list[str], **settings: Any) -> Any:
+    ctx = SampleContext(Sample(id="s", contexts=(CONTEXT,), response="r"), Judge(provider), None,
+                        AnalysisSettings(**settings))
+    return await ctx._verify(claims, "contexts", contexts_block([CONTEXT]))
+
+
+async def test_embedded_judge_verdicts_combine_prior_and_signals() -> None:
+    provider = local_like(0.6, 0.3)
+    out = await verdicts(provider, [COPIED, INVENTED])
+    # one prior call and one call against the context per claim, priors first
+    sources = [r.variables["source"] for r in provider.calls_for("verify_claim")]
+    assert sources[:2] == [PRIOR_SOURCE, PRIOR_SOURCE] and PRIOR_SOURCE not in sources[2:]
+    assert len(sources) == 4
+    copied, invented = out.verdicts
+    for v, claim in ((copied, COPIED), (invented, INVENTED)):
+        p, sig = assess_claim(claim, contexts_block([CONTEXT]), 0.6, 0.3)
+        assert v.probability == pytest.approx(p)
+        assert v.signals["judge_yes"] == 0.6 and v.signals["judge_prior"] == 0.3
+        assert v.signals["p_combined"] == pytest.approx(p)
+        assert v.supported is (p >= 0.5)
+    # the same judge probability, but the copied claim has every word in the context
+    assert copied.signals["overlap"] == 1.0 and invented.signals["overlap"] < 0.6
+    assert copied.probability > invented.probability
+    assert copied.supported and not invented.supported
+    assert invented.reason == "scripted reason" and copied.reason == ""
+    # the trail names the prior calls too
+    assert len(out.refs) == 4
+
+
+async def test_a_higher_judge_probability_never_lowers_the_verdict() -> None:
+    lo = (await verdicts(local_like(0.3, 0.5), [INVENTED])).verdicts[0].probability
+    hi = (await verdicts(local_like(0.9, 0.5), [INVENTED])).verdicts[0].probability
+    assert hi > lo
+
+
+async def test_calibration_can_be_turned_off() -> None:
+    provider = local_like(0.6, 0.3)
+    out = await verdicts(provider, [INVENTED], calibrated=False)
+    assert out.verdicts[0].probability == 0.6 and out.verdicts[0].supported
+    assert out.verdicts[0].signals["judge_yes"] == 0.6 and "overlap" in out.verdicts[0].signals
+    assert len(provider.calls_for("verify_claim")) == 1  # no prior call
+
+
+async def test_a_model_without_coefficients_keeps_its_probability() -> None:
+    provider = local_like(0.6, 0.3, model="my-own-8b.gguf")
+    out = await verdicts(provider, [INVENTED])
+    assert out.verdicts[0].probability == 0.6
+    assert len(provider.calls_for("verify_claim")) == 1
+    assert "overlap" in out.verdicts[0].signals
+
+
+# ---- short-form references -------------------------------------------------------------------
+
+QUESTION = "Which city hosts the Eiffel Tower?"
+
+
+def short_sample(response: str) -> dict[str, Any]:
+    return {"id": "q", "question": QUESTION, "response": response, "reference": ["Paris", "Paris, France"]}
+
+
+def remote_grader(correct: bool) -> ScriptedJudge:
+    return ScriptedJudge({"verify_claim_answer_json": lambda v: {"correct": correct}})
+
+
+@pytest.mark.parametrize(("correct", "want"), [(True, 1.0), (False, 0.0)])
+def test_short_reference_is_graded_as_a_whole(correct: bool, want: float) -> None:
+    provider = remote_grader(correct)
+    res = ragsight.evaluate([short_sample("It is in Paris.")], ["factual_correctness"], judge=provider)
+    score = res.scores["q"]["factual_correctness"]
+    assert score.outcome is Outcome.SCORED and score.value == want
+    assert score.evidence.details["short_answer"] is True
+    (verdict,) = score.evidence.claims
+    assert verdict.claim == "It is in Paris." and verdict.supported is correct
+    assert verdict.signals["alias_contained"] == 1.0 and "p_signals" in verdict.signals
+    # one call, with the question and every alias in it
+    (req,) = provider.calls_for("verify_claim_answer_json")
+    assert QUESTION in req.variables["question"]
+    assert "Paris / Paris, France" in req.variables["reference"]
+
+
+def test_short_answer_probability_is_the_expected_f1_in_every_mode() -> None:
+    p_yes = 0.4
+
+    provider = ScriptedJudge({"explain_verdict": lambda v: {"reason": "r"}},
+                             choice_handlers={"verify_claim_answer": lambda v: p_yes}, model=DEFAULT_MODEL)
+    specs = ["factual_correctness", "factual_correctness(mode=precision)", "factual_correctness(mode=recall)"]
+    res = ragsight.evaluate([short_sample("The tower stands in Lyon.")], specs, judge=provider)
+    want = combine_answer(p_yes, alias_signals("The tower stands in Lyon.", ["Paris", "Paris, France"]))
+    for spec in specs:
+        assert res.scores["q"][spec].value == pytest.approx(want)
+    assert want < p_yes  # no alias in the response pulls the probability down
+    assert len(provider.calls_for("verify_claim_answer")) == 1  # graded once, shared by the metrics
+
+
+def test_long_reference_and_missing_question_use_claims() -> None:
+    provider = remote_grader(True)
+    rows = [{"id": "noq", "response": "Paris.", "reference": "Paris"}]
+    with pytest.raises(BaseException, match="extract_claims"):
+        ragsight.evaluate(rows, ["factual_correctness"], judge=provider)
+    rows = [{"id": "long", "question": QUESTION, "response": "Paris.",
+             "reference": "The Eiffel Tower stands on the Champ de Mars in Paris, the capital of France."}]
+    with pytest.raises(BaseException, match="extract_claims"):
+        ragsight.evaluate(rows, ["factual_correctness"], judge=provider)
+
+
+def test_short_answers_can_be_turned_off() -> None:
+    provider = remote_grader(True)
+    with pytest.raises(BaseException, match="extract_claims"):
+        ragsight.evaluate([short_sample("Paris.")], ["factual_correctness"], judge=provider,
+                          settings=AnalysisSettings(short_answers=False))
