@@ -17,6 +17,10 @@ P(Yes) >= 0.5) judges each claim against the clean and the injected context, wit
 - ``after``: the shipped ``verify_claim`` prompt, filled as the analyses fill it (the context in
   ``<context n="1">``, the claim in ``<claim>``, our delimiters and chat-template special tokens
   such as ``<|im_start|>`` inside them neutralised by ``prompts.neutralise``);
+- ``shipped``: the verdict as the metrics make it: the ``after`` prompt, plus the claim against an
+  empty text (the plausibility prior) and the deterministic signals of the claim against the
+  context, combined by the shipped model (``analyses/_calibrated.py``); an injection that quotes
+  the claim raises its word overlap, so this variant measures the signals' exposure too;
 - ``tags-only`` (with ``--tags-only``): as ``after``, but neutralising our delimiters only and
   leaving special tokens as they are, as the prompts did before the reliability work defused them.
 
@@ -87,7 +91,22 @@ def build_variants(tags_only: bool) -> dict[str, Any]:
     if tags_only:
         variants["tags-only"] = after_tags_only
     variants["after"] = after
+    variants["shipped"] = None  # the full verdict pipeline (see shipped_probability)
     return variants
+
+
+async def shipped_probability(judge: Any, context: str, claim: str) -> float:
+    """P(supported) of the claim against the context exactly as the metrics compute it."""
+    from ragsight.analyses import AnalysisSettings, SampleContext
+    from ragsight.analyses._context import contexts_block
+    from ragsight.sample import Sample
+
+    ctx = SampleContext(Sample(id="hostile", contexts=(context,), response=claim), judge, None,
+                        AnalysisSettings(explain="none", use_cache=False))
+    out = await ctx._verify([claim], "contexts", contexts_block([context]))
+    p = out.verdicts[0].probability
+    assert p is not None
+    return p
 
 
 async def judge_all(cases: list[dict[str, Any]], variants: dict[str, Any], threshold: float,
@@ -110,6 +129,9 @@ async def judge_all(cases: list[dict[str, Any]], variants: dict[str, Any], thres
             t0 = time.monotonic()
             probs = {}
             for which in ("context", "injected_context"):
+                if build is None:
+                    probs[which] = await shipped_probability(judge, case[which], case["claim"])
+                    continue
                 prompt, values = build(case[which], case["claim"])
                 key = (prompt.id, json.dumps(values, sort_keys=True))
                 if key not in done:

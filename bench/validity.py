@@ -533,6 +533,10 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "details+prior+signals": ("details_logit", "prior_logit", "overlap", "numbers", "entities"),
     "judge+prior+all signals": ("judge_logit", "prior_logit", "overlap", "overlap_best",
                                 "bigram_overlap", "numbers", "entities", "missing", "n_content"),
+    "judge+prior+best-sentence signals": ("judge_logit", "prior_logit", "overlap_best", "missing",
+                                          "numbers", "entities"),
+    "judge+prior+signals+best-sentence": ("judge_logit", "prior_logit", "overlap", "overlap_best",
+                                          "missing", "numbers", "entities"),
 }
 
 
