@@ -7,6 +7,16 @@ Two kinds of call:
   prefix reuse: tokens shared with the previous call (the contexts, put first by our prompts) stay
   in the KV cache and only the differing tail (the claim) is processed.
 - :meth:`LocalJudge.complete` generates JSON under a grammar built from the request's schema.
+  At temperature 0 it decodes greedily with prompt-lookup drafts: the tokens that followed the
+  latest n-gram of the output where it last occurred in the prompt are checked in one batch, so
+  spans copied from the prompt (claims quote their text) cost a fraction of a pass per token. The
+  grammar is checked on the greedy token alone and applied to the whole vocabulary only when it
+  rejects that token. The output is the greedy output under the grammar either way.
+
+llama.cpp keeps the KV cache of the last prompt only. A few saved cache states (a small LRU) keep
+the long prefixes of earlier prompts too, so calls of different kinds can alternate without
+re-evaluating each other's prefixes (e.g. the contexts shared by claim verdicts, chunk relevance
+and explanations, or the instruction shared by the two claim extractions of a sample).
 
 Calls run one at a time in a worker thread (the model is not re-entrant), so the event loop is
 never blocked. A model is loaded once per process and path, on first use.
@@ -37,7 +47,18 @@ WEAK_MODELS = {
 }
 
 _MODELS: dict[tuple[str, int], Any] = {}
+_MODEL_LOCKS: dict[tuple[str, int], threading.Lock] = {}  # one call at a time per loaded model
 _LOAD_LOCK = threading.Lock()
+
+# Prefix states: restore a saved state when it shares at least this many more tokens with the new
+# prompt than the live cache does; save one after a call that evaluated at least this many tokens.
+_MIN_RESTORE_GAIN = 32
+_MIN_SAVE_TOKENS = 48
+_MAX_STATES = 6
+_MAX_STATE_BYTES = 512 * 1024 * 1024
+# Prompt-lookup drafts: match the last 3 (else 2) tokens, propose up to this many that followed.
+_DRAFT_NGRAM = (3, 2)
+_DRAFT_MAX = 8
 
 
 @atexit.register
@@ -53,6 +74,87 @@ _CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+
+
+def _common_prefix(a: Any, b: Any) -> int:
+    """Length of the common prefix of two int arrays."""
+    import numpy as np
+
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if diff.size else n
+
+
+class _PrefixStates:
+    """A small LRU of saved llama.cpp sequence states (KV cache and the tokens behind it)."""
+
+    def __init__(self, max_states: int = _MAX_STATES, max_bytes: int = _MAX_STATE_BYTES) -> None:
+        self.max_states = max_states
+        self.max_bytes = max_bytes
+        self._items: list[tuple[Any, Any]] = []  # (tokens ndarray, ctypes buffer), most recent last
+        self.saves = 0
+        self.restores = 0
+
+    def best(self, tokens: Any) -> tuple[int, int]:
+        """(index, common prefix length) of the saved state sharing the longest prefix."""
+        best_i, best_n = -1, 0
+        for i, (toks, _) in enumerate(self._items):
+            n = _common_prefix(toks, tokens)
+            if n > best_n:
+                best_i, best_n = i, n
+        return best_i, best_n
+
+    def save(self, llama_cpp: Any, llm: Any) -> None:
+        import ctypes
+
+        n = int(llm.n_tokens)
+        toks = llm.input_ids[:n].copy()
+        # A saved state that is a prefix of this one is superseded by it.
+        self._items = [it for it in self._items if _common_prefix(it[0], toks) < len(it[0])]
+        size = int(llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0))
+        buf = (ctypes.c_uint8 * size)()
+        if int(llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buf, size, 0)) != size:
+            return
+        self._items.append((toks, buf))
+        self.saves += 1
+        while self._items and (len(self._items) > self.max_states
+                               or sum(len(b) for _, b in self._items) > self.max_bytes):
+            self._items.pop(0)
+
+    def restore(self, llama_cpp: Any, llm: Any, i: int) -> bool:
+        toks, buf = self._items.pop(i)
+        self._items.append((toks, buf))  # most recently used
+        llm._ctx.kv_cache_seq_rm(0, 0, -1)
+        if int(llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buf, len(buf), 0)) == 0:
+            llm._ctx.kv_cache_seq_rm(0, 0, -1)
+            llm.n_tokens = 0
+            return False
+        llm.input_ids[: len(toks)] = toks
+        llm.n_tokens = len(toks)
+        llm._requires_eval = True
+        self.restores += 1
+        return True
+
+
+def _draft(history: list[int], n_prompt: int, limit: int) -> list[int]:
+    """Prompt-lookup draft: the tokens that followed the latest earlier occurrence of the last
+    few tokens of ``history`` (searched in the prompt and in the output so far)."""
+    if limit <= 0:
+        return []
+    for n in _DRAFT_NGRAM:
+        if len(history) <= n:
+            continue
+        tail = history[-n:]
+        first = tail[0]
+        # latest occurrence first: the nearest copy is the likeliest to continue
+        for start in range(len(history) - n - 1, -1, -1):
+            if history[start] == first and history[start: start + n] == tail:
+                follow = history[start + n: start + n + limit]
+                if follow:
+                    return follow
+    return []
 
 
 class LocalJudgeWarning(UserWarning):
@@ -95,10 +197,16 @@ class LocalJudge:
         self.n_threads = n_threads or max(1, min(os.cpu_count() or 2, 8))
         self.progress = progress
         self._llm: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # replaced by the loaded model's lock
         self._template: Any = None
+        self._states = _PrefixStates()
+        self.prompt_lookup = True  # greedy decoding with prompt-lookup drafts (temperature 0)
         self.tokens_evaluated = 0  # prompt tokens actually processed (after prefix reuse)
         self.tokens_prompted = 0  # prompt tokens sent
+        self.tokens_generated = 0  # output tokens of complete()
+        self.decode_passes = 0  # forward passes spent generating them
+        self.tokens_drafted = 0  # prompt-lookup draft tokens evaluated in those passes
+        self.drafts_accepted = 0  # ... of which the greedy decoding kept
         if self.spec in WEAK_MODELS:
             import warnings
 
@@ -124,6 +232,7 @@ class LocalJudge:
                     n_threads_batch=self.n_threads, n_batch=512, verbose=False, seed=0,
                 )
                 _MODELS[key] = llm
+            self._lock = _MODEL_LOCKS.setdefault(key, threading.Lock())
         self._llm = llm
         return llm
 
@@ -152,22 +261,38 @@ class LocalJudge:
 
     # ---- choices --------------------------------------------------------------------------------
 
+    def _reuse_prefix(self, llm: Any, tokens: list[int]) -> int:
+        """Keep the longest cached prefix of ``tokens`` (the live KV cache, or a saved state when
+        that shares clearly more) and return its length; at least the last token stays to be
+        evaluated, so the logits are fresh."""
+        n_cached = int(llm.n_tokens)
+        prefix = _common_prefix(llm.input_ids[:n_cached], tokens) if n_cached else 0
+        i, n_saved = self._states.best(tokens)
+        if i >= 0 and n_saved - prefix >= _MIN_RESTORE_GAIN and self._states.restore(_import_llama(), llm, i):
+            prefix = n_saved
+        elif i >= 0 and n_saved - prefix >= _MIN_RESTORE_GAIN:
+            prefix = 0  # the restore failed and cleared the cache
+        prefix = min(prefix, len(tokens) - 1, int(llm.n_tokens))
+        llm.n_tokens = prefix
+        llm._ctx.kv_cache_seq_rm(0, prefix, -1)
+        llm._requires_eval = True
+        return prefix
+
     def _eval_reusing_prefix(self, llm: Any, tokens: list[int]) -> Any:
         import numpy as np
 
         llama_cpp = _import_llama()
-        n_cached = int(llm.n_tokens)
-        cached = llm.input_ids[:n_cached].tolist() if n_cached else []
-        prefix = 0
-        limit = min(len(cached), len(tokens) - 1)  # always evaluate at least the last token
-        while prefix < limit and cached[prefix] == tokens[prefix]:
-            prefix += 1
-        llm.n_tokens = prefix
+        prefix = self._reuse_prefix(llm, tokens)
         llm.eval(tokens[prefix:])
-        self.tokens_evaluated += len(tokens) - prefix
-        self.tokens_prompted += len(tokens)
+        self._count_prompt(llm, len(tokens), prefix)
         ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float64)
+
+    def _count_prompt(self, llm: Any, n_tokens: int, prefix: int) -> None:
+        self.tokens_evaluated += n_tokens - prefix
+        self.tokens_prompted += n_tokens
+        if n_tokens - prefix >= _MIN_SAVE_TOKENS:
+            self._states.save(_import_llama(), llm)
 
     def _choice_token_ids(self, llm: Any, choice: str) -> list[int]:
         ids: set[int] = set()
@@ -217,36 +342,150 @@ class LocalJudge:
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
         max_tokens = min(request.max_tokens, max(16, self.n_ctx - len(tokens)))
         self._check_window(len(tokens), 16)
-        kwargs: dict[str, Any] = {}
+        gbnf = None
         structured = "prompt"
         if request.schema is not None:
-            from llama_cpp import LlamaGrammar
+            from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-            kwargs["grammar"] = LlamaGrammar.from_json_schema(json.dumps(request.schema), verbose=False)
+            gbnf = json_schema_to_gbnf(json.dumps(request.schema))
             structured = "grammar"
         with self._lock:
-            n_before = int(llm.n_tokens)
-            cached = llm.input_ids[:n_before].tolist() if n_before else []
-            reuse = 0
-            while reuse < min(len(cached), len(tokens)) and cached[reuse] == tokens[reuse]:
-                reuse += 1
-            out = llm.create_completion(
-                prompt=tokens, max_tokens=max_tokens, temperature=request.temperature,
-                seed=request.seed if request.seed is not None else 0, top_k=1 if request.temperature == 0 else 40,
-                stop=["<|im_end|>", "<|endoftext|>"], **kwargs,
-            )
-        self.tokens_evaluated += len(tokens) - reuse
-        self.tokens_prompted += len(tokens)
-        choice = out["choices"][0]
-        usage = out.get("usage") or {}
+            if request.temperature == 0:
+                out_tokens, finish = self._greedy(llm, tokens, max_tokens, gbnf)
+                text = llm.detokenize(out_tokens).decode("utf-8", errors="replace")
+                n_out = len(out_tokens)
+            else:
+                text, n_out, finish = self._sampled(llm, tokens, max_tokens, gbnf, request)
         return Completion(
-            text=choice.get("text") or "",
-            prompt_tokens=int(usage.get("prompt_tokens", len(tokens))),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            finish_reason=choice.get("finish_reason") or "stop",
+            text=text,
+            prompt_tokens=len(tokens),
+            completion_tokens=n_out,
+            finish_reason=finish,
             model=self.model,
             structured=structured,
         )
+
+    def _sampled(self, llm: Any, tokens: list[int], max_tokens: int, gbnf: str | None,
+                 request: JudgeRequest) -> tuple[str, int, str]:
+        from llama_cpp import LlamaGrammar
+
+        prefix = self._reuse_prefix(llm, tokens)
+        kwargs: dict[str, Any] = {"grammar": LlamaGrammar.from_string(gbnf, verbose=False)} if gbnf else {}
+        out = llm.create_completion(
+            prompt=tokens, max_tokens=max_tokens, temperature=request.temperature,
+            seed=request.seed if request.seed is not None else 0, top_k=40,
+            stop=["<|im_end|>", "<|endoftext|>"], **kwargs,
+        )
+        self._count_prompt(llm, len(tokens), prefix)
+        choice = out["choices"][0]
+        n_out = int((out.get("usage") or {}).get("completion_tokens", 0))
+        self.tokens_generated += n_out
+        self.decode_passes += n_out
+        return choice.get("text") or "", n_out, choice.get("finish_reason") or "stop"
+
+    def _greedy(self, llm: Any, tokens: list[int], max_tokens: int, gbnf: str | None) -> tuple[list[int], str]:
+        """Greedy decoding under the grammar, with prompt-lookup drafts checked in one batch.
+
+        Each step takes the argmax of the logits; the grammar is asked about that one token and
+        applied to the whole vocabulary only when it rejects it, which gives the same token as
+        applying it first. Draft tokens are kept while they equal the greedy choice; the KV cache
+        is cut after the last kept one.
+        """
+        import ctypes
+
+        import numpy as np
+
+        llama_cpp = _import_llama()
+        ctx = llm._ctx.ctx
+        vocab = llm._model.vocab
+        n_vocab = llm.n_vocab()
+        prefix = self._reuse_prefix(llm, tokens)
+        llm.eval(tokens[prefix:])
+        self._count_prompt(llm, len(tokens), prefix)
+        grammar = None
+        if gbnf is not None:
+            grammar = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode("utf-8"), b"root")
+            if not grammar:
+                raise ProviderError("the JSON grammar for the embedded judge did not compile", retryable=False)
+        one = (llama_cpp.llama_token_data * 1)()
+        one_arr = llama_cpp.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
+        full: Any = None
+
+        def pick(idx: int) -> int:
+            nonlocal full
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, idx), shape=(n_vocab,))
+            tok = int(np.argmax(logits))
+            if grammar is None:
+                return tok
+            one[0].id, one[0].logit, one[0].p = tok, float(logits[tok]), 0.0
+            one_arr.size, one_arr.selected, one_arr.sorted = 1, -1, False
+            llama_cpp.llama_sampler_apply(grammar, ctypes.byref(one_arr))
+            if not math.isfinite(one[0].logit):
+                if full is None:
+                    full = np.zeros(n_vocab, dtype=[("id", np.intc), ("logit", np.single), ("p", np.single)])
+                    full["id"] = np.arange(n_vocab, dtype=np.intc)
+                full["logit"] = logits
+                full["p"] = 0.0
+                arr = llama_cpp.llama_token_data_array(
+                    data=full.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token_data)),
+                    size=n_vocab, selected=-1, sorted=False)
+                llama_cpp.llama_sampler_apply(grammar, ctypes.byref(arr))
+                tok = int(np.argmax(full["logit"]))
+            llama_cpp.llama_sampler_accept(grammar, tok)
+            return tok
+
+        def stops(tok: int) -> bool:
+            return bool(llama_cpp.llama_vocab_is_eog(vocab, tok))
+
+        out: list[int] = []
+        history = list(tokens)
+        finish = "length"
+        try:
+            tok = pick(-1)
+            self.decode_passes += 1
+            while True:
+                if stops(tok):
+                    finish = "stop"
+                    break
+                out.append(tok)
+                history.append(tok)
+                if len(out) >= max_tokens or int(llm.n_tokens) + 1 >= self.n_ctx:
+                    break
+                room = min(max_tokens - len(out), self.n_ctx - int(llm.n_tokens) - 2)
+                draft = _draft(history, len(tokens), min(_DRAFT_MAX, room)) if self.prompt_lookup else []
+                batch = [tok, *draft]
+                n_past = int(llm.n_tokens)
+                llm._ctx.kv_cache_seq_rm(0, n_past, -1)
+                llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
+                llm._ctx.decode(llm._batch)
+                llm.input_ids[n_past: n_past + len(batch)] = batch
+                llm.n_tokens = n_past + len(batch)
+                self.decode_passes += 1
+                self.tokens_drafted += len(draft)
+                kept = 0
+                done = False
+                for i in range(len(batch)):
+                    tok = pick(i)
+                    if i < len(draft) and tok == draft[i] and not stops(tok):
+                        kept += 1
+                        out.append(tok)
+                        history.append(tok)
+                        if len(out) >= max_tokens:
+                            done = True
+                            break
+                        continue
+                    break
+                self.drafts_accepted += kept
+                llm.n_tokens = n_past + 1 + kept
+                llm._ctx.kv_cache_seq_rm(0, llm.n_tokens, -1)
+                if done:
+                    break
+        finally:
+            if grammar is not None:
+                llama_cpp.llama_sampler_free(grammar)
+            llm._requires_eval = True
+        self.tokens_generated += len(out)
+        return out, finish
 
     async def complete(self, request: JudgeRequest) -> Completion:
         return await asyncio.to_thread(self._complete_sync, request)

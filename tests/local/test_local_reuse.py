@@ -1,0 +1,52 @@
+"""Prefix states and prompt-lookup decoding of the embedded judge, on the tiny SmolLM2 model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragsight.judge import Judge
+from ragsight.prompts import fence, load_prompt
+
+pytestmark = [pytest.mark.slow, pytest.mark.local]
+
+TEXT = ("The Larkspur frame warranty lasts ten years from the date of purchase. Batteries are covered "
+        "for two years or 800 charge cycles, whichever comes first.")
+
+
+def test_prompt_lookup_gives_the_plain_greedy_output(smollm_provider: object) -> None:
+    from llama_cpp import LlamaGrammar
+
+    prov = smollm_provider
+    judge = Judge(prov)  # type: ignore[arg-type]
+    req = judge.request(load_prompt("extract_claims"), {"question": "", "text": fence("response", TEXT)},
+                        max_tokens=96)
+    llm = prov._load()  # type: ignore[attr-defined]
+    texts = []
+    for lookup in (True, False):
+        prov.prompt_lookup = lookup  # type: ignore[attr-defined]
+        texts.append(prov._complete_sync(req).text)  # type: ignore[attr-defined]
+    prov.prompt_lookup = True  # type: ignore[attr-defined]
+    tokens = llm.tokenize(prov.render(req.messages).encode(), add_bos=True, special=True)  # type: ignore[attr-defined]
+    llm.reset()
+    ref = llm.create_completion(prompt=tokens, max_tokens=96, temperature=0.0, top_k=1, seed=0,
+                                stop=["<|im_end|>", "<|endoftext|>"],
+                                grammar=LlamaGrammar.from_json_schema(json.dumps(req.schema), verbose=False))
+    assert texts[0] == texts[1] == ref["choices"][0]["text"]
+
+
+async def test_a_saved_prefix_is_restored_after_another_prompt(smollm_provider: object) -> None:
+    prov = smollm_provider
+    judge = Judge(prov)  # type: ignore[arg-type]
+    prompt = load_prompt("verify_claim")
+    source = fence("context", TEXT * 3, n=1)
+    await judge.choose(prompt, {"source": source, "claim": fence("claim", "The warranty lasts ten years.")},
+                       use_cache=False)
+    await judge.choose(prompt, {"source": fence("context", "Unrelated text about trains. " * 20, n=1),
+                                "claim": fence("claim", "Trains exist.")}, use_cache=False)
+    before = prov.tokens_evaluated  # type: ignore[attr-defined]
+    await judge.choose(prompt, {"source": source, "claim": fence("claim", "Batteries are covered.")},
+                       use_cache=False)
+    # only the claim and the closing ask are evaluated: the contexts come back from a saved state
+    assert prov.tokens_evaluated - before < 40  # type: ignore[attr-defined]
