@@ -405,7 +405,7 @@ def cost_per_row(name: str, rows: Sequence[dict[str, Any]], probes: Sequence[str
 
 # Chosen on the development split (cross-validated comparison printed by `report`).
 CLAIM_PROBES_USED = ("bare", "prior")
-CLAIM_FEATURES = ("judge_logit", "prior_logit", "overlap", "numbers", "entities")
+CLAIM_FEATURES = ("judge_logit", "prior_logit", "overlap_best", "missing", "numbers", "entities")
 CLAIM_SIGNAL_FEATURES = ("overlap", "numbers", "entities")
 ANSWER_FEATURES = ("judge_logit", "alias_contained", "alias_recall")
 ANSWER_SIGNAL_FEATURES = ("alias_contained", "alias_recall")
@@ -550,9 +550,9 @@ def report_dev(out: Callable[[str], None] = print) -> None:
 
     from ragsight.report._stats import auroc
 
-    rows, y, cols = feature_table("wice", "dev", CLAIM_PROBES, need=("bare", "prior", "details"))
+    rows, y, cols = feature_table("wice", "dev", CLAIM_PROBES, need=("bare", "prior"))
     ids = [r["id"] for r in rows]
-    out(f"## WiCE development split: {len(y)} claims with bare, details and prior cached "
+    out(f"## WiCE development split: {len(y)} claims with bare and prior cached "
         f"({int(y.sum())} supported)")
     for k in ("bare_p", "details_p", "prior_p", "best_p", "overlap", "overlap_best", "bigram_overlap",
               "numbers", "entities"):

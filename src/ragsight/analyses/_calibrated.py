@@ -125,22 +125,22 @@ class CombinationModel:
 COEFFICIENTS: dict[str, dict[str, dict[str, Any]]] = {
     "qwen2.5-coder-1.5b": {
         "judge": {
-            "features": ["judge_logit", "prior_logit", "overlap", "numbers", "entities"],
-            "mean": [-0.374822, -0.894866, 0.56315, 0.723958, 0.759265],
-            "scale": [0.82609, 0.335104, 0.237851, 0.400198, 0.309756],
-            "coef": [0.425548, -0.448611, 0.520473, 0.277513, 0.462368],
-            "intercept": -0.428678,
+            "features": ["judge_logit", "prior_logit", "overlap_best", "missing", "numbers", "entities"],
+            "mean": [-0.407464, -0.902759, 0.565938, 5.86087, 0.759819, 0.774716],
+            "scale": [0.891341, 0.345689, 0.222407, 4.011694, 0.379837, 0.310773],
+            "coef": [0.610164, -0.47196, 0.54288, -0.462483, 0.38624, 0.42189],
+            "intercept": -0.572769,
             "threshold": 0.5,
-            "fitted_on": "WiCE dev split, 120 claims (32 supported)",
+            "fitted_on": "WiCE dev split, 230 claims (72 supported)",
         },
         "answer": {
             "features": ["judge_logit", "alias_contained", "alias_recall"],
-            "mean": [1.180515, 0.713287, 0.776942],
-            "scale": [1.185601, 0.452226, 0.385654],
-            "coef": [0.93759, 0.745561, 0.924109],
-            "intercept": 2.617635,
+            "mean": [1.252559, 0.745342, 0.80188],
+            "scale": [1.163173, 0.435669, 0.370191],
+            "coef": [0.929576, 0.758899, 0.922416],
+            "intercept": 2.912966,
             "threshold": 0.5,
-            "fitted_on": "EVOUNA-TQ dev split, 286 answers (229 correct)",
+            "fitted_on": "EVOUNA-TQ dev split, 322 answers (265 correct)",
         },
     },
     "*": {
