@@ -55,6 +55,9 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "bench" / "airline_20.jsonl"
 CORE4 = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
 TARGET_S = 25.0
+# LocalJudge counters of generation (absent in older versions): forward passes, prompt-lookup draft
+# tokens evaluated in them, and drafts kept.
+GEN_COUNTERS = ("decode_passes", "tokens_drafted", "drafts_accepted")
 
 
 def load1() -> float:
@@ -95,6 +98,7 @@ class Recorder:
 
     async def _timed(self, kind: str, request: Any, coro: Any) -> Any:
         p0, e0 = self.inner.tokens_prompted, self.inner.tokens_evaluated
+        x0 = {k: getattr(self.inner, k, 0) for k in GEN_COUNTERS}
         t0 = time.perf_counter()
         start = time.time()
         out, error = None, None
@@ -110,7 +114,8 @@ class Recorder:
             self.calls.append({"prompt_id": request.prompt_id, "kind": kind, "seconds": dt, "start": start,
                                "prompted": self.inner.tokens_prompted - p0,
                                "evaluated": self.inner.tokens_evaluated - e0, "generated": gen,
-                               "sample": self._sample(), "error": error})
+                               "sample": self._sample(), "error": error,
+                               **{k: getattr(self.inner, k, 0) - v for k, v in x0.items()}})
 
     async def complete(self, request: Any) -> Any:
         return await self._timed("json", request, self.inner.complete(request))
@@ -175,22 +180,58 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+# ----------------------------------------------------------------------------- calibration
+
+# Speeds of this model on these machines when quiet (docs/LOCAL_JUDGE facts, 2 threads):
+QUIET_PROMPT_TPS = 68.0  # prompt processing, tokens/s (66-71 measured)
+QUIET_GEN_TPS = 11.0  # generation under a JSON grammar, tokens/s (13.5-13.9 without)
+
+
+def calibrate(provider: Any) -> dict[str, float]:
+    """This machine's llama.cpp speed right now: prompt tokens/s over a fresh ~600-token prompt and
+    generated tokens/s over 48 free tokens. Under load both drop; the ratio to the quiet speeds
+    above says how much the timings of this run are inflated."""
+    llm = provider._llm
+    text = " ".join(f"Item {i} of the list is a short sentence about airline baggage rules." for i in range(45))
+    toks = llm.tokenize(text.encode(), add_bos=True, special=False)
+    llm.reset()
+    t0 = time.perf_counter()
+    llm.eval(toks)
+    pp = len(toks) / (time.perf_counter() - t0)
+    llm.reset()
+    t0 = time.perf_counter()
+    out = llm.create_completion(prompt="Write a long story about a pilot:", max_tokens=48, temperature=0.0,
+                                top_k=1, seed=0)
+    n_gen = int((out.get("usage") or {}).get("completion_tokens", 48))
+    tg = n_gen / (time.perf_counter() - t0)
+    llm.reset()
+    return {"prompt_tps": pp, "gen_tps": tg, "load1": load1()}
+
+
 # ----------------------------------------------------------------------------- main run
 
 def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[str, Any]) -> dict[str, Any]:
     import ragsight
     from ragsight.analyses import AnalysisSettings
-    from ragsight.judge import Judge
+    from ragsight.judge import Judge, RetryPolicy
 
     rec = Recorder(prep["provider"])
-    judge = Judge(rec)
+    # Under load a call can pass the default 120 s timeout; a timed-out call still runs to its end
+    # in the worker thread and its retry is counted again, which distorts the token accounting.
+    judge = Judge(rec, policy=RetryPolicy(call_timeout_s=args.timeout, step_deadline_s=3 * args.timeout))
     settings = AnalysisSettings(explain=args.explain)
     ld = wait_for_quiet(args.wait_load, args.wait_max)
+    cal0 = calibrate(prep["provider"])
+    print(f"\ncalibration before: prompt {cal0['prompt_tps']:.1f} tok/s, generation {cal0['gen_tps']:.1f} tok/s "
+          f"(quiet: {QUIET_PROMPT_TPS:.0f} and 13.5-13.9; load1 {cal0['load1']:.2f})")
     t0 = time.perf_counter()
     res = ragsight.evaluate(rows, CORE4, judge=judge, embedder=prep["embedder_obj"], cache=False,
                             settings=settings)
     wall = time.perf_counter() - t0
     ld_end = load1()
+    cal1 = calibrate(prep["provider"])
+    print(f"calibration after: prompt {cal1['prompt_tps']:.1f} tok/s, generation {cal1['gen_tps']:.1f} tok/s "
+          f"(load1 {cal1['load1']:.2f})")
     n = len(rows)
     print(f"\nmain run: {n} samples, explain={args.explain}, wall {wall:.1f} s = {wall / n:.1f} s/sample "
           f"(load1 {ld:.2f} at start, {ld_end:.2f} at end; target <= {TARGET_S:.0f} s/sample: "
@@ -199,14 +240,15 @@ def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[st
     for c in rec.calls:
         p = per[c["prompt_id"]]
         p["calls"] += 1
-        for k in ("prompted", "evaluated", "generated", "seconds"):
-            p[k] += c[k]
+        for k in ("prompted", "evaluated", "generated", "seconds", *GEN_COUNTERS):
+            p[k] += c.get(k, 0)
     tot = defaultdict(float)
     table = []
     for pid, p in sorted(per.items(), key=lambda kv: -kv[1]["seconds"]):
         table.append([pid, f"{p['calls'] / n:.2f}", f"{p['prompted'] / n:,.0f}", f"{p['evaluated'] / n:,.0f}",
                       f"{100 * (1 - p['evaluated'] / p['prompted']):.0f}%" if p["prompted"] else "-",
-                      f"{p['generated'] / n:,.0f}", f"{p['seconds'] / n:.1f}",
+                      f"{p['generated'] / n:,.0f}", f"{p['decode_passes'] / n:,.0f}",
+                      f"{p['tokens_drafted'] / n:,.0f}", f"{p['seconds'] / n:.1f}",
                       f"{p['seconds'] / p['calls']:.2f}"])
         for k, v in p.items():
             tot[k] += v
@@ -215,10 +257,11 @@ def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[st
         print(f"  {len(errors)} judge call(s) failed or timed out, e.g. {errors[0]['prompt_id']}: {errors[0]['error']}")
     table.append(["total", f"{tot['calls'] / n:.2f}", f"{tot['prompted'] / n:,.0f}", f"{tot['evaluated'] / n:,.0f}",
                   f"{100 * (1 - tot['evaluated'] / tot['prompted']):.0f}%" if tot["prompted"] else "-",
-                  f"{tot['generated'] / n:,.0f}", f"{tot['seconds'] / n:.1f}", "-"])
+                  f"{tot['generated'] / n:,.0f}", f"{tot['decode_passes'] / n:,.0f}",
+                  f"{tot['tokens_drafted'] / n:,.0f}", f"{tot['seconds'] / n:.1f}", "-"])
     print_table("per prompt id, per sample (prompt tokens sent vs evaluated after prefix reuse)",
                 ["prompt id", "calls", "prompt tok sent", "prompt tok evaluated", "reused", "generated tok",
-                 "judge s", "s/call"], table)
+                 "gen passes", "draft tok", "judge s", "s/call"], table)
     # per sample
     by_sample: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in rec.calls:
@@ -237,6 +280,17 @@ def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[st
     print("  judge_stats:", {k: v for k, v in res.judge_stats.items() if k != "by_prompt"})
     judge_s = tot["seconds"]
     print(f"  time outside judge calls (embeddings, scheduling, store): {wall - judge_s:.1f} s in all")
+    est = (tot["evaluated"] / QUIET_PROMPT_TPS + tot["generated"] / QUIET_GEN_TPS) / n
+    print(f"  estimate for a quiet machine (tokens evaluated / {QUIET_PROMPT_TPS:.0f} tok/s + tokens generated / "
+          f"{QUIET_GEN_TPS:.0f} tok/s, judge only): {est:.1f} s/sample -> target "
+          f"{'met' if est <= TARGET_S else 'not met'} (an estimate, not a measurement)")
+    # With prompt-lookup drafts a pass can yield several tokens: count passes (one decode step each,
+    # at the generation speed) and the draft tokens checked in them (at the prompt speed).
+    passes = tot["decode_passes"] or tot["generated"]
+    est_p = ((tot["evaluated"] + tot["tokens_drafted"]) / QUIET_PROMPT_TPS + passes / QUIET_GEN_TPS) / n
+    print(f"  estimate by passes ((tokens evaluated + draft tokens) / {QUIET_PROMPT_TPS:.0f} + generation passes / "
+          f"{QUIET_GEN_TPS:.0f}): {est_p:.1f} s/sample -> target {'met' if est_p <= TARGET_S else 'not met'}; "
+          f"{tot['drafts_accepted']:.0f} of {tot['tokens_drafted']:.0f} draft tokens kept")
     claims = {}
     for s in res.samples:
         f = res.scores[s.id]["faithfulness"].evidence
@@ -244,8 +298,10 @@ def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[st
         claims[s.id] = ([v.claim for v in f.claims], [v.claim for v in r.claims],
                         [v.supported for v in f.claims] + [v.supported for v in r.claims])
     return {"wall_s": wall, "s_per_sample": wall / n, "load_start": ld, "load_end": ld_end,
-            "calls": [{k: c[k] for k in ("prompt_id", "sample", "prompted", "evaluated", "generated", "seconds",
-                                         "error")} for c in rec.calls],
+            "calibration": [cal0, cal1], "quiet_estimate_s_per_sample": est,
+            "quiet_estimate_by_passes_s_per_sample": est_p,
+            "calls": [{k: c.get(k) for k in ("prompt_id", "sample", "prompted", "evaluated", "generated", "seconds",
+                                             "error", *GEN_COUNTERS)} for c in rec.calls],
             "per_prompt": {k: dict(v) for k, v in per.items()}, "claims": claims,
             "outcomes": dict(outcomes), "judge_stats": res.judge_stats, "explain": args.explain, "n": n}
 
@@ -376,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wait-load", type=float, default=None, help="wait until load1 is below this")
     ap.add_argument("--wait-max", type=float, default=1800.0)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--timeout", type=float, default=900.0,
+                    help="seconds per judge call in the main run (default 900: token counts stay "
+                         "comparable on a busy machine)")
     args = ap.parse_args(argv)
 
     rows = [json.loads(x) for x in args.data.read_text("utf-8").splitlines() if x.strip()]
