@@ -72,5 +72,6 @@ def test_example_through_the_four_core_metrics(qwen_provider: object, tmp_path: 
     # the retrieved chunk the reference comes from is judged relevant
     cp = result.scores["ex-1"]["context_precision"]
     assert cp.evidence.details["chunks"][0]["relevant"] is True
+    assert cp.evidence.details["chunks"][2]["relevant"] is False  # the company's founding: not needed
     ar = result.scores["ex-1"]["answer_relevancy"]
     assert ar.value is not None and ar.value > 0.5

@@ -528,13 +528,19 @@ class SampleContext:
         if not contexts:
             return ChunkJudgement(against, (), (), (), ())
         if judge.supports_choices:
+            # Laid out like the claim verdicts (same system text, then all the contexts), then the
+            # question and the answer, then the one short ask that names chunk k: the contexts are
+            # evaluated once for the verdicts, the chunks and the explanations of a sample.
+            from ..prompts import neutralise
+
             prompt = load_prompt("chunk_relevant")
+            source = contexts_block(contexts)
             answers = []
             async with self._batch:
                 for k, chunk in enumerate(contexts, start=1):
                     answers.append(await judge.choose(
-                        prompt, {"question": question, "answer": answer,
-                                 "chunk": fence("chunk", chunk, n=k)},
+                        prompt, {"source": source, "question": question, "answer": answer, "k": str(k),
+                                 "opening": neutralise(" ".join(chunk.split()[:8])), "chunk_text": chunk},
                         use_cache=self.settings.use_cache,
                     ))
             probs = [a.value["Yes"] for a in answers]
