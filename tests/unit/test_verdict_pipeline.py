@@ -54,6 +54,7 @@ async def test_embedded_judge_verdicts_combine_prior_and_signals() -> None:
         assert v.probability == pytest.approx(p)
         assert v.signals["judge_yes"] == 0.6 and v.signals["judge_prior"] == 0.3
         assert v.signals["p_combined"] == pytest.approx(p)
+        assert v.signals["overlap_best"] == sig["overlap_best"]
         assert v.supported is (p >= 0.5)
     # the same judge probability, but the copied claim has every word in the context
     assert copied.signals["overlap"] == 1.0 and invented.signals["overlap"] < 0.6
