@@ -46,7 +46,7 @@ def trail_figures(store_path: Path, run: str, labels_path: Path, label: str) -> 
     on the same samples. No model call."""
     import numpy as np
 
-    from ragsight import load_result
+    from ragsight._evaluate import load_result
     from ragsight.report._stats import auroc
     from ragsight.store import Store
 

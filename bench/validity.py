@@ -657,6 +657,30 @@ def report_before(out: Callable[[str], None] = print) -> None:
                 f"{_fmt(auroc_ci(cols['overlap'], y))}")
 
 
+async def timing(n: int) -> None:
+    """Seconds per claim of the shipped verdict (prior + claim against its evidence + signals),
+    uncached, on the first ``n`` held-out WiCE claims in a random (hash) order, one claim after
+    another as the metrics run them; the model load is not counted."""
+    from ragsight.analyses import AnalysisSettings, SampleContext
+    from ragsight.judge._local import LocalJudge
+    from ragsight.sample import Sample
+
+    provider = LocalJudge(None, progress=False)
+    judge = Judge(provider)
+    await provider.preflight()
+    rows = order_rows("wice", load_set("wice", "heldout"))[:n]
+    t0 = time.monotonic()
+    tok0 = provider.tokens_evaluated
+    for row in rows:
+        ctx = SampleContext(Sample(id=row["id"], contexts=tuple(row["contexts"]), response=row["answer"]), judge,
+                            None, AnalysisSettings(explain="none", use_cache=False))
+        await ctx._verify([row["answer"]], "contexts", contexts_block(row["contexts"]))
+    el = time.monotonic() - t0
+    print(f"{len(rows)} WiCE held-out claims: {el / len(rows):.1f} s per claim, "
+          f"{(provider.tokens_evaluated - tok0) / len(rows):.0f} prompt tokens evaluated per claim "
+          f"(load average {os.getloadavg()[0]:.2f} at the end)")
+
+
 # ---- entry point ----------------------------------------------------------------------------
 
 
@@ -672,6 +696,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--final", action="store_true", help="the held-out figures (shipped model)")
     rep.add_argument("--before", action="store_true", help="issue 3: the bare judge alone")
     sub.add_parser("fit", help="refit the shipped coefficients on the development splits")
+    tm = sub.add_parser("timing", help="seconds per claim of the shipped verdict (uncached)")
+    tm.add_argument("--n", type=int, default=10)
     args = ap.parse_args(argv)
     if args.cmd == "run":
         asyncio.run(run(args.set, args.split, args.probes.split(","), args.limit))
@@ -682,6 +708,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report_final()
         else:
             report_dev()
+    elif args.cmd == "timing":
+        asyncio.run(timing(args.n))
     elif args.cmd == "fit":
         print(_pyrepr(fit_all()))
     return 0

@@ -202,6 +202,7 @@ class LocalJudge:
         self._states = _PrefixStates()
         self.prompt_lookup = True  # greedy decoding with prompt-lookup drafts (temperature 0)
         self.tokens_evaluated = 0  # prompt tokens actually processed (after prefix reuse)
+        self.calls_abandoned = 0  # generations stopped early because the caller gave up (timeout)
         self.tokens_prompted = 0  # prompt tokens sent
         self.tokens_generated = 0  # output tokens of complete()
         self.decode_passes = 0  # forward passes spent generating them
@@ -336,7 +337,7 @@ class LocalJudge:
                 f"window of {self.n_ctx} tokens", retryable=False,
             )
 
-    def _complete_sync(self, request: JudgeRequest) -> Completion:
+    def _complete_sync(self, request: JudgeRequest, cancel: threading.Event | None = None) -> Completion:
         llm = self._load()
         prompt = self.render(request.messages)
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
@@ -350,12 +351,14 @@ class LocalJudge:
             gbnf = json_schema_to_gbnf(json.dumps(request.schema))
             structured = "grammar"
         with self._lock:
+            if cancel is not None and cancel.is_set():  # given up on while waiting for the model
+                raise self._abandoned("before it started")
             if request.temperature == 0:
-                out_tokens, finish = self._greedy(llm, tokens, max_tokens, gbnf)
+                out_tokens, finish = self._greedy(llm, tokens, max_tokens, gbnf, cancel)
                 text = llm.detokenize(out_tokens).decode("utf-8", errors="replace")
                 n_out = len(out_tokens)
             else:
-                text, n_out, finish = self._sampled(llm, tokens, max_tokens, gbnf, request)
+                text, n_out, finish = self._sampled(llm, tokens, max_tokens, gbnf, request, cancel)
         return Completion(
             text=text,
             prompt_tokens=len(tokens),
@@ -366,16 +369,20 @@ class LocalJudge:
         )
 
     def _sampled(self, llm: Any, tokens: list[int], max_tokens: int, gbnf: str | None,
-                 request: JudgeRequest) -> tuple[str, int, str]:
-        from llama_cpp import LlamaGrammar
+                 request: JudgeRequest, cancel: threading.Event | None = None) -> tuple[str, int, str]:
+        from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
         prefix = self._reuse_prefix(llm, tokens)
         kwargs: dict[str, Any] = {"grammar": LlamaGrammar.from_string(gbnf, verbose=False)} if gbnf else {}
         out = llm.create_completion(
             prompt=tokens, max_tokens=max_tokens, temperature=request.temperature,
             seed=request.seed if request.seed is not None else 0, top_k=40,
-            stop=["<|im_end|>", "<|endoftext|>"], **kwargs,
+            stop=["<|im_end|>", "<|endoftext|>"],
+            stopping_criteria=StoppingCriteriaList([lambda _ids, _logits: cancel is not None and cancel.is_set()]),
+            **kwargs,
         )
+        if cancel is not None and cancel.is_set():
+            raise self._abandoned("generation stopped")
         self._count_prompt(llm, len(tokens), prefix)
         choice = out["choices"][0]
         n_out = int((out.get("usage") or {}).get("completion_tokens", 0))
@@ -383,13 +390,20 @@ class LocalJudge:
         self.decode_passes += n_out
         return choice.get("text") or "", n_out, choice.get("finish_reason") or "stop"
 
-    def _greedy(self, llm: Any, tokens: list[int], max_tokens: int, gbnf: str | None) -> tuple[list[int], str]:
+    def _abandoned(self, when: str) -> ProviderError:
+        self.calls_abandoned += 1
+        return ProviderError(f"the call was abandoned by its caller (timed out): {when}", retryable=False)
+
+    def _greedy(self, llm: Any, tokens: list[int], max_tokens: int, gbnf: str | None,
+                cancel: threading.Event | None = None) -> tuple[list[int], str]:
         """Greedy decoding under the grammar, with prompt-lookup drafts checked in one batch.
 
         Each step takes the argmax of the logits; the grammar is asked about that one token and
         applied to the whole vocabulary only when it rejects it, which gives the same token as
         applying it first. Draft tokens are kept while they equal the greedy choice; the KV cache
-        is cut after the last kept one.
+        is cut after the last kept one. ``cancel`` (set when the caller gave up on the call, e.g.
+        on a timeout) stops the generation at the next step, so an abandoned call does not hold
+        the model for the rest of its ``max_tokens``.
         """
         import ctypes
 
@@ -444,6 +458,8 @@ class LocalJudge:
             tok = pick(-1)
             self.decode_passes += 1
             while True:
+                if cancel is not None and cancel.is_set():
+                    raise self._abandoned("generation stopped")
                 if stops(tok):
                     finish = "stop"
                     break
@@ -488,7 +504,12 @@ class LocalJudge:
         return out, finish
 
     async def complete(self, request: JudgeRequest) -> Completion:
-        return await asyncio.to_thread(self._complete_sync, request)
+        cancel = threading.Event()
+        try:
+            return await asyncio.to_thread(self._complete_sync, request, cancel)
+        except asyncio.CancelledError:
+            cancel.set()  # the thread cannot be killed; tell it to stop generating
+            raise
 
     async def preflight(self) -> None:
         await asyncio.to_thread(self._load)
