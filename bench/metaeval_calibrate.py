@@ -65,9 +65,19 @@ def trail_figures(store_path: Path, run: str, labels_path: Path, label: str) -> 
         overlap.append(float(np.mean([c.signals["overlap"] for c in claims])))
         y.append(labels[sid])
     print(f"{len(y)} scored samples ({sum(y)} labelled 1)")
+    rng = np.random.default_rng(0)
+    ya = np.array(y)
     for name, v in (("faithfulness (shipped verdicts)", shipped), ("faithfulness from bare P(Yes) >= 0.5", bare),
                     ("mean word overlap of the claims", overlap)):
-        print(f"- {name}: AUROC {auroc(np.array(v), np.array(y)):.3f}")
+        va = np.array(v)
+        boots = []
+        for _ in range(2000):
+            idx = rng.integers(0, len(ya), len(ya))
+            a = auroc(va[idx], ya[idx])
+            if a is not None:
+                boots.append(a)
+        lo, hi = np.percentile(boots, [2.5, 97.5])
+        print(f"- {name}: AUROC {auroc(va, ya):.3f} [95% bootstrap CI {lo:.3f}, {hi:.3f}]")
 
 
 def main() -> int:
