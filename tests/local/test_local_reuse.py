@@ -27,7 +27,7 @@ def test_prompt_lookup_gives_the_plain_greedy_output(smollm_provider: object) ->
     for lookup in (True, False):
         prov.prompt_lookup = lookup  # type: ignore[attr-defined]
         texts.append(prov._complete_sync(req).text)  # type: ignore[attr-defined]
-    prov.prompt_lookup = True  # type: ignore[attr-defined]
+    prov.prompt_lookup = False  # type: ignore[attr-defined]  # the default
     tokens = llm.tokenize(prov.render(req.messages).encode(), add_bos=True, special=True)  # type: ignore[attr-defined]
     llm.reset()
     ref = llm.create_completion(prompt=tokens, max_tokens=96, temperature=0.0, top_k=1, seed=0,
