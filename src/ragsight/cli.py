@@ -25,6 +25,7 @@ from rich.text import Text
 from . import __version__
 from ._evaluate import EvaluationResult, aevaluate, load_result, new_run_id
 from .analyses import AnalysisSettings
+from .analyses._signals import describe_signals
 from .engine import Progress
 from .errors import RagsightError
 from .judge import RetryPolicy
@@ -359,6 +360,8 @@ def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: 
             out.print(line)
             if cv.reason:
                 out.print(Text("      " + cv.reason, style="dim"))
+            if cv.signals:
+                out.print(Text("      signals: " + describe_signals(cv.signals), style="dim"))
         if score.evidence.details:
             out.print(Text("  details: " + json.dumps(score.evidence.details, ensure_ascii=False)[:2000], style="dim"))
         for ref in score.evidence.calls:

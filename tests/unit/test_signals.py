@@ -142,3 +142,16 @@ def test_is_short_reference() -> None:
     assert is_short_reference(["one two three four five six seven eight nine ten"])
     assert not is_short_reference([])
     assert not is_short_reference(["   "])
+
+
+def test_describe_signals_reads_the_recorded_inputs() -> None:
+    from ragsight.analyses._signals import describe_signals
+
+    line = describe_signals({"judge_yes": 0.62, "judge_prior": 0.31, "overlap": 0.8, "overlap_best": 0.75,
+                             "missing": 2.0, "numbers": 0.5, "n_numbers": 2.0, "entities": 1.0,
+                             "n_entities": 0.0, "p_combined": 0.71})
+    assert line == ("judge P(Yes) 0.62, prior (no text) 0.31, words found 80% (75% in the best sentences, "
+                    "2 missing), numbers found 50% -> P 0.71")
+    assert describe_signals({}) == ""
+    assert describe_signals({"alias_contained": 0.0, "alias_recall": 0.5, "p_signals": 0.2}) == (
+        "no alias occurs, alias words found 50% (signals alone: P 0.20)")

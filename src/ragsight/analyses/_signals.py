@@ -55,6 +55,7 @@ __all__ = [
     "best_sentences",
     "compute_signals",
     "content_words",
+    "describe_signals",
     "entity_words",
     "is_short_reference",
     "numbers_in",
@@ -330,3 +331,32 @@ def is_short_reference(references: Sequence[str], max_words: int = SHORT_ANSWER_
     and every alias, instead of being split into claims."""
     lengths = [len(answer_tokens(r)) for r in references if r.strip()]
     return bool(lengths) and min(lengths) <= max_words
+
+
+def describe_signals(signals: dict[str, float]) -> str:
+    """A one-line reading of a verdict's recorded signals, for ``ragsight show`` and the report;
+    '' when there are none."""
+    parts = []
+    if "judge_yes" in signals:
+        parts.append(f"judge P(Yes) {signals['judge_yes']:.2f}")
+    if "judge_prior" in signals:
+        parts.append(f"prior (no text) {signals['judge_prior']:.2f}")
+    if "overlap" in signals:
+        words = f"words found {signals['overlap']:.0%}"
+        if "overlap_best" in signals:
+            words += f" ({signals['overlap_best']:.0%} in the best sentences"
+            words += f", {int(signals['missing'])} missing)" if "missing" in signals else ")"
+        parts.append(words)
+    if signals.get("n_numbers"):
+        parts.append(f"numbers found {signals['numbers']:.0%}")
+    if signals.get("n_entities"):
+        parts.append(f"names found {signals['entities']:.0%}")
+    if "alias_contained" in signals:
+        parts.append("an alias occurs" if signals["alias_contained"] else "no alias occurs")
+        parts.append(f"alias words found {signals.get('alias_recall', 0.0):.0%}")
+    out = ", ".join(parts)
+    if "p_combined" in signals:
+        out += f" -> P {signals['p_combined']:.2f}"
+    elif "p_signals" in signals:
+        out += f" (signals alone: P {signals['p_signals']:.2f})"
+    return out

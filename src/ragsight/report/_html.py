@@ -31,6 +31,7 @@ from .._evaluate import EvaluationResult, MetricSummary
 from .._score import ClaimVerdict, Outcome, Score
 from .._version import __version__
 from ..analyses import split_sentences
+from ..analyses._signals import describe_signals
 from ..sample import Sample
 from ..store import Store
 from ._compare import (
@@ -482,6 +483,8 @@ def _sample_panel(result: EvaluationResult, idx: int, prefix: str, open_: bool =
             ]
             if cv.reason:
                 li.append(f'<div class="why">judge: {e(cv.reason)}</div>')
+            if cv.signals:
+                li.append(f'<div class="muted signals">signals: {e(describe_signals(cv.signals))}</div>')
             found = marks.add(cv, f"{key} claim {n}")
             if found is not None:
                 m, mid = found
