@@ -75,3 +75,21 @@ def test_example_through_the_four_core_metrics(qwen_provider: object, tmp_path: 
     assert cp.evidence.details["chunks"][2]["relevant"] is False  # the company's founding: not needed
     ar = result.scores["ex-1"]["answer_relevancy"]
     assert ar.value is not None and ar.value > 0.5
+
+
+def test_short_answers_are_graded_with_the_question_and_every_alias(qwen_provider: object) -> None:
+    """A short reference: the real judge grades the response as a whole, the aliases count."""
+    rows = [
+        {"id": "right", "question": "Which city was Richard Daley the mayor of for 21 years?",
+         "response": "He was the mayor of the Windy City.", "reference": ["Chicago", "Windy City", "Chicago, Illinois"]},
+        {"id": "wrong", "question": "Which city was Richard Daley the mayor of for 21 years?",
+         "response": "He was the mayor of Boston.", "reference": ["Chicago", "Windy City", "Chicago, Illinois"]},
+    ]
+    result = ragsight.evaluate(rows, ["factual_correctness"], judge=Judge(qwen_provider),  # type: ignore[arg-type]
+                               cache=False, settings=ragsight.analyses.AnalysisSettings(explain="none"))
+    right, wrong = result.scores["right"]["factual_correctness"], result.scores["wrong"]["factual_correctness"]
+    assert right.evidence.details["short_answer"] and wrong.evidence.details["short_answer"]
+    assert right.value is not None and wrong.value is not None
+    assert right.value >= 0.5 > wrong.value
+    assert right.evidence.claims[0].signals["alias_contained"] == 1.0
+    assert 0.0 < right.evidence.claims[0].signals["judge_yes"] < 1.0
