@@ -218,6 +218,10 @@ class JudgeWorld:
             return {"entities": ents}, None
         if prompt_id == "explain_verdict":
             return {"reason": "The text says so."}, None
+        if prompt_id == "verify_claim_answer_json":
+            response = content_words(block(user, "response") or "")
+            aliases = [content_words(a) for a in (block(user, "reference") or "").split(" / ")]
+            return {"correct": any(a and a <= response for a in aliases)}, None
         raise AssertionError(f"the judge world has no answer for prompt {prompt_id!r}")
 
 
