@@ -217,7 +217,8 @@ def _reference(value: Any, from_csv: bool) -> str | tuple[str, ...] | None:
             return _reference(parsed, False)
         return value
     if isinstance(value, (list, tuple)):
-        items = _text_list("reference", value, False) or ()
+        # blank aliases accept nothing: drop them; a list of blanks is a missing reference
+        items = tuple(a for a in (_text_list("reference", value, False) or ()) if a.strip())
         if not items:
             return None
         return items[0] if len(items) == 1 else items
