@@ -25,6 +25,7 @@ coefficients, :func:`combine` returns the judge's own probability unchanged.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -167,13 +168,29 @@ COEFFICIENTS: dict[str, dict[str, dict[str, Any]]] = {
 # END COEFFICIENTS
 
 
+@functools.cache
 def get_model(kind: str, model: str = DEFAULT_MODEL) -> CombinationModel | None:
     """The fitted model of ``kind`` for a judge model, or None. Kinds: "judge" and "signals"
     (claims against a source), "answer" and "answer_signals" (short answers against aliases);
-    the signals-only kinds do not depend on the judge model (table ``"*"``)."""
+    the signals-only kinds do not depend on the judge model (table ``"*"``). Parsed once per
+    (kind, model): it is asked for every verdict."""
     table = COEFFICIENTS.get(model, {})
     d = table.get(kind) or (COEFFICIENTS["*"].get(kind) if kind.endswith("signals") else None)
     return CombinationModel.from_dict(d) if d is not None else None
+
+
+def _combine(kind: str, judge_p: float | None, signals: Mapping[str, float], model: str) -> float:
+    """The fitted ``kind`` model on the judge's probability and the signals; with ``judge_p``
+    None, the ``<kind>_signals`` model (``"signals"`` for claims); for a judge model without
+    fitted coefficients, ``judge_p`` unchanged (clipped to [0, 1])."""
+    if judge_p is not None:
+        fitted = get_model(kind, model)
+        if fitted is None:
+            return min(max(float(judge_p), 0.0), 1.0)
+    else:
+        fitted = get_model("signals" if kind == "judge" else f"{kind}_signals", model)
+        assert fitted is not None
+    return fitted.predict(feature_values(judge_p, signals))
 
 
 def combine(
@@ -184,14 +201,7 @@ def combine(
     With ``judge_p`` None the signals-only model is used. For a judge model that has no fitted
     coefficients, ``judge_p`` is returned unchanged.
     """
-    if judge_p is not None:
-        fitted = get_model("judge", model)
-        if fitted is None:
-            return min(max(float(judge_p), 0.0), 1.0)
-    else:
-        fitted = get_model("signals", model)
-        assert fitted is not None
-    return fitted.predict(feature_values(judge_p, signals))
+    return _combine("judge", judge_p, signals, model)
 
 
 def combine_answer(
@@ -199,17 +209,10 @@ def combine_answer(
 ) -> float:
     """P(the answer is correct) in [0, 1] for a short answer graded against reference aliases,
     from the judge's P(Yes) for prompt ``verify_claim_answer`` (or None) and
-    :func:`ragsight.analyses._signals.alias_signals`. With ``judge_p`` None, or for a judge model
-    without fitted coefficients and no probability, the alias signals alone decide; for such a
-    model with a probability, ``judge_p`` is returned unchanged."""
-    if judge_p is not None:
-        fitted = get_model("answer", model)
-        if fitted is None:
-            return min(max(float(judge_p), 0.0), 1.0)
-    else:
-        fitted = get_model("answer_signals", model)
-        assert fitted is not None
-    return fitted.predict(feature_values(judge_p, signals))
+    :func:`ragsight.analyses._signals.alias_signals`. With ``judge_p`` None the alias signals
+    alone decide; for a judge model without fitted coefficients ``judge_p`` is returned
+    unchanged."""
+    return _combine("answer", judge_p, signals, model)
 
 
 def needs_prior(model: str = DEFAULT_MODEL) -> bool:

@@ -469,7 +469,9 @@ class SampleContext:
                         chunk_answers.append(a)
                         p_chunk = a.value["Yes"]
                         if calibrated:
-                            p_chunk = assess_claim(c, src, p_chunk, priors[i], model=judge.model)[0] or p_chunk
+                            combined, _ = assess_claim(c, src, p_chunk, priors[i], model=judge.model)
+                            assert combined is not None  # a judge probability was given
+                            p_chunk = combined
                         if p_chunk >= thr:
                             per_claim[i].add(k)
             support = tuple(frozenset(s) for s in per_claim)
