@@ -12,6 +12,10 @@ verdict models were fitted on the rest), then prints the commands to run:
 - ExpertQA (validation claims, N/A skipped): the claim as the response and its cited evidence as
   the contexts; label ``label_supported``; metric faithfulness. A random subset (by a hash of the
   id) when ``--expertqa-limit`` is given, since each claim costs a claim extraction.
+- WiCE (``--wice dev`` or ``--wice heldout``, ``--wice-limit N``): the claim as the response and
+  its evidence sentences as the contexts; label ``label_supported``; metric faithfulness as the
+  product computes it (the claim split into atomic claims by the judge, each verified). Writes
+  ``wice_<split>.jsonl`` and its labels only.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def trail_figures(store_path: Path, run: str, labels_path: Path, label: str) -> 
               (json.loads(line) for line in labels_path.read_text("utf-8").splitlines() if line.strip())}
     with Store(store_path) as store:
         res = load_result(store, run)
-    shipped, bare, overlap, y = [], [], [], []
+    shipped, bare, overlap, p_min, p_mean, n_claims, y = [], [], [], [], [], [], []
     for sid, scores in res.scores.items():
         sc = scores.get("faithfulness")
         if sc is None or sid not in labels or sc.value is None:
@@ -63,12 +67,17 @@ def trail_figures(store_path: Path, run: str, labels_path: Path, label: str) -> 
         shipped.append(sc.value)
         bare.append(float(np.mean([c.signals["judge_yes"] >= 0.5 for c in claims])))
         overlap.append(float(np.mean([c.signals["overlap"] for c in claims])))
+        probs = [c.probability if c.probability is not None else float(c.supported) for c in claims]
+        p_min.append(min(probs))
+        p_mean.append(float(np.mean(probs)))
+        n_claims.append(len(claims))
         y.append(labels[sid])
-    print(f"{len(y)} scored samples ({sum(y)} labelled 1)")
+    print(f"{len(y)} scored samples ({sum(y)} labelled 1), {np.mean(n_claims):.2f} claims per sample")
     rng = np.random.default_rng(0)
     ya = np.array(y)
     for name, v in (("faithfulness (shipped verdicts)", shipped), ("faithfulness from bare P(Yes) >= 0.5", bare),
-                    ("mean word overlap of the claims", overlap)):
+                    ("mean word overlap of the claims", overlap),
+                    ("lowest P(supported) of the claims", p_min), ("mean P(supported) of the claims", p_mean)):
         va = np.array(v)
         boots = []
         for _ in range(2000):
@@ -87,12 +96,28 @@ def main() -> int:
     ap.add_argument("--trail", nargs=2, metavar=("RUN", "LABELS"),
                     help="figures from the evidence of a faithfulness run in OUT/metaeval.db")
     ap.add_argument("--label", default="label_supported")
+    ap.add_argument("--wice", choices=("dev", "heldout"), help="write WiCE inputs for this split only")
+    ap.add_argument("--wice-limit", type=int, default=None)
     args = ap.parse_args()
     if args.trail:
         trail_figures(args.out / "metaeval.db", args.trail[0], Path(args.trail[1]), args.label)
         return 0
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
+    if args.wice:
+        wi = [r for r in read("wice_claims_dev.jsonl") if heldout(r["id"]) == (args.wice == "heldout")]
+        wi.sort(key=lambda r: hashlib.sha256(("pick:" + r["id"]).encode("utf-8")).hexdigest())
+        wi = wi[:args.wice_limit] if args.wice_limit else wi
+        name = f"wice_{args.wice}"
+        write(out / f"{name}.jsonl", [{"id": r["id"], "response": r["answer"], "contexts": r["contexts"]}
+                                      for r in wi])
+        write(out / f"{name}_labels.jsonl", [{"id": r["id"], "label_supported": bool(r["label_supported"])}
+                                             for r in wi])
+        print(f"WiCE {args.wice}: {len(wi)} claims ({sum(bool(r['label_supported']) for r in wi)} supported)")
+        print(f".venv/bin/ragsight evaluate {out / (name + '.jsonl')} --metrics faithfulness "
+              f"--store {out / 'metaeval.db'} --metadata set={name}")
+        print(f".venv/bin/python bench/metaeval_calibrate.py --trail last {out / (name + '_labels.jsonl')}")
+        return 0
 
     ev = [r for r in read("evouna_tq.jsonl") if heldout(r["id"])]
     write(out / "evouna.jsonl", [{"id": r["id"], "question": r["question"], "response": r["answer"],

