@@ -14,7 +14,9 @@ async def test_grammar_constrained_json_parses(smollm_provider: object) -> None:
     judge = Judge(smollm_provider)  # type: ignore[arg-type]
     ans = await judge.ask(
         load_prompt("extract_claims"),
-        {"question": "", "text": fence("response", "Paris is the capital of France. It has 2 million people.")},
+        # One short fact: on longer texts this 135M model may repeat a claim until max_tokens, and
+        # where it does depends on the CPU's arithmetic (AVX2 vs AVX-512 builds).
+        {"question": "", "text": fence("response", "The sky is blue.")},
         lambda d: d["claims"], max_tokens=120,
     )
     assert isinstance(ans.value, list)
