@@ -12,6 +12,9 @@ signals never repeats a model call.
     .venv/bin/python bench/validity.py report            # dev figures (cross-validated)
     .venv/bin/python bench/validity.py report --final    # held-out figures (the acceptance ones)
     .venv/bin/python bench/validity.py fit               # refit the shipped coefficients on dev
+    # a faithfulness run of WiCE claims (bench/metaeval_calibrate.py --wice) against the
+    # claim-level verdicts of this cache, on the same claims:
+    .venv/bin/python bench/validity.py trail RUN --store /tmp/ragsight-metaeval/metaeval.db --split dev
 
 Splits: a row is held out when ``int(sha256(id), 16) % 3 == 0`` (about a third of each set);
 everything else is the development split. Coefficients, prompt choices and thresholds are
@@ -684,6 +687,47 @@ async def timing(n: int) -> None:
 # ---- entry point ----------------------------------------------------------------------------
 
 
+def report_trail(run_ref: str, store_path: Path, split: str, out: Callable[[str], None] = print) -> None:
+    """Faithfulness as the product computes it (claims extracted from each WiCE claim, each
+    verified) against the claim-level shipped verdict of this cache, on the same claims."""
+    import numpy as np
+
+    from ragsight._evaluate import load_result
+    from ragsight.analyses._calibrated import combine
+    from ragsight.store import Store
+
+    rows, y, cols = feature_table("wice", split, CLAIM_PROBES, need=CLAIM_PROBES_USED)
+    at = {r["id"]: i for i, r in enumerate(rows)}
+    with Store(store_path) as store:
+        res = load_result(store, run_ref)
+    got: dict[str, list[float]] = {k: [] for k in ("faith", "pmin", "pmean", "claim", "bare", "overlap")}
+    labels, n_claims = [], []
+    for sid, scores in res.scores.items():
+        sc = scores.get("faithfulness")
+        if sc is None or sc.value is None or sid not in at:
+            continue
+        i = at[sid]
+        probs = [c.probability if c.probability is not None else float(c.supported) for c in sc.evidence.claims]
+        got["faith"].append(sc.value)
+        got["pmin"].append(min(probs))
+        got["pmean"].append(float(np.mean(probs)))
+        got["claim"].append(combine(*shipped_signals("wice", cols, i)))
+        got["bare"].append(float(cols["bare_p"][i]))
+        got["overlap"].append(float(cols["overlap"][i]))
+        labels.append(int(y[i]))
+        n_claims.append(len(probs))
+    ya = np.array(labels)
+    out(f"## WiCE {split}, run {res.run_id}: {len(ya)} claims ({int(ya.sum())} supported), "
+        f"{np.mean(n_claims):.2f} extracted claims each; AUROC [95% bootstrap CI]")
+    names = {"faith": "faithfulness as shipped (share at P >= 0.5)", "pmin": "lowest P of the extracted claims",
+             "pmean": "mean P of the extracted claims", "claim": "claim-level shipped verdict (no extraction)",
+             "bare": "bare judge on the whole claim", "overlap": "word overlap of the whole claim"}
+    for k, name in names.items():
+        out(f"- {name}: {_fmt(auroc_ci(np.array(got[k]), ya))}")
+    out(f"- gain of the lowest P over the claim-level verdict (paired bootstrap): "
+        f"{_fmt(auroc_gain(np.array(got['claim']), np.array(got['pmin']), ya))}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -698,6 +742,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("fit", help="refit the shipped coefficients on the development splits")
     tm = sub.add_parser("timing", help="seconds per claim of the shipped verdict (uncached)")
     tm.add_argument("--n", type=int, default=10)
+    tr = sub.add_parser("trail", help="a faithfulness run of WiCE claims against the claim-level verdicts")
+    tr.add_argument("run")
+    tr.add_argument("--store", type=Path, default=Path("/tmp/ragsight-metaeval/metaeval.db"))
+    tr.add_argument("--split", default="dev", choices=("dev", "heldout"))
     args = ap.parse_args(argv)
     if args.cmd == "run":
         asyncio.run(run(args.set, args.split, args.probes.split(","), args.limit))
@@ -710,6 +758,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report_dev()
     elif args.cmd == "timing":
         asyncio.run(timing(args.n))
+    elif args.cmd == "trail":
+        report_trail(args.run, args.store, args.split)
     elif args.cmd == "fit":
         print(_pyrepr(fit_all()))
     return 0
