@@ -131,6 +131,22 @@ def _claim_values(source: str, claim: str) -> dict[str, str]:
             "target": "contexts"}
 
 
+def missing_words(claim: str, sources: Sequence[str]) -> list[str]:
+    """The claim's content words (as written, in order, once each) that the sources do not
+    contain in any form: what the ``missing`` signal counts."""
+    from ragsight.analyses._signals import _norm_token, content_words, tokens
+
+    have = set(content_words("\n\n".join(sources)))
+    out: list[str] = []
+    seen: set[str] = set()
+    for tok in tokens(claim):
+        n = _norm_token(tok)
+        if n is not None and n not in have and n not in seen:
+            seen.add(n)
+            out.append(tok)
+    return out
+
+
 def probe_calls(name: str, row: dict[str, Any], probe: str) -> list[Call]:
     """The calls of one probe for one row (a probe may make none, e.g. 'answer' on WiCE)."""
     if name in ("wice", "expertqa"):
@@ -147,6 +163,11 @@ def probe_calls(name: str, row: dict[str, Any], probe: str) -> list[Call]:
                      _claim_values(contexts_block([" ".join(best_sentences(claim, contexts))]), claim))]
         if probe == "prior":
             return [("verify_claim", _claim_values(contexts_block([""]), claim))]
+        if probe == "focus":  # only for claims with words the text lacks; otherwise no call
+            missing = missing_words(claim, contexts)
+            if not missing:
+                return []
+            return [("verify_claim_focus", {**_claim_values(full, claim), "missing": ", ".join(missing)})]
         if probe == "fewshot":
             return [("verify_claim_fewshot", _claim_values(full, claim))]
         if probe == "fewshot_prior":
@@ -331,7 +352,7 @@ def cv_scores(
 # ---- feature tables ------------------------------------------------------------------------
 
 # The P(Yes) of each probe enters as a log-odds column named "<probe>_logit".
-CLAIM_PROBES = ("bare", "details", "prior", "best", "fewshot", "fewshot_prior")
+CLAIM_PROBES = ("bare", "details", "prior", "best", "fewshot", "fewshot_prior", "focus")
 
 
 def feature_table(
@@ -593,6 +614,36 @@ def report_dev(out: Callable[[str], None] = print) -> None:
             f"best accuracy {np.mean((p >= accuracy_threshold(p, y)) == (y > 0)):.3f}")
 
 
+def report_focus(out: Callable[[str], None] = print) -> None:
+    """The 'focus' probe (verify_claim_focus: the claim's words missing from the text named in
+    the question) on the development split: alone, and added to the shipped inputs, 10-fold CV.
+    Claims with no missing word make no focus call; their focus value is the bare P(Yes)."""
+    import numpy as np
+
+    from ragsight.analyses._calibrated import logit
+    from ragsight.report._stats import auroc
+
+    rows, y, cols = feature_table("wice", "dev", CLAIM_PROBES, need=("bare", "prior"))
+    focus = np.where(cols["missing"] == 0, cols["bare_p"], cols["focus_p"])
+    ok = ~np.isnan(focus)
+    ids = [r["id"] for r, k in zip(rows, ok) if k]
+    y = y[ok]
+    cols = {k: v[ok] for k, v in cols.items()}
+    focus = focus[ok]
+    n_calls = int(np.sum(cols["missing"] > 0))
+    out(f"## WiCE development split, focus probe: {len(y)} claims ({int(y.sum())} supported; "
+        f"{n_calls} with missing words, so a focus call)")
+    out(f"- bare P(Yes) alone: {auroc(cols['bare_p'], y):.3f}; focus P(Yes) alone: {auroc(focus, y):.3f}")
+    base = design("wice", cols, CLAIM_FEATURES)
+    fl = np.array([logit(float(p)) for p in focus])[:, None]
+    for l2 in (1.0, 10.0, 30.0):
+        shipped = cv_scores(ids, base, y, l2=l2)
+        plus = cv_scores(ids, np.hstack([base, fl]), y, l2=l2)
+        swap = cv_scores(ids, np.hstack([np.delete(base, 0, axis=1), fl]), y, l2=l2)
+        out(f"- L2 = {l2}: shipped inputs {auroc(shipped, y):.3f}; + focus {auroc(plus, y):.3f}; "
+            f"focus instead of the bare judge {auroc(swap, y):.3f}")
+
+
 def report_final(out: Callable[[str], None] = print, expertqa_limit: int | None = None) -> None:
     """Held-out figures with the SHIPPED coefficients (combine / combine_answer)."""
     import numpy as np
@@ -739,6 +790,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep = sub.add_parser("report", help="figures from the cache (no model calls)")
     rep.add_argument("--final", action="store_true", help="the held-out figures (shipped model)")
     rep.add_argument("--before", action="store_true", help="issue 3: the bare judge alone")
+    rep.add_argument("--focus", action="store_true", help="the focus probe on the development split")
     sub.add_parser("fit", help="refit the shipped coefficients on the development splits")
     tm = sub.add_parser("timing", help="seconds per claim of the shipped verdict (uncached)")
     tm.add_argument("--n", type=int, default=10)
@@ -752,6 +804,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.cmd == "report":
         if args.before:
             report_before()
+        elif args.focus:
+            report_focus()
         elif args.final:
             report_final()
         else:
