@@ -124,8 +124,8 @@ def test_ctrl_c_saves_finished_samples_and_exits_130(tmp_path: Path, monkeypatch
     import time
     from contextlib import closing
 
-    # Enough samples that the run cannot end before it is interrupted, even on a loaded machine
-    # (about 15 s uninterrupted); the interrupt comes once 3 are finished.
+    # Enough samples that the run cannot end before it is interrupted on a loaded machine (about
+    # 15 s uninterrupted); the interrupt comes once 3 are finished.
     n_rows = 100
     rows = make_samples(n_rows)
     data = tmp_path / "d.jsonl"
@@ -137,6 +137,9 @@ def test_ctrl_c_saves_finished_samples_and_exits_130(tmp_path: Path, monkeypatch
             [sys.executable, "-m", "ragsight.cli", "evaluate", str(data), "--metrics", "faithfulness",
              "--judge", "openai:m", "--base-url", srv.url, "--store", str(store), "--concurrency", "2", "--quiet"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            # A shell running this suite in the background (`cmd &`, nohup) ignores SIGINT, and an
+            # ignored signal stays ignored in its children: Python would then never see Ctrl-C.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 60
         done, last_error = 0, ""
