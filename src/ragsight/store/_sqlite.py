@@ -28,6 +28,8 @@ from ..sample import RowProblem, Sample
 
 __all__ = ["RunInfo", "SQLiteCallCache", "Store"]
 
+_OPEN_RETRY_S = 30.0  # how long opening a store retries "database is locked" (see Store.__init__)
+
 LOCK_STALE_S = 120.0
 
 
@@ -72,16 +74,36 @@ class Store:
             parent = Path(self.path).parent
             if not parent.exists():
                 raise StoreError(f"cannot create the store {self.path}: folder {parent} does not exist")
-        try:
-            self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self.conn.execute("PRAGMA busy_timeout = 30000")
-            if self.path != ":memory:":
-                self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = NORMAL")
-            self.conn.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path} is not a usable ragsight store ({exc}). Pick another --store path.") from exc
+        # Several processes opening a new store at once: switching it to WAL needs an exclusive
+        # lock, and SQLite answers "database is locked" at once, without waiting, where waiting
+        # could deadlock. Those attempts are retried (with a growing pause) for up to 30 s.
+        deadline = time.monotonic() + _OPEN_RETRY_S
+        pause = 0.02
+        while True:
+            conn = None
+            try:
+                conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                self.conn = conn
+                conn.execute("PRAGMA busy_timeout = 30000")
+                if self.path != ":memory:":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+                self._migrate()
+                break
+            except sqlite3.OperationalError as exc:
+                if conn is not None:
+                    conn.close()
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() + pause > deadline:
+                    raise StoreError(f"{self.path} is not a usable ragsight store ({exc}). "
+                                     "Pick another --store path.") from exc
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+            except sqlite3.DatabaseError as exc:
+                if conn is not None:
+                    conn.close()
+                raise StoreError(f"{self.path} is not a usable ragsight store ({exc}). Pick another --store path.") from exc
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
 
     # ---- schema -------------------------------------------------------------------------------
