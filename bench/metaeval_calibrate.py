@@ -58,7 +58,7 @@ def trail_figures(store_path: Path, run: str, labels_path: Path, label: str) -> 
               (json.loads(line) for line in labels_path.read_text("utf-8").splitlines() if line.strip())}
     with Store(store_path) as store:
         res = load_result(store, run)
-    shipped, bare, overlap, p_min, p_mean, n_claims, y = [], [], [], [], [], [], []
+    shipped, bare, overlap, y = [], [], [], []
     for sid, scores in res.scores.items():
         sc = scores.get("faithfulness")
         if sc is None or sid not in labels or sc.value is None:
@@ -67,17 +67,12 @@ def trail_figures(store_path: Path, run: str, labels_path: Path, label: str) -> 
         shipped.append(sc.value)
         bare.append(float(np.mean([c.signals["judge_yes"] >= 0.5 for c in claims])))
         overlap.append(float(np.mean([c.signals["overlap"] for c in claims])))
-        probs = [c.probability if c.probability is not None else float(c.supported) for c in claims]
-        p_min.append(min(probs))
-        p_mean.append(float(np.mean(probs)))
-        n_claims.append(len(claims))
         y.append(labels[sid])
-    print(f"{len(y)} scored samples ({sum(y)} labelled 1), {np.mean(n_claims):.2f} claims per sample")
+    print(f"{len(y)} scored samples ({sum(y)} labelled 1)")
     rng = np.random.default_rng(0)
     ya = np.array(y)
     for name, v in (("faithfulness (shipped verdicts)", shipped), ("faithfulness from bare P(Yes) >= 0.5", bare),
-                    ("mean word overlap of the claims", overlap),
-                    ("lowest P(supported) of the claims", p_min), ("mean P(supported) of the claims", p_mean)):
+                    ("mean word overlap of the claims", overlap)):
         va = np.array(v)
         boots = []
         for _ in range(2000):
@@ -116,7 +111,8 @@ def main() -> int:
         print(f"WiCE {args.wice}: {len(wi)} claims ({sum(bool(r['label_supported']) for r in wi)} supported)")
         print(f".venv/bin/ragsight evaluate {out / (name + '.jsonl')} --metrics faithfulness "
               f"--store {out / 'metaeval.db'} --metadata set={name}")
-        print(f".venv/bin/python bench/metaeval_calibrate.py --trail last {out / (name + '_labels.jsonl')}")
+        # against the claim-level verdicts on the same claims (labels from the cache's own rows)
+        print(f".venv/bin/python bench/validity.py trail last --store {out / 'metaeval.db'} --split {args.wice}")
         return 0
 
     ev = [r for r in read("evouna_tq.jsonl") if heldout(r["id"])]

@@ -40,7 +40,10 @@ fi
 # llama.cpp lacks the instructions chosen above (or after RAGSIGHT_CPU changed).
 llama_info() { .venv/bin/python -c 'import llama_cpp; print(llama_cpp.llama_print_system_info().decode())' 2>/dev/null || true; }
 info="$(llama_info)"
-if [ "${RAGSIGHT_CPU:-auto}" = "avx2" ] && [[ "$info" == *"AVX512 = 1"* ]] || [[ "$info" != *"$want"* ]]; then
+rebuild=no
+[[ "$info" != *"$want"* ]] && rebuild=yes                                    # missing, or built without it
+[ "${RAGSIGHT_CPU:-auto}" = "avx2" ] && [[ "$info" == *"AVX512 = 1"* ]] && rebuild=yes  # portable asked
+if [ "$rebuild" = yes ]; then
   echo "building llama-cpp-python for this CPU ($want); this takes a few minutes"
   .venv/bin/python -m pip install -q --no-cache-dir --force-reinstall --no-deps \
     "$(grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)"

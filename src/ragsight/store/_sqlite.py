@@ -91,19 +91,15 @@ class Store:
                 conn.execute("PRAGMA foreign_keys = ON")
                 self._migrate()
                 break
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:
                 if conn is not None:
                     conn.close()
-                busy = "locked" in str(exc) or "busy" in str(exc)
+                busy = isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
                 if not busy or time.monotonic() + pause > deadline:
                     raise StoreError(f"{self.path} is not a usable ragsight store ({exc}). "
                                      "Pick another --store path.") from exc
                 time.sleep(pause)
                 pause = min(pause * 2, 0.5)
-            except sqlite3.DatabaseError as exc:
-                if conn is not None:
-                    conn.close()
-                raise StoreError(f"{self.path} is not a usable ragsight store ({exc}). Pick another --store path.") from exc
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
 
     # ---- schema -------------------------------------------------------------------------------
