@@ -261,6 +261,7 @@ async def _run(
         judge = make_judge(judge_spec, base_url=base_url, policy=policy, notice=notice,
                            max_concurrency=judge_concurrency)
         judge.cache = (SQLiteCallCache(st) if st.path != ":memory:" else MemoryCallCache()) if cache else None
+        judge.start_run()  # a Judge passed in again: its memo of the last run's answers is dropped
     emb = make_embedder(embedder_spec, base_url=embedder_base_url or base_url, notice=notice) if need_embedder else None
     try:
         if judge is not None and preflight:

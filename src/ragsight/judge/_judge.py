@@ -250,6 +250,11 @@ class Judge:
         self.stats = JudgeStats()
         self._rng = random.Random(seed)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+        # Without a cache, the answers of this judge's finished steps, so that a step asked again
+        # later in the run (two samples sharing a reference text) is not sent again. One Judge
+        # per run, and every run of ``--repeats`` has its own (and its own seed), so repeated
+        # runs still ask afresh.
+        self._memo: dict[str, Answer[Any]] = {}
 
     @property
     def name(self) -> str:
@@ -262,6 +267,10 @@ class Judge:
     @property
     def supports_choices(self) -> bool:
         return self.provider.supports_choices
+
+    def start_run(self) -> None:
+        """Forget the answers memorised in an earlier run (used when there is no cache)."""
+        self._memo.clear()
 
     def _semaphore(self) -> asyncio.Semaphore:
         if self._sem is None:
@@ -315,19 +324,25 @@ class Judge:
         key = step_key(self.model, request, prompt.hash, "json")
         return await self._dedup(key, lambda: self._ask(prompt, request, key, validate, use_cache))
 
+    def _reuse(self, result: Any) -> Any:
+        # A step answered by another caller's call is recorded as a cache hit of that call.
+        if isinstance(result, Answer) and result.calls:
+            call = replace(result.calls[-1], attempt=1, cached=True, prompt_tokens=0,
+                           completion_tokens=0, latency_s=0.0, error=None, started_at=time.time())
+            self._emit(call)
+            return Answer(result.value, result.step, (call,), result.prompt_id, result.prompt_version)
+        return result
+
     async def _dedup(self, key: str, make: Callable[[], Any]) -> Any:
         # The same step asked twice at once (two samples sharing a text) is sent once. The waiter
         # records a cache hit, so each sample's trail lists every step behind its scores whatever
-        # the timing.
+        # the timing. Without a cache (``cache=False``, whose runs also pass use_cache=False), a
+        # step asked again after it finished is answered from the run's memo in the same way.
+        if self.cache is None and key in self._memo:
+            return self._reuse(self._memo[key])
         fut = self._inflight.get(key)
         if fut is not None:
-            result = await asyncio.shield(fut)
-            if isinstance(result, Answer) and result.calls:
-                call = replace(result.calls[-1], attempt=1, cached=True, prompt_tokens=0,
-                               completion_tokens=0, latency_s=0.0, error=None, started_at=time.time())
-                self._emit(call)
-                return Answer(result.value, result.step, (call,), result.prompt_id, result.prompt_version)
-            return result
+            return self._reuse(await asyncio.shield(fut))
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         self._inflight[key] = fut
@@ -339,6 +354,8 @@ class Judge:
             raise
         else:
             fut.set_result(result)
+            if self.cache is None and isinstance(result, Answer):
+                self._memo[key] = result
             return result
         finally:
             del self._inflight[key]
