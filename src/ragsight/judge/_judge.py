@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import ConfigError, JudgeError
 from ..prompts import Prompt
-from ._parse import OutputError, extract_json_object
+from ._parse import OutputError, close_repeating_list, extract_json_object
 from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
 
 __all__ = [
@@ -392,12 +392,18 @@ class Judge:
                 break
             try:
                 if completion.finish_reason == "length":
-                    max_tokens = min(max_tokens * 2, 4096)
-                    raise OutputError(
-                        f"the reply was cut off at {req.max_tokens} tokens; reply with a shorter, "
-                        "complete JSON object"
-                    )
-                parsed = extract_json_object(completion.text)
+                    # A reply cut off while the judge repeated its list loses only repeats: closed
+                    # as it is (the repair is noted in the parsed output). Anything else: re-ask.
+                    repaired = close_repeating_list(completion.text)
+                    if repaired is None:
+                        max_tokens = min(max_tokens * 2, 4096)
+                        raise OutputError(
+                            f"the reply was cut off at {req.max_tokens} tokens; reply with a shorter, "
+                            "complete JSON object"
+                        )
+                    parsed = repaired
+                else:
+                    parsed = extract_json_object(completion.text)
                 value = validate(parsed)
             except (OutputError, ValueError, KeyError, TypeError) as exc:
                 problem = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OutputError) else str(exc)

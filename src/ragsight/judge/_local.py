@@ -7,11 +7,13 @@ Two kinds of call:
   prefix reuse: tokens shared with the previous call (the contexts, put first by our prompts) stay
   in the KV cache and only the differing tail (the claim) is processed.
 - :meth:`LocalJudge.complete` generates JSON under a grammar built from the request's schema.
-  At temperature 0 it decodes greedily with prompt-lookup drafts: the tokens that followed the
-  latest n-gram of the output where it last occurred in the prompt are checked in one batch, so
-  spans copied from the prompt (claims quote their text) cost a fraction of a pass per token. The
-  grammar is checked on the greedy token alone and applied to the whole vocabulary only when it
-  rejects that token. The output is the greedy output under the grammar either way.
+  At temperature 0 it decodes greedily itself: the grammar is checked on the greedy token alone
+  and applied to the whole vocabulary only when it rejects that token, which gives the greedy
+  output under the grammar. An output that ends with three copies of one block of tokens is a
+  loop (a small model repeating its list): it is stopped there and returned as cut off, and the
+  Judge closes a repeating list (judge/_parse.py) or asks again. Prompt-lookup drafts (the tokens
+  that followed the latest n-gram of the output in the prompt, checked in one batch) are built
+  but off by default: they do not pay on a 2-core CPU (docs/benchmarks.md).
 
 llama.cpp keeps the KV cache of the last prompt only. A few saved cache states (a small LRU) keep
 the long prefixes of earlier prompts too, so calls of different kinds can alternate without
@@ -138,6 +140,22 @@ class _PrefixStates:
         return True
 
 
+# A greedy output that ends with three copies of the same block of tokens (12 to 200 tokens
+# long) is a loop: a small model repeating its list or sentence would go on to max_tokens.
+_LOOP_PERIODS = (12, 200)
+_LOOP_COPIES = 3
+
+
+def _looping(out: list[int]) -> bool:
+    """Whether ``out`` ends with _LOOP_COPIES copies of one block of _LOOP_PERIODS tokens."""
+    lo, hi = _LOOP_PERIODS
+    for p in range(lo, min(hi, len(out) // _LOOP_COPIES) + 1):
+        tail = out[-p:]
+        if all(out[-(k + 1) * p: -k * p] == tail for k in range(1, _LOOP_COPIES)):
+            return True
+    return False
+
+
 def _draft(history: list[int], n_prompt: int, limit: int) -> list[int]:
     """Prompt-lookup draft: the tokens that followed the latest earlier occurrence of the last
     few tokens of ``history`` (searched in the prompt and in the output so far)."""
@@ -212,6 +230,7 @@ class LocalJudge:
         self.decode_passes = 0  # forward passes spent generating them
         self.tokens_drafted = 0  # prompt-lookup draft tokens evaluated in those passes
         self.drafts_accepted = 0  # ... of which the greedy decoding kept
+        self.loops_stopped = 0  # greedy outputs stopped early because they repeated themselves
         if self.spec in WEAK_MODELS:
             import warnings
 
@@ -470,6 +489,11 @@ class LocalJudge:
                 out.append(tok)
                 history.append(tok)
                 if len(out) >= max_tokens or int(llm.n_tokens) + 1 >= self.n_ctx:
+                    break
+                if len(out) % 4 == 0 and _looping(out):
+                    # cut off like a reply at max_tokens, so early: the Judge closes a repeating
+                    # list (judge/_parse.py) or asks again
+                    self.loops_stopped += 1
                     break
                 room = min(max_tokens - len(out), self.n_ctx - int(llm.n_tokens) - 2)
                 draft = _draft(history, len(tokens), min(_DRAFT_MAX, room)) if self.prompt_lookup else []

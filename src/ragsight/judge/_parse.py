@@ -1,8 +1,10 @@
 """Deterministic repair and parsing of a judge's JSON output.
 
 Repairs only what is safe: code fences, prose before or after the object, a byte-order mark. It
-never closes a truncated object: an output cut at max_tokens is rejected, so a shorter list is
-never taken for a complete one.
+never closes a truncated object whose list might have gone on: an output cut at max_tokens is
+rejected, so a shorter list is never taken for a complete one. The one exception is a list that
+was cut off while the judge was repeating itself (:func:`close_repeating_list`): its last items
+repeat earlier ones, so what is lost is only more repeats.
 """
 
 from __future__ import annotations
@@ -10,7 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["OutputError", "extract_json_object"]
+__all__ = ["OutputError", "close_repeating_list", "extract_json_object"]
+
+# A cut-off list is closed only when at least this many of its last complete items repeat earlier
+# ones: a judge caught in a loop, not a long list.
+MIN_REPEATS = 2
 
 
 class OutputError(ValueError):
@@ -81,3 +87,72 @@ def _object_end(s: str, start: int) -> int:
             if depth == 0:
                 return i
     return -1
+
+
+def close_repeating_list(text: str) -> dict[str, Any] | None:
+    """Repair a reply cut off while the judge was repeating the items of a list, or None.
+
+    The reply must be one JSON object whose last value is an open list of strings, e.g.
+    ``{"claims": ["a", "b", "a", "b", "a``, whose last :data:`MIN_REPEATS` complete items or
+    more all occur earlier in the list. The incomplete item is dropped, repeated items are kept
+    once (in their first place) and the list and object are closed. The result says what was
+    done under the key ``"_repair"``, so the trail shows it beside the raw output. Anything else
+    (a list whose items are new, nested values, prose) gives None: the reply stays rejected.
+    """
+    s = text.strip().lstrip("\ufeff")
+    start = s.find("{")
+    if start < 0:
+        return None
+    stack: list[str] = []
+    in_str = False
+    escape = False
+    item_start = -1
+    last_item_end = -1  # index after the last complete string item of a top-level list
+    for i in range(start, len(s)):
+        ch = s[i]
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_str = False
+                if stack == ["{", "["] and item_start >= 0:
+                    last_item_end = i + 1
+            continue
+        if ch == '"':
+            in_str = True
+            item_start = i if stack == ["{", "["] else -1
+        elif ch in "{[":
+            stack.append(ch)
+        elif ch in "}]":
+            if not stack:
+                return None
+            stack.pop()
+            if not stack:
+                return None  # the object is complete: nothing to close
+    if stack != ["{", "["] or last_item_end < 0:
+        return None
+    try:
+        value = json.loads(s[start:last_item_end] + "]}")
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not value:
+        return None
+    key = list(value)[-1]
+    items = value[key]
+    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+        return None
+    repeats = 0
+    for i in range(len(items) - 1, -1, -1):
+        if items[i] not in items[:i]:
+            break
+        repeats += 1
+    if repeats < MIN_REPEATS:
+        return None
+    kept = list(dict.fromkeys(items))
+    value[key] = kept
+    value["_repair"] = (f"the reply was cut off while repeating its list: {len(items)} complete items, "
+                        f"{len(items) - len(kept)} of them repeats; the repeats and the cut item were "
+                        "dropped and the list closed")
+    return value
