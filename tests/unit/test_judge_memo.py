@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 import ragsight
 from ragsight.judge import Judge, MemoryCallCache, ScriptedJudge
 from ragsight.prompts import load_prompt
@@ -72,3 +74,23 @@ def test_evaluate_without_cache_sends_a_shared_text_once() -> None:
     res = ragsight.evaluate(rows, ["faithfulness"], judge=Judge(provider), cache=False, store=":memory:")
     assert [res.scores[sid]["faithfulness"].value for sid in ("s0", "s1")] == [1.0, 1.0]
     assert seen == ["Paris is in France."]
+
+
+def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragsight.judge._judge as judge_module
+
+    monkeypatch.setattr(judge_module, "MEMO_SIZE", 2)
+    provider = _provider()
+    judge = Judge(provider)
+    prompt = load_prompt("verify_claim")
+
+    def values(c: str) -> dict[str, str]:
+        return {"source": "<context n=\"1\">t</context>", "claim": c, "claim_text": c}
+
+    async def go() -> None:
+        for c in ("a", "b", "a", "c", "b"):  # "a" was used again, so "b" is the oldest when "c" comes
+            await judge.choose(prompt, values(c))
+
+    asyncio.run(go())
+    assert [r.variables["claim"] for r in provider.requests] == ["a", "b", "c", "b"]
+    assert len(judge._memo) == 2

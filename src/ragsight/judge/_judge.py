@@ -14,6 +14,7 @@ import hashlib
 import json
 import random
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
@@ -36,6 +37,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+# Answers a Judge without a cache keeps for repeats within a run (see Judge._memo).
+MEMO_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -253,8 +258,9 @@ class Judge:
         # Without a cache, the answers of this judge's finished steps, so that a step asked again
         # later in the run (two samples sharing a reference text) is not sent again. One Judge
         # per run, and every run of ``--repeats`` has its own (and its own seed), so repeated
-        # runs still ask afresh.
-        self._memo: dict[str, Answer[Any]] = {}
+        # runs still ask afresh. Bounded (least recently used out): an answer holds its call
+        # records, prompts included, and repeats come from nearby samples.
+        self._memo: OrderedDict[str, Answer[Any]] = OrderedDict()
 
     @property
     def name(self) -> str:
@@ -339,6 +345,7 @@ class Judge:
         # the timing. Without a cache (``cache=False``, whose runs also pass use_cache=False), a
         # step asked again after it finished is answered from the run's memo in the same way.
         if self.cache is None and key in self._memo:
+            self._memo.move_to_end(key)
             return self._reuse(self._memo[key])
         fut = self._inflight.get(key)
         if fut is not None:
@@ -356,6 +363,8 @@ class Judge:
             fut.set_result(result)
             if self.cache is None and isinstance(result, Answer):
                 self._memo[key] = result
+                if len(self._memo) > MEMO_SIZE:
+                    self._memo.popitem(last=False)
             return result
         finally:
             del self._inflight[key]
