@@ -491,13 +491,13 @@ class LocalJudge:
                 history.append(tok)
                 if len(out) >= max_tokens or int(llm.n_tokens) + 1 >= self.n_ctx:
                     break
-                if len(out) >= next_check and _looping(out):
-                    # cut off like a reply at max_tokens, so early: the Judge closes a repeating
-                    # list (judge/_parse.py) or asks again
-                    self.loops_stopped += 1
-                    break
-                if len(out) >= next_check:
-                    next_check = len(out) + 4  # checked every 4 tokens, drafts included
+                if len(out) >= next_check:  # every 4 tokens, drafts included
+                    next_check = len(out) + 4
+                    if _looping(out):
+                        # cut off like a reply at max_tokens, so early: the Judge closes a
+                        # repeating list (judge/_parse.py) or asks again
+                        self.loops_stopped += 1
+                        break
                 room = min(max_tokens - len(out), self.n_ctx - int(llm.n_tokens) - 2)
                 draft = _draft(history, len(tokens), min(_DRAFT_MAX, room)) if self.prompt_lookup else []
                 batch = [tok, *draft]

@@ -10,6 +10,7 @@ repeat earlier ones, so what is lost is only more repeats.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["OutputError", "close_repeating_list", "extract_json_object"]
@@ -63,9 +64,9 @@ def extract_json_object(text: str) -> dict[str, Any]:
     raise OutputError(first_error or "the reply contains no JSON object")
 
 
-def _object_end(s: str, start: int) -> int:
-    """Index of the brace that closes the object opened at ``start``, or -1 if it never closes."""
-    depth = 0
+def _outside_strings(s: str, start: int) -> Iterator[tuple[int, str]]:
+    """(index, character) of ``s`` from ``start`` outside JSON strings; a whole string is given
+    once, as '"' at the index of its closing quote (an unclosed string gives nothing)."""
     in_str = False
     escape = False
     for i in range(start, len(s)):
@@ -77,10 +78,19 @@ def _object_end(s: str, start: int) -> int:
                 escape = True
             elif ch == '"':
                 in_str = False
+                yield i, ch
             continue
         if ch == '"':
             in_str = True
-        elif ch == "{":
+        else:
+            yield i, ch
+
+
+def _object_end(s: str, start: int) -> int:
+    """Index of the brace that closes the object opened at ``start``, or -1 if it never closes."""
+    depth = 0
+    for i, ch in _outside_strings(s, start):
+        if ch == "{":
             depth += 1
         elif ch == "}":
             depth -= 1
@@ -104,25 +114,11 @@ def close_repeating_list(text: str) -> dict[str, Any] | None:
     if start < 0:
         return None
     stack: list[str] = []
-    in_str = False
-    escape = False
-    item_start = -1
     last_item_end = -1  # index after the last complete string item of a top-level list
-    for i in range(start, len(s)):
-        ch = s[i]
-        if in_str:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == '"':
-                in_str = False
-                if stack == ["{", "["] and item_start >= 0:
-                    last_item_end = i + 1
-            continue
+    for i, ch in _outside_strings(s, start):
         if ch == '"':
-            in_str = True
-            item_start = i if stack == ["{", "["] else -1
+            if stack == ["{", "["]:  # a string closed in the list is one of its items
+                last_item_end = i + 1
         elif ch in "{[":
             stack.append(ch)
         elif ch in "}]":
