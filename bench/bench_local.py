@@ -164,7 +164,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     asyncio.run(provider.preflight())  # loads the GGUF into llama.cpp (once per process)
     out["load_s"] = time.perf_counter() - t0
     out["n_threads"] = provider.n_threads
-    from ragsight.judge import make_embedder
+    from ragsight.embed import make_embedder
 
     emb = make_embedder(None)
     t0 = time.perf_counter()

@@ -541,9 +541,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # import what evaluate() would import lazily, as ragas_driver imports ragas before timing
     import ragsight
+    import ragsight._stats
     import ragsight.embed._openai
     import ragsight.judge._openai
-    import ragsight.report._stats
 
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), "?")

@@ -50,8 +50,8 @@ def trail_figures(store_path: Path, run: str, labels_path: Path, label: str) -> 
     on the same samples. No model call."""
     import numpy as np
 
-    from ragsight._evaluate import load_result
-    from ragsight.report._stats import auroc
+    from ragsight._stats import auroc
+    from ragsight.result import load_result
     from ragsight.store import Store
 
     labels = {r["id"]: bool(r[label]) for r in

@@ -24,9 +24,9 @@ import sys
 import time
 from pathlib import Path
 
+from ragsight.cli._testset import rejected_path, write_jsonl
 from ragsight.judge import RetryPolicy, make_judge
 from ragsight.testset import TestsetSettings, agenerate, arun, load_corpus, make_target
-from ragsight.testset._cli import rejected_path, write_jsonl
 from ragsight.testset._filter import content_tokens, grounding
 from ragsight.testset.example_target import handbook_path
 

@@ -40,7 +40,15 @@ sys.path.insert(0, str(ROOT / "src"))
 from ragsight.analyses._context import contexts_block  # noqa: E402
 from ragsight.analyses._signals import best_sentences  # noqa: E402
 from ragsight.judge._judge import Judge, JudgeCall, step_key  # noqa: E402
-from ragsight.prompts import fence, load_prompt  # noqa: E402
+from ragsight.prompts import Prompt, fence, load_prompt_file  # noqa: E402
+from ragsight.prompts import load_prompt as _load_packaged  # noqa: E402
+
+
+def load_prompt(prompt_id: str) -> Prompt:
+    """A packaged prompt, or one of the probes kept in bench/prompts/."""
+    local = Path(__file__).resolve().parent / "prompts" / f"{prompt_id}.txt"
+    return load_prompt_file(local) if local.exists() else _load_packaged(prompt_id)
+
 
 METAEVAL = Path(os.environ.get("RAGSIGHT_METAEVAL", ROOT.parent / "shared" / "metaeval"))
 CACHE_DIR = Path(os.environ.get("RAGSIGHT_VALIDITY_CACHE", "/tmp/ragsight-validity"))
@@ -241,7 +249,7 @@ def auroc_ci(scores: Any, labels: Any, n_boot: int = 2000, seed: int = 0) -> tup
     """AUROC with a 95% percentile bootstrap CI (rows resampled)."""
     import numpy as np
 
-    from ragsight.report._stats import auroc
+    from ragsight._stats import auroc
 
     s = np.asarray(scores, float)
     y = np.asarray(labels, bool)
@@ -261,7 +269,7 @@ def auroc_gain(a: Any, b: Any, labels: Any, n_boot: int = 2000, seed: int = 0) -
     """AUROC(b) - AUROC(a) on the same rows, with a paired bootstrap 95% CI."""
     import numpy as np
 
-    from ragsight.report._stats import auroc
+    from ragsight._stats import auroc
 
     xa, xb = np.asarray(a, float), np.asarray(b, float)
     y = np.asarray(labels, bool)
@@ -572,7 +580,7 @@ def report_dev(out: Callable[[str], None] = print) -> None:
     """Development-split figures: each signal alone and 10-fold cross-validated combinations."""
     import numpy as np
 
-    from ragsight.report._stats import auroc
+    from ragsight._stats import auroc
 
     rows, y, cols = feature_table("wice", "dev", CLAIM_PROBES, need=("bare", "prior"))
     ids = [r["id"] for r in rows]
@@ -620,8 +628,8 @@ def report_focus(out: Callable[[str], None] = print) -> None:
     Claims with no missing word make no focus call; their focus value is the bare P(Yes)."""
     import numpy as np
 
+    from ragsight._stats import auroc
     from ragsight.analyses._calibrated import logit
-    from ragsight.report._stats import auroc
 
     rows, y, cols = feature_table("wice", "dev", CLAIM_PROBES, need=("bare", "prior"))
     focus = np.where(cols["missing"] == 0, cols["bare_p"], cols["focus_p"])
@@ -743,8 +751,8 @@ def report_trail(run_ref: str, store_path: Path, split: str, out: Callable[[str]
     verified) against the claim-level shipped verdict of this cache, on the same claims."""
     import numpy as np
 
-    from ragsight._evaluate import load_result
     from ragsight.analyses._calibrated import combine
+    from ragsight.result import load_result
     from ragsight.store import Store
 
     rows, y, cols = feature_table("wice", split, CLAIM_PROBES, need=CLAIM_PROBES_USED)

@@ -1,11 +1,12 @@
 """ragsight: evaluate retrieval-augmented generation, with the evidence behind every score."""
 
-from ._evaluate import EvaluationResult, MetricSummary, aevaluate, evaluate
+from ._evaluate import aevaluate, evaluate
 from ._score import ClaimVerdict, Evidence, Outcome, Score
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .judge import Judge, RetryPolicy, ScriptedJudge
 from .metrics import metric_names
+from .result import EvaluationResult, MetricSummary
 from .sample import Dataset, Sample
 from .store import Store
 

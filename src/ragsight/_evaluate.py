@@ -1,168 +1,30 @@
-"""``evaluate()``: the library entry point, and the result it returns."""
+"""``evaluate()``: the library entry point. The result it returns is in ``result.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 from ._http import display_url
-from ._score import Outcome, Score
 from ._version import __version__
 from .analyses import AnalysisSettings
-from .embed._protocol import Embedder
-from .engine._engine import Progress, describe_metrics, run_samples, settings_for
-from .errors import ConfigError, MissingExtraError
-from .judge import Judge, JudgeProvider, RetryPolicy, make_embedder, make_judge
-from .judge._judge import MemoryCallCache
+from .embed import Embedder, make_embedder
+from .engine import Progress, describe_metrics, run_samples, settings_for
+from .errors import ConfigError, JudgeSameAsGeneratorWarning
+from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, make_judge
 from .metrics import Metric, resolve_metrics
 from .prompts import load_prompt, prompt_ids
+from .result import EvaluationResult
 from .sample import Dataset, RowProblem, Sample
 from .store import SQLiteCallCache, Store
 
-__all__ = [
-    "EvaluationResult",
-    "JudgeSameAsGeneratorWarning",
-    "MetricSummary",
-    "aevaluate",
-    "evaluate",
-    "load_result",
-]
-
-
-class JudgeSameAsGeneratorWarning(UserWarning):
-    """The judge model is the model that generated the responses (self-preference bias)."""
-
-
-@dataclass(frozen=True)
-class MetricSummary:
-    """Aggregate of one metric over a run: computed over ``scored`` results only, with the
-    count of every outcome beside it."""
-
-    metric: str
-    n: int
-    mean: float | None
-    sd: float | None
-    ci_low: float | None
-    ci_high: float | None
-    counts: Mapping[str, int]
-    lower_is_better: bool = False
-    skip_reasons: Mapping[str, int] = field(default_factory=dict)
-    fail_reasons: Mapping[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric, "n": self.n, "mean": self.mean, "sd": self.sd,
-            "ci_low": self.ci_low, "ci_high": self.ci_high, "counts": dict(self.counts),
-            "lower_is_better": self.lower_is_better, "skip_reasons": dict(self.skip_reasons),
-            "fail_reasons": dict(self.fail_reasons),
-        }
-
-
-def summarize_scores(
-    key: str, scores: Sequence[Score], lower_is_better: bool = False, seed: int = 0
-) -> MetricSummary:
-    from .report._stats import summarize
-
-    values = [s.value for s in scores if s.outcome is Outcome.SCORED and s.value is not None]
-    counts = {o.value: 0 for o in Outcome}
-    skip: dict[str, int] = {}
-    fail: dict[str, int] = {}
-    for s in scores:
-        counts[s.outcome.value] += 1
-        if s.outcome is Outcome.SKIPPED:
-            skip[s.reason] = skip.get(s.reason, 0) + 1
-        elif s.outcome is Outcome.FAILED:
-            reason = s.reason.split(":")[0] if s.reason else "failed"
-            fail[reason] = fail.get(reason, 0) + 1
-    st = summarize(values, seed=seed)
-    return MetricSummary(key, st.n, st.mean, st.sd, st.ci_low, st.ci_high, counts, lower_is_better, skip, fail)
-
-
-class EvaluationResult:
-    """What ``evaluate()`` returns: per-metric summaries, per-sample scores with evidence, the
-    run id in the store, judge spend, and the input rows that could not be used."""
-
-    def __init__(
-        self, run_id: str, samples: Sequence[Sample], metrics: Sequence[Metric],
-        scores: Mapping[str, Mapping[str, Score]], judge_stats: Mapping[str, Any],
-        problems: Sequence[RowProblem], store_path: str | None, status: str = "completed",
-        config: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.run_id = run_id
-        self.samples = list(samples)
-        self.metric_keys = [m.key for m in metrics]
-        self._lower = {m.key: m.lower_is_better for m in metrics}
-        self.scores = {sid: dict(v) for sid, v in scores.items()}
-        self.judge_stats = dict(judge_stats)
-        self.problems = list(problems)
-        self.store_path = store_path
-        self.status = status
-        self.config = dict(config or {})
-        self.summary: dict[str, MetricSummary] = {
-            k: summarize_scores(k, [self.scores[s.id][k] for s in self.samples if k in self.scores.get(s.id, {})],
-                                self._lower[k])
-            for k in self.metric_keys
-        }
-
-    @property
-    def overall(self) -> float | None:
-        """Harmonic mean of the metric means (lower-is-better metrics enter as 1 - mean)."""
-        from .report._stats import overall_score
-
-        # A cosine-based mean can be negative; it enters the harmonic mean as 0 (clamped to [0, 1]).
-        means = {k: min(1.0, max(0.0, s.mean)) for k, s in self.summary.items() if s.mean is not None}
-        if not means:
-            return None
-        return overall_score(means, {k for k in means if self._lower[k]})
-
-    def __getitem__(self, metric: str) -> MetricSummary:
-        return self.summary[metric]
-
-    def records(self) -> list[dict[str, Any]]:
-        """One dict per sample, in input order: {"id", "run_id", "scores": {metric: {...}}}."""
-        out = []
-        for s in self.samples:
-            per = self.scores.get(s.id, {})
-            out.append({"id": s.id, "run_id": self.run_id,
-                        "scores": {k: per[k].to_dict() for k in self.metric_keys if k in per}})
-        return out
-
-    def write_jsonl(self, path: str | os.PathLike[str]) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            for rec in self.records():
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-
-    def to_pandas(self) -> Any:
-        """A DataFrame with one row per sample: id, question, and for each metric its value,
-        ``<metric>__outcome`` and ``<metric>__reason``."""
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise MissingExtraError("to_pandas()", "pandas", "pandas") from exc
-        rows = []
-        for s in self.samples:
-            row: dict[str, Any] = {"id": s.id, "question": s.question, "response": s.response}
-            for k in self.metric_keys:
-                sc = self.scores.get(s.id, {}).get(k)
-                row[k] = sc.value if sc else None
-                row[f"{k}__outcome"] = sc.outcome.value if sc else None
-                row[f"{k}__reason"] = sc.reason if sc else None
-            rows.append(row)
-        return pd.DataFrame(rows)
-
-    def __repr__(self) -> str:
-        parts = []
-        for k, s in self.summary.items():
-            mean = "n/a" if s.mean is None else f"{s.mean:.3f}"
-            parts.append(f"{k}={mean} ({s.counts['scored']}/{sum(s.counts.values())} scored)")
-        return f"EvaluationResult(run_id={self.run_id!r}, {', '.join(parts)})"
+__all__ = ["aevaluate", "evaluate", "new_run_id"]
 
 
 def new_run_id() -> str:
@@ -213,7 +75,7 @@ async def aevaluate(
     if backend not in ("local", "ray"):
         raise ConfigError(f"unknown backend '{backend}'; use 'local' (this process) or 'ray' (a Ray cluster)")
     if backend == "ray":
-        from .engine._ray import import_ray
+        from .engine import import_ray
 
         import_ray()  # MissingExtraError before anything is written
     own_store = not isinstance(store, Store)
@@ -298,7 +160,7 @@ async def _run(
         status = "interrupted"
         try:
             if backend == "ray":
-                from .engine._ray import run_samples_ray
+                from .engine import run_samples_ray
 
                 await run_samples_ray(
                     todo, chosen, judge=judge, judge_spec=judge_spec, base_url=base_url,
@@ -327,8 +189,6 @@ async def _run(
 
 
 def replace_cache(settings: AnalysisSettings, cache: bool) -> AnalysisSettings:
-    from dataclasses import replace
-
     return replace(settings, use_cache=cache)
 
 
@@ -410,13 +270,3 @@ def evaluate(
         base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
         backend=backend, ray_address=ray_address, judge_concurrency=judge_concurrency,
     ))
-
-
-def load_result(store: Store, ref: str) -> EvaluationResult:
-    """The result of a stored run (by id, id prefix, or 'last')."""
-    run_id = store.resolve_run(ref)
-    info = store.run(run_id)
-    samples = store.samples(run_id)
-    metrics = resolve_metrics([m["key"] for m in info.metrics], samples)
-    return EvaluationResult(run_id, samples, metrics, store.scores(run_id), info.stats,
-                            store.problems(run_id), store.path, info.status, info.config)

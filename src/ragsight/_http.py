@@ -1,7 +1,7 @@
 """HTTP plumbing shared by the OpenAI-compatible providers (judge and embedder).
 
 Settings resolution (base URL, API key), request headers, and the mapping of every way an HTTP
-call can fail onto :class:`~ragsight.judge._protocol.ProviderError`.
+call can fail onto :class:`~ragsight.errors.ProviderError`.
 
 Secrets never reach a message: text taken from a server's answer goes through :func:`redact`
 (which removes the API key, bearer tokens and ``sk-...`` strings), URLs are shown by
@@ -23,8 +23,7 @@ from typing import Any
 
 import httpx
 
-from .errors import ConfigError
-from .judge._protocol import ProviderError
+from .errors import ConfigError, ProviderError
 
 __all__ = [
     "CONNECT_TIMEOUT",

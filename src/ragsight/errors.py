@@ -6,9 +6,12 @@ __all__ = [
     "ConfigError",
     "InputError",
     "JudgeError",
+    "JudgeSameAsGeneratorWarning",
     "JudgeUnavailableError",
     "MissingExtraError",
     "ModelFileError",
+    "OutputError",
+    "ProviderError",
     "RagsightError",
     "StoreError",
 ]
@@ -52,3 +55,32 @@ class MissingExtraError(RagsightError):
         )
         self.extra = extra
         self.module = module
+
+
+class ProviderError(Exception):
+    """A provider call failed. ``retryable`` tells the Judge whether to try again;
+    ``retry_after`` (seconds) is the server's requested wait, when it gave one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+        fatal: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+        # fatal: no later call can succeed either (bad key, unknown model); stops the run early
+        self.fatal = fatal
+
+
+class OutputError(ValueError):
+    """The judge's output is not usable; the message is sent back to it when re-asking."""
+
+
+class JudgeSameAsGeneratorWarning(UserWarning):
+    """The judge model is the model that generated the responses (self-preference bias)."""

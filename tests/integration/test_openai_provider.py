@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ragsight.errors import ConfigError, JudgeUnavailableError
+from ragsight.judge import JudgeProvider, JudgeRequest, Message, ProviderError
 from ragsight.judge._openai import OpenAIJudge
-from ragsight.judge._protocol import JudgeProvider, JudgeRequest, Message, ProviderError
 from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply, unused_port
 
 SECRET = "sk-test-SECRET123"

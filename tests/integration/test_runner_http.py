@@ -211,7 +211,7 @@ async def test_concurrency_limit_is_respected() -> None:
 
 
 async def test_output_loads_in_evaluate_and_failed_rows_are_skipped(tmp_path: Path) -> None:
-    from ragsight.testset._cli import write_jsonl
+    from ragsight.cli._testset import write_jsonl
 
     def handler(req: RecordedRequest) -> Reply:
         if "expenses" in req.json["input"]["query"]:

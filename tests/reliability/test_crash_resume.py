@@ -26,8 +26,8 @@ import pytest
 
 import ragsight
 from ragsight import Outcome
+from ragsight.judge import JudgeRequest, Message
 from ragsight.judge._judge import step_key
-from ragsight.judge._protocol import JudgeRequest, Message
 from ragsight.prompts import load_prompt
 from ragsight.store import Store
 from tests.fakes import FakeOpenAIServer, RecordedRequest

@@ -21,7 +21,7 @@ import pytest
 
 import ragsight
 from ragsight.analyses._context import contexts_block, numbered
-from ragsight.judge._protocol import ChoiceScores, Completion, JudgeRequest
+from ragsight.judge import ChoiceScores, Completion, JudgeRequest
 from ragsight.prompts import DELIMITER_TAGS, fence, load_prompt, prompt_ids
 from tests.fakes.embedder import TableEmbedder
 from tests.reliability.world import JudgeWorld

@@ -9,10 +9,10 @@ import pytest
 from scipy import stats as sps
 
 from ragsight import Store
-from ragsight._evaluate import load_result
 from ragsight.cli import main
 from ragsight.errors import ConfigError, InputError
 from ragsight.report import auroc, calibrate, load_labels
+from ragsight.result import load_result
 from tests.unit.test_report_data import put_run
 
 IDS = [f"s{i}" for i in range(1, 9)]

@@ -15,7 +15,7 @@ import pytest
 
 import ragsight
 from ragsight import ClaimVerdict, Evidence, Outcome, Sample, Score, Store
-from ragsight._evaluate import load_result
+from ragsight.result import load_result
 from tests.scripted import RagScript
 
 Value = float | str | None  # a number is scored; "failed:why", "skipped:why", "undetermined:why"

@@ -1,4 +1,4 @@
-"""Tests of ragsight.report._stats against scipy and against values worked out by hand."""
+"""Tests of ragsight._stats against scipy and against values worked out by hand."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from ragsight.report._stats import (
+from ragsight._stats import (
     ConditionalRate,
     auroc,
     best_threshold,

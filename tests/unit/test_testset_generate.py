@@ -581,7 +581,7 @@ def test_cli_generate_writes_the_test_set_and_the_rejected_sidecar(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from ragsight import cli
-    from ragsight.testset import _cli
+    from ragsight.cli import _testset as _cli
 
     handlers = {**ALL_GEN, **ALL_CRIT}
     handlers["testset_critique"] = lambda v: {

@@ -8,8 +8,11 @@ from ._context import (
     GeneratedQuestions,
     SampleContext,
     SentenceLabels,
+    ShortAnswer,
     VerdictList,
+    contexts_block,
 )
+from ._signals import describe_signals
 from ._text import normalise_entity, split_sentences
 
 __all__ = [
@@ -20,7 +23,10 @@ __all__ = [
     "GeneratedQuestions",
     "SampleContext",
     "SentenceLabels",
+    "ShortAnswer",
     "VerdictList",
+    "contexts_block",
+    "describe_signals",
     "normalise_entity",
     "split_sentences",
 ]

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..judge import DEFAULT_MODEL
 from ..prompts import fence
 from ._signals import compute_signals, unfence
 
@@ -48,7 +49,6 @@ __all__ = [
     "needs_prior",
 ]
 
-DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 # The source of the prior call: the claim asked against an empty context (same prompt).
 PRIOR_SOURCE = fence("context", "", n=1)
 _CLIP = 1e-4  # probabilities are clipped to [_CLIP, 1 - _CLIP] before taking log-odds

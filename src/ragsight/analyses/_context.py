@@ -22,10 +22,10 @@ import numpy as np
 
 from .._budget import Truncation, fit_for_judge
 from .._score import ClaimVerdict, JudgeCallRef
-from ..embed._protocol import Embedder
-from ..judge._judge import Answer, Judge, JudgeFailedError
-from ..judge._parse import OutputError
-from ..prompts import fence, load_prompt
+from ..embed import Embedder
+from ..errors import OutputError
+from ..judge import Answer, Judge, JudgeFailedError
+from ..prompts import fence, load_prompt, neutralise
 from ..sample import Sample
 from ._calibrated import PRIOR_SOURCE, assess_claim, combine, combine_answer, needs_prior
 from ._signals import alias_signals, compute_signals, is_short_reference, unfence
@@ -40,6 +40,7 @@ __all__ = [
     "SampleContext",
     "ShortAnswer",
     "VerdictList",
+    "contexts_block",
 ]
 
 T = TypeVar("T")
@@ -183,8 +184,6 @@ def _verdict_items(d: dict[str, Any], n: int, what: str) -> list[dict[str, Any]]
 
 def numbered(tag: str, items: Sequence[str]) -> str:
     """A numbered list of untrusted items inside one fenced block."""
-    from ..prompts import neutralise
-
     body = "\n".join(f"{i}. {neutralise(' '.join(s.split()))}" for i, s in enumerate(items, start=1))
     return f"<{tag}>\n{body}\n</{tag}>"
 
@@ -533,8 +532,6 @@ class SampleContext:
             # Laid out like the claim verdicts (same system text, then all the contexts), then the
             # question and the answer, then the one short ask that names chunk k: the contexts are
             # evaluated once for the verdicts, the chunks and the explanations of a sample.
-            from ..prompts import neutralise
-
             prompt = load_prompt("chunk_relevant")
             source = contexts_block(contexts)
             answers = []

@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import ConfigError
 from ._protocol import Embedder, cosine
 
-__all__ = ["Embedder", "cosine", "local_embedder"]
+__all__ = ["Embedder", "cosine", "local_embedder", "make_embedder"]
 
 DEFAULT_LOCAL = "e5-small"
 
@@ -22,3 +22,23 @@ def local_embedder(name: str | None = None) -> Any:
     if choice in ("minilm", "all-minilm-l6-v2"):
         return _local.MiniLMEmbedder()
     raise ConfigError(f"unknown local embedder '{choice}'; use e5-small or minilm")
+
+
+def make_embedder(spec: Any = None, *, base_url: str | None = None, notice: Any = None) -> Any:
+    """An embedder from a spec: ``"openai:MODEL"``, ``"local"`` (the default offline embedder),
+    ``"local:e5-small"``, ``"local:minilm"``, or an Embedder instance."""
+    if spec is not None and not isinstance(spec, str):
+        if isinstance(spec, Embedder):
+            return spec
+        raise ConfigError(f"cannot use {type(spec).__name__} as an embedder")
+    text = (spec or "local").strip()
+    kind, _, rest = text.partition(":")
+    if kind == "openai":
+        if not rest:
+            raise ConfigError("--embedder openai needs a model: openai:MODEL, e.g. openai:text-embedding-3-small")
+        from ._openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(rest, base_url=base_url)
+    if kind == "local":
+        return local_embedder(rest or None)
+    raise ConfigError(f"unknown embedder '{text}'. Use openai:MODEL, local, local:e5-small or local:minilm.")

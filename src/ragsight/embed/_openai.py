@@ -29,8 +29,7 @@ from .._http import (
     secrets_of,
     timeout_error,
 )
-from ..errors import ConfigError, RagsightError
-from ..judge._protocol import ProviderError
+from ..errors import ConfigError, ProviderError, RagsightError
 
 __all__ = ["EmbeddingError", "OpenAIEmbedder"]
 

@@ -1,5 +1,24 @@
 """The async evaluation engine."""
 
-from ._engine import Progress, SampleOutcome, run_samples, score_sample
+from ._engine import (
+    Progress,
+    SampleOutcome,
+    describe_metrics,
+    run_samples,
+    score_sample,
+    settings_for,
+)
+from ._ray import WorkerLostError, default_batch_size, import_ray, run_samples_ray
 
-__all__ = ["Progress", "SampleOutcome", "run_samples", "score_sample"]
+__all__ = [
+    "Progress",
+    "SampleOutcome",
+    "WorkerLostError",
+    "default_batch_size",
+    "describe_metrics",
+    "import_ray",
+    "run_samples",
+    "run_samples_ray",
+    "score_sample",
+    "settings_for",
+]

@@ -19,13 +19,13 @@ from typing import Any
 
 from .._score import Evidence, JudgeCallRef, Outcome, Score
 from ..analyses import AnalysisSettings, SampleContext
-from ..embed._protocol import Embedder
-from ..judge._judge import Judge, JudgeCall, JudgeFailedError
+from ..embed import Embedder
+from ..judge import Judge, JudgeCall, JudgeFailedError
 from ..metrics import Metric
 from ..sample import Sample
 from ..store import Store
 
-__all__ = ["Progress", "SampleOutcome", "run_samples"]
+__all__ = ["Progress", "SampleOutcome", "describe_metrics", "run_samples", "score_sample", "settings_for"]
 
 _current_sample: contextvars.ContextVar[str | None] = contextvars.ContextVar("ragsight_sample", default=None)
 

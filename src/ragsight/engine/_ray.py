@@ -34,22 +34,25 @@ import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .._score import Score
 from ..analyses import AnalysisSettings
 from ..errors import ConfigError, MissingExtraError, RagsightError
-from ..judge._judge import (
+from ..judge import (
     Answer,
+    ChoiceScores,
+    Completion,
     Judge,
     JudgeCall,
+    JudgeProvider,
+    JudgeRequest,
     JudgeStats,
     MemoryCallCache,
+    ProviderError,
     RetryPolicy,
-    T,
     step_key,
 )
-from ..judge._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, ProviderError
 from ..metrics import Metric
 from ..prompts import Prompt
 from ..sample import Sample
@@ -57,6 +60,8 @@ from ..store import SQLiteCallCache, Store
 from ._engine import Progress, SampleOutcome, score_sample, settings_for
 
 __all__ = ["WorkerLostError", "import_ray", "run_samples_ray"]
+
+T = TypeVar("T")
 
 # Batches in flight per worker: the next batch starts while the last samples of the previous
 # one finish, so a worker never idles at the tail of a batch.
@@ -346,7 +351,8 @@ class _BatchWorker:
         self._calls: dict[str | None, list[JudgeCall]] = {}
 
     def _setup(self) -> None:
-        from ..judge import make_embedder, make_judge
+        from ..embed import make_embedder
+        from ..judge import make_judge
 
         if self.recipe is not None:
             r = self.recipe

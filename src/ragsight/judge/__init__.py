@@ -14,11 +14,16 @@ from ._judge import (
     JudgeStats,
     MemoryCallCache,
     RetryPolicy,
+    step_key,
 )
+from ._local import LocalJudge
+from ._model_files import DEFAULT_MODEL
+from ._parse import OutputError
 from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
 from ._scripted import ScriptedJudge, UnexpectedPromptError
 
 __all__ = [
+    "DEFAULT_MODEL",
     "Answer",
     "CallCache",
     "ChoiceScores",
@@ -29,14 +34,16 @@ __all__ = [
     "JudgeProvider",
     "JudgeRequest",
     "JudgeStats",
+    "LocalJudge",
     "MemoryCallCache",
     "Message",
+    "OutputError",
     "ProviderError",
     "RetryPolicy",
     "ScriptedJudge",
     "UnexpectedPromptError",
-    "make_embedder",
     "make_judge",
+    "step_key",
 ]
 
 DEFAULT_NOTICE = (
@@ -72,8 +79,6 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         return Judge(OpenAIJudge(rest, base_url=base_url, timeout=timeout,
                                  max_concurrency=max_concurrency or 16), policy=policy)
     if kind == "local":
-        from ._local import LocalJudge
-
         provider = LocalJudge(rest or None)
         if spec is None:
             _say(notice, DEFAULT_NOTICE.format(name=provider.model))
@@ -83,26 +88,3 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         "local (the embedded judge), local:qwen2.5-coder-0.5b, or local:PATH.gguf."
     )
 
-
-def make_embedder(spec: Any = None, *, base_url: str | None = None, notice: Any = None) -> Any:
-    """An embedder from a spec: ``"openai:MODEL"``, ``"local"`` (the default offline embedder),
-    ``"local:e5-small"``, ``"local:minilm"``, or an Embedder instance."""
-    from ..embed._protocol import Embedder
-
-    if spec is not None and not isinstance(spec, str):
-        if isinstance(spec, Embedder):
-            return spec
-        raise ConfigError(f"cannot use {type(spec).__name__} as an embedder")
-    text = (spec or "local").strip()
-    kind, _, rest = text.partition(":")
-    if kind == "openai":
-        if not rest:
-            raise ConfigError("--embedder openai needs a model: openai:MODEL, e.g. openai:text-embedding-3-small")
-        from ..embed._openai import OpenAIEmbedder
-
-        return OpenAIEmbedder(rest, base_url=base_url)
-    if kind == "local":
-        from ..embed import local_embedder
-
-        return local_embedder(rest or None)
-    raise ConfigError(f"unknown embedder '{text}'. Use openai:MODEL, local, local:e5-small or local:minilm.")

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragsight.errors import ModelFileError
+from ..errors import ModelFileError
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -13,15 +13,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import OutputError
+
 __all__ = ["OutputError", "close_repeating_list", "extract_json_object"]
 
 # A cut-off list is closed only when at least this many of its last complete items repeat earlier
 # ones: a judge caught in a loop, not a long list.
 MIN_REPEATS = 2
-
-
-class OutputError(ValueError):
-    """The judge's output is not usable; the message is sent back to it when re-asking."""
 
 
 def extract_json_object(text: str) -> dict[str, Any]:

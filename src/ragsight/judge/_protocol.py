@@ -11,6 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import ProviderError
+from ..prompts import Message
+
 __all__ = [
     "ChoiceScores",
     "Completion",
@@ -19,12 +22,6 @@ __all__ = [
     "Message",
     "ProviderError",
 ]
-
-
-@dataclass(frozen=True)
-class Message:
-    role: str  # "system" | "user" | "assistant"
-    content: str
 
 
 @dataclass(frozen=True)
@@ -83,27 +80,6 @@ class ChoiceScores:
     probs: Mapping[str, float]
     prompt_tokens: int = 0
     raw_logprobs: Mapping[str, float] = field(default_factory=dict)
-
-
-class ProviderError(Exception):
-    """A provider call failed. ``retryable`` tells the Judge whether to try again;
-    ``retry_after`` (seconds) is the server's requested wait, when it gave one."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retryable: bool,
-        status: int | None = None,
-        retry_after: float | None = None,
-        fatal: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.retryable = retryable
-        self.status = status
-        self.retry_after = retry_after
-        # fatal: no later call can succeed either (bad key, unknown model); stops the run early
-        self.fatal = fatal
 
 
 @runtime_checkable

@@ -12,8 +12,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, ClassVar
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
-from ..analyses._context import VerdictList, contexts_block
+from ..analyses import SampleContext, VerdictList, contexts_block
 from ..sample import Sample
 from . import _ir, register
 from . import similarity_mrr as _similarity_mrr  # noqa: F401 - registers mrr_by_similarity

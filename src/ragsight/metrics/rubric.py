@@ -23,10 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._score import Evidence, JudgeCallRef, Score
-from ..analyses import SampleContext
-from ..analyses._context import contexts_block
-from ..errors import ConfigError
-from ..judge._parse import OutputError
+from ..analyses import SampleContext, contexts_block
+from ..errors import ConfigError, OutputError
 from ..prompts import fence, load_prompt
 from ..sample import Sample
 from . import GROUPS, REGISTRY, register

@@ -17,14 +17,14 @@ import copy
 import functools
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from ..judge._protocol import Message
-
-__all__ = ["DELIMITER_TAGS", "Prompt", "fence", "load_prompt", "prompt_ids"]
+__all__ = ["DELIMITER_TAGS", "Message", "Prompt", "fence", "load_prompt", "load_prompt_file", "prompt_ids"]
 
 # Tags used to delimit untrusted text in our prompts.
 DELIMITER_TAGS = (
@@ -33,6 +33,14 @@ DELIMITER_TAGS = (
 )
 _TAG_RE = re.compile(r"<\s*(/?)\s*(" + "|".join(DELIMITER_TAGS) + r")\b([^>]*)>", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message of a rendered prompt."""
+
+    role: str  # "system" | "user" | "assistant"
+    content: str
 
 
 _SPECIAL_RE = re.compile(r"<\|\s*([^|<>]{0,40}?)\s*\|>")
@@ -117,6 +125,18 @@ def _parse(text: str, schema: dict[str, Any] | None) -> Prompt:
         schema=schema,
         count_field=meta.get("count") or None,
     )
+
+
+def load_prompt_file(path: str | os.PathLike[str]) -> Prompt:
+    """Load a prompt template from a file outside the package (its schema, if any, is the
+    ``.json`` beside it). The benchmarks keep their probe prompts this way."""
+    txt = Path(path)
+    schema_file = txt.with_suffix(".json")
+    schema = json.loads(schema_file.read_text("utf-8")) if schema_file.is_file() else None
+    prompt = _parse(txt.read_text("utf-8"), schema)
+    if prompt.id != txt.stem:
+        raise ValueError(f"{txt.name} declares id '{prompt.id}'")
+    return prompt
 
 
 @functools.cache

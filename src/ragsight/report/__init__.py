@@ -1,29 +1,8 @@
 """Reports on runs: the HTML report, run comparison, calibration against human labels,
-repeated runs, and the statistics behind them (pure functions in ``_stats``)."""
+repeated runs, and the statistics behind them (pure functions in ``ragsight._stats``, re-exported here)."""
 
-from ._calibrate import (
-    CalibrationReport,
-    MetricCalibration,
-    PairConcordance,
-    calibrate,
-    load_labels,
-    print_calibration,
-)
-from ._compare import (
-    Comparison,
-    MetricRow,
-    PairedRow,
-    RunColumn,
-    RunData,
-    compare,
-    compare_runs,
-    holm,
-    load_runs,
-    print_comparison,
-)
-from ._html import SentenceMatch, best_matching_sentence, render_report, write_report
-from ._repeats import RepeatReport, evaluate_repeats, print_repeats
-from ._stats import (
+from .._repeats import RepeatReport, evaluate_repeats
+from .._stats import (
     ConcordanceRow,
     ConcordanceTable,
     ConditionalRate,
@@ -47,6 +26,28 @@ from ._stats import (
     summarize,
     threshold_metrics,
 )
+from ._calibrate import (
+    CalibrationReport,
+    MetricCalibration,
+    PairConcordance,
+    calibrate,
+    load_labels,
+    print_calibration,
+)
+from ._compare import (
+    Comparison,
+    MetricRow,
+    PairedRow,
+    RunColumn,
+    RunData,
+    compare,
+    compare_runs,
+    holm,
+    load_runs,
+    print_comparison,
+)
+from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
+from ._repeats_view import print_repeats
 
 __all__ = [
     "CalibrationReport",
@@ -91,6 +92,7 @@ __all__ = [
     "print_repeats",
     "render_report",
     "run_spread",
+    "save_html",
     "summarize",
     "threshold_metrics",
     "write_report",

@@ -28,12 +28,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._evaluate import EvaluationResult, load_result
 from .._score import Outcome
-from ..errors import ConfigError, InputError
-from ..store import Store
-from ._compare import fmt, fmt_p
-from ._stats import (
+from .._stats import (
     ConcordanceTable,
     ConditionalRate,
     Correlations,
@@ -47,6 +43,10 @@ from ._stats import (
     group_comparison,
     threshold_metrics,
 )
+from ..errors import ConfigError, InputError
+from ..result import EvaluationResult, load_result
+from ..store import Store
+from ._compare import fmt, fmt_p
 
 __all__ = [
     "CalibrationReport",

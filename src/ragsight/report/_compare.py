@@ -24,11 +24,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._evaluate import EvaluationResult, load_result
 from .._score import Outcome
+from .._stats import PairedDifference, overall_score, paired_difference
 from ..errors import ConfigError
+from ..result import EvaluationResult, load_result
 from ..store import Store
-from ._stats import PairedDifference, overall_score, paired_difference
 
 __all__ = [
     "Comparison",

@@ -27,11 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._evaluate import EvaluationResult, MetricSummary
 from .._score import ClaimVerdict, Outcome, Score
 from .._version import __version__
-from ..analyses import split_sentences
-from ..analyses._signals import describe_signals
+from ..analyses import describe_signals, split_sentences
+from ..result import EvaluationResult, MetricSummary
 from ..sample import Sample
 from ..store import Store
 from ._compare import (

@@ -15,7 +15,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -23,8 +23,8 @@ from typing import Any
 
 from .._score import Evidence, Outcome, Score
 from ..errors import StoreError
-from ..judge._judge import JudgeCall
-from ..sample import RowProblem, Sample
+from ..judge import JudgeCall
+from ..sample import RowProblem, Sample, sample_from_mapping
 
 __all__ = ["RunInfo", "SQLiteCallCache", "Store"]
 
@@ -232,15 +232,9 @@ class Store:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC")]
         return [self.run(i) for i in ids]
 
-    def update_run_stats(self, run_id: str, stats: dict[str, Any]) -> None:
-        with self._tx():
-            self.conn.execute("UPDATE runs SET stats=? WHERE id=?", (_dumps(stats), run_id))
-
     # ---- samples and scores -------------------------------------------------------------------
 
     def samples(self, run_id: str) -> list[Sample]:
-        from ..sample import sample_from_mapping
-
         out = []
         for (data,) in self.conn.execute("SELECT data FROM samples WHERE run_id=? ORDER BY idx", (run_id,)):
             raw = json.loads(data)
@@ -337,15 +331,6 @@ class Store:
     def _tx(self) -> Store._Tx:
         return Store._Tx(self.conn)
 
-    def iter_rows(self, run_id: str) -> Iterator[dict[str, Any]]:
-        """One flat dict per sample (for export): id, fields, and per metric value/outcome/reason."""
-        scores = self.scores(run_id)
-        info = self.run(run_id)
-        for s in self.samples(run_id):
-            row: dict[str, Any] = {"id": s.id, "run_id": run_id}
-            per = scores.get(s.id, {})
-            row["scores"] = {k: per[k].to_dict() for k in info.metric_keys if k in per}
-            yield row
 
 
 def _statements(sql: str) -> list[str]:

@@ -28,6 +28,7 @@ from ._runner import (
     TargetReply,
     arun,
     make_target,
+    parse_headers,
     read_testset,
 )
 
@@ -54,5 +55,6 @@ __all__ = [
     "chunk_document",
     "load_corpus",
     "make_target",
+    "parse_headers",
     "read_testset",
 ]

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError
-from ..judge._parse import OutputError
 from ..prompts import fence, load_prompt
 
 __all__ = [

@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
-from ..errors import ConfigError
-from ..judge import Judge, JudgeFailedError, make_embedder, make_judge
-from ..judge._parse import OutputError
+from ..embed import make_embedder
+from ..errors import ConfigError, OutputError
+from ..judge import Judge, JudgeFailedError, make_judge
 from ..prompts import load_prompt, neutralise
 from ._chunk import Chunk
 from ._filter import (

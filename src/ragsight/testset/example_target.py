@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from ..judge._protocol import JudgeRequest
+from ..judge import JudgeRequest
 from ..prompts import fence, load_prompt
 from ._chunk import Chunk
 from ._filter import numbered
@@ -57,7 +57,7 @@ _LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
 
 
 def _make_provider() -> Any:
-    from ..judge._local import LocalJudge
+    from ..judge import LocalJudge
 
     name = os.environ.get("RAGSIGHT_EXAMPLE_GENERATOR") or GENERATOR
     with warnings.catch_warnings():

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import os
-import sys
 import warnings
 from collections.abc import Sequence
 from importlib import resources
@@ -22,26 +20,22 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from . import __version__
-from ._evaluate import EvaluationResult, aevaluate, load_result, new_run_id
-from .analyses import AnalysisSettings
-from .analyses._signals import describe_signals
-from .engine import Progress
-from .errors import RagsightError
-from .judge import RetryPolicy
-from .store import FORMATS, Store, export_run
+from .. import __version__
+from .._evaluate import aevaluate, new_run_id
+from .._repeats import evaluate_repeats
+from ..analyses import AnalysisSettings, describe_signals
+from ..engine import Progress
+from ..errors import RagsightError
+from ..judge import RetryPolicy
+from ..report import print_repeats
+from ..result import EvaluationResult, load_result
+from ..store import FORMATS, Store, export_run
+from . import _report, _testset
+from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
+from ._common import add_store as _add_store
 
 __all__ = ["main"]
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
-# Modules that add sub-commands: each has register(subparsers).
-PLUGINS = ("ragsight.report._cli", "ragsight.testset._cli")
-
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
 
 EVALUATE_EPILOG = """examples:
   ragsight evaluate --example
@@ -54,11 +48,6 @@ metrics: names (faithfulness, answer_relevancy, context_precision, context_recal
 (retrieval, generation, reference-free, lexical, ir) or all; parameters in brackets, e.g.
 "factual_correctness(mode=recall)". Default: the core metrics the data's fields allow.
 The API key is read from OPENAI_API_KEY."""
-
-
-def _add_store(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", default=os.environ.get("RAGSIGHT_STORE", "ragsight.db"),
-                   help="SQLite file holding runs, evidence and the judge cache (default: ./ragsight.db)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -131,14 +120,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_store(ex)
     ex.set_defaults(func=cmd_export)
 
-    for name in PLUGINS:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        mod.register(sub)
+    _report.register(sub)
+    _testset.register(sub)
     return p
 
 
@@ -223,7 +206,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate_repeats(args: argparse.Namespace, data: Any) -> int:
-    from .report._repeats import evaluate_repeats, print_repeats
 
     if args.resume:
         raise RagsightError("--repeats cannot be combined with --resume")
@@ -418,6 +400,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print("interrupted")
         return EXIT_INTERRUPTED
 
-
-if __name__ == "__main__":
-    sys.exit(main())

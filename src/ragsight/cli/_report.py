@@ -1,4 +1,4 @@
-"""Sub-commands ``report``, ``compare`` and ``calibrate`` (picked up by ``ragsight.cli``)."""
+"""Sub-commands ``report``, ``compare`` and ``calibrate``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, StoreError
+from ..report import (
+    calibrate,
+    compare,
+    load_runs,
+    print_calibration,
+    print_comparison,
+    render_report,
+    save_html,
+)
+from ..result import load_result
 from ..store import Store
+from ._common import EXIT_OK, out
+from ._common import add_store as _add_store
 
 __all__ = ["register"]
 
@@ -54,9 +66,7 @@ def _floats_pair(text: str, flag: str) -> tuple[float, float]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_OK, out, print_summary
-    from ._compare import load_runs
-    from ._html import render_report, save_html
+    from . import print_summary
 
     with _open_store(args.store) as store:
         runs = load_runs(store, args.runs)
@@ -73,8 +83,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_OK, out
-    from ._compare import compare, load_runs, print_comparison
 
     if len(args.runs) < 2:
         raise ConfigError("compare needs at least two runs: ragsight compare RUN_A RUN_B")
@@ -86,9 +94,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from .._evaluate import load_result
-    from ..cli import EXIT_OK, out
-    from ._calibrate import calibrate, print_calibration
 
     metrics = [m.strip() for spec in args.metric or [] for m in spec.split(",") if m.strip()]
     pair: tuple[str, str] | None = None
@@ -121,7 +126,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``report``, ``compare`` and ``calibrate`` to the ragsight command line."""
-    from ..cli import _add_store
 
     raw = argparse.RawDescriptionHelpFormatter
     rp = subparsers.add_parser(

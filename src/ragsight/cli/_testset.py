@@ -1,4 +1,4 @@
-"""``ragsight generate`` and ``ragsight run``: loaded by the CLI as a plugin."""
+"""Sub-commands ``generate`` and ``run``."""
 
 from __future__ import annotations
 
@@ -14,11 +14,21 @@ from rich.console import Console
 
 from ..errors import ConfigError
 from ..judge import RetryPolicy, make_judge
-from ._chunk import ChunkSettings
-from ._filter import REASONS, FilterSettings
-from ._generate import DEFAULT_STYLES, DEFAULT_TYPES, TestsetSettings, agenerate
-from ._ingest import load_corpus
-from ._runner import HttpFields, arun, make_target, parse_headers, read_testset
+from ..testset import (
+    DEFAULT_STYLES,
+    DEFAULT_TYPES,
+    REASONS,
+    ChunkSettings,
+    FilterSettings,
+    HttpFields,
+    TestsetSettings,
+    agenerate,
+    arun,
+    load_corpus,
+    make_target,
+    parse_headers,
+    read_testset,
+)
 
 __all__ = ["register", "write_jsonl"]
 
