@@ -310,8 +310,9 @@ def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[st
 
 async def compare(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[str, Any],
                   claims: dict[str, Any] | None) -> dict[str, Any]:
-    from ragsight.analyses import SampleContext
-    from ragsight.analyses._context import _bool, _verdict_items, contexts_block, numbered
+    from ragsight.analyses import SampleAnalyses, contexts_block, numbered
+    from ragsight.analyses._types import lenient_bool as _bool
+    from ragsight.analyses._types import verdict_items as _verdict_items
     from ragsight.judge import Judge
     from ragsight.prompts import fence, load_prompt
     from ragsight.sample import Dataset
@@ -327,7 +328,7 @@ async def compare(args: argparse.Namespace, rows: list[dict[str, Any]], prep: di
         if claims and claims.get(s.id) and (claims[s.id][0] or claims[s.id][1]):
             resp, ref = claims[s.id][0], claims[s.id][1]
         else:
-            ctx = SampleContext(s, judge, None)
+            ctx = SampleAnalyses(s, judge, None)
             resp = list((await ctx.response_claims()).claims)
             ref = list((await ctx.reference_claims()).claims)
         cl = resp + ref

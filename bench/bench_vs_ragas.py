@@ -776,7 +776,7 @@ def prefetching(names: list[str]) -> list[Any]:
 
     class NS(NoiseSensitivity):
         async def compute(self, ctx: Any) -> Any:
-            await asyncio.gather(ctx.response_claims(), ctx.reference_claims(), ctx.context_verdicts(),
+            await asyncio.gather(ctx.response_claims(), ctx.reference_claims(), ctx.response_vs_contexts(),
                                  ctx.response_vs_reference(), return_exceptions=True)
             return await super().compute(ctx)
 

@@ -97,13 +97,12 @@ def build_variants(tags_only: bool) -> dict[str, Any]:
 
 async def shipped_probability(judge: Any, context: str, claim: str) -> float:
     """P(supported) of the claim against the context exactly as the metrics compute it."""
-    from ragsight.analyses import AnalysisSettings, SampleContext
-    from ragsight.analyses._context import contexts_block
+    from ragsight.analyses import AnalysisSettings, SampleAnalyses, contexts_block
     from ragsight.sample import Sample
 
-    ctx = SampleContext(Sample(id="hostile", contexts=(context,), response=claim), judge, None,
+    ctx = SampleAnalyses(Sample(id="hostile", contexts=(context,), response=claim), judge, None,
                         AnalysisSettings(explain="none", use_cache=False))
-    out = await ctx._verify([claim], "contexts", contexts_block([context]))
+    out = await ctx.verify([claim], "contexts", contexts_block([context]))
     p = out.verdicts[0].probability
     assert p is not None
     return p

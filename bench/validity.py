@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from ragsight.analyses._context import contexts_block  # noqa: E402
+from ragsight.analyses import contexts_block  # noqa: E402
 from ragsight.analyses._signals import best_sentences  # noqa: E402
 from ragsight.judge._judge import Judge, JudgeCall, step_key  # noqa: E402
 from ragsight.prompts import Prompt, fence, load_prompt_file  # noqa: E402
@@ -723,7 +723,7 @@ async def timing(n: int) -> None:
     """Seconds per claim of the shipped verdict (prior + claim against its evidence + signals),
     uncached, on the first ``n`` held-out WiCE claims in a random (hash) order, one claim after
     another as the metrics run them; the model load is not counted."""
-    from ragsight.analyses import AnalysisSettings, SampleContext
+    from ragsight.analyses import AnalysisSettings, SampleAnalyses
     from ragsight.judge._local import LocalJudge
     from ragsight.sample import Sample
 
@@ -734,9 +734,9 @@ async def timing(n: int) -> None:
     t0 = time.monotonic()
     tok0 = provider.tokens_evaluated
     for row in rows:
-        ctx = SampleContext(Sample(id=row["id"], contexts=tuple(row["contexts"]), response=row["answer"]), judge,
+        ctx = SampleAnalyses(Sample(id=row["id"], contexts=tuple(row["contexts"]), response=row["answer"]), judge,
                             None, AnalysisSettings(explain="none", use_cache=False))
-        await ctx._verify([row["answer"]], "contexts", contexts_block(row["contexts"]))
+        await ctx.verify([row["answer"]], "contexts", contexts_block(row["contexts"]))
     el = time.monotonic() - t0
     print(f"{len(rows)} WiCE held-out claims: {el / len(rows):.1f} s per claim, "
           f"{(provider.tokens_evaluated - tok0) / len(rows):.0f} prompt tokens evaluated per claim "

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import validity as V
 
+from ragsight.analyses import contexts_block
 from ragsight.analyses._calibrated import feature_values
-from ragsight.analyses._context import contexts_block
 from ragsight.analyses._signals import compute_signals
 from ragsight.prompts import fence, load_prompt
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ragsight.analyses._context import contexts_block
+from ragsight.analyses import contexts_block
 from ragsight.judge import Judge
 from ragsight.prompts import fence, load_prompt
 

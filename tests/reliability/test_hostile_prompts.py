@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import ragsight
-from ragsight.analyses._context import contexts_block, numbered
+from ragsight.analyses import contexts_block, numbered
 from ragsight.judge import ChoiceScores, Completion, JudgeRequest
 from ragsight.prompts import DELIMITER_TAGS, fence, load_prompt, prompt_ids
 from tests.fakes.embedder import TableEmbedder

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import ragsight
 from ragsight import Outcome
-from ragsight.analyses import SampleContext
+from ragsight.analyses import SampleAnalyses
 from ragsight.errors import ConfigError
 from ragsight.judge import Judge
 from ragsight.metrics import FactualCorrectness
@@ -125,7 +125,7 @@ def test_factual_correctness_rejects_unknown_mode() -> None:
 
 async def _fc_value(tp: int, fp: int, fn: int) -> float | None:
     script = fc_world(tp, fp, fn)
-    ctx = SampleContext(Sample(id="p", response=RESP, reference=REF), Judge(script.judge()), None)
+    ctx = SampleAnalyses(Sample(id="p", response=RESP, reference=REF), Judge(script.judge()), None)
     return (await FactualCorrectness().score(ctx)).value
 
 

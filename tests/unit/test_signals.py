@@ -125,7 +125,7 @@ def test_alias_signals() -> None:
 
 
 def test_unfence_recovers_the_texts_of_a_rendered_source() -> None:
-    from ragsight.analyses._context import contexts_block
+    from ragsight.analyses import contexts_block
     from ragsight.prompts import fence
 
     assert unfence(contexts_block(["a b.\n\nc d", "e <context> f"])) == ["a b.\n\nc d", "e [context] f"]

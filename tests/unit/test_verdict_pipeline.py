@@ -11,9 +11,8 @@ import pytest
 
 import ragsight
 from ragsight import Outcome
-from ragsight.analyses import AnalysisSettings, SampleContext
+from ragsight.analyses import AnalysisSettings, SampleAnalyses, contexts_block
 from ragsight.analyses._calibrated import DEFAULT_MODEL, PRIOR_SOURCE, assess_claim, combine_answer
-from ragsight.analyses._context import contexts_block
 from ragsight.analyses._signals import alias_signals
 from ragsight.judge import Judge
 from ragsight.judge._scripted import ScriptedJudge
@@ -36,9 +35,9 @@ def local_like(p_source: float, p_prior: float, model: str = DEFAULT_MODEL) -> S
 
 
 async def verdicts(provider: ScriptedJudge, claims: list[str], **settings: Any) -> Any:
-    ctx = SampleContext(Sample(id="s", contexts=(CONTEXT,), response="r"), Judge(provider), None,
+    ctx = SampleAnalyses(Sample(id="s", contexts=(CONTEXT,), response="r"), Judge(provider), None,
                         AnalysisSettings(**settings))
-    return await ctx._verify(claims, "contexts", contexts_block([CONTEXT]))
+    return await ctx.verify(claims, "contexts", contexts_block([CONTEXT]))
 
 
 async def test_embedded_judge_verdicts_combine_prior_and_signals() -> None:

@@ -1,19 +1,30 @@
-"""Shared per-sample analyses: claims, claim verdicts, chunk relevance, questions, entities."""
+"""Shared per-sample analyses: claims, claim verdicts, chunk relevance, questions, entities.
 
-from ._context import (
+One module per analysis (``_claims``, ``_verdicts``, ``_short_answer``, ``_chunks``,
+``_questions``, ``_entities``, ``_sentences``), each with its JSON path (remote judges) and its
+per-item path (the embedded judge) side by side; :class:`SampleAnalyses` memoises them per sample.
+"""
+
+from ._sample import SampleAnalyses
+from ._signals import describe_signals
+from ._text import normalise_entity, split_sentences
+from ._types import (
     AnalysisSettings,
     ChunkJudgement,
     ClaimList,
     EntityList,
     GeneratedQuestions,
-    SampleContext,
+    Need,
     SentenceLabels,
     ShortAnswer,
     VerdictList,
     contexts_block,
+    numbered,
+    refs,
 )
-from ._signals import describe_signals
-from ._text import normalise_entity, split_sentences
+
+# The old name, kept for one release: "context" already means the retrieved chunks.
+SampleContext = SampleAnalyses
 
 __all__ = [
     "AnalysisSettings",
@@ -21,6 +32,8 @@ __all__ = [
     "ClaimList",
     "EntityList",
     "GeneratedQuestions",
+    "Need",
+    "SampleAnalyses",
     "SampleContext",
     "SentenceLabels",
     "ShortAnswer",
@@ -28,5 +41,7 @@ __all__ = [
     "contexts_block",
     "describe_signals",
     "normalise_entity",
+    "numbered",
+    "refs",
     "split_sentences",
 ]

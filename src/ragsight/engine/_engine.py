@@ -1,7 +1,7 @@
 """The async scheduler: samples x metrics, shared analyses deduplicated per sample, bounded
 concurrency, progress, crash-safe saving, and resume.
 
-Flow of one sample: a SampleContext is made; every selected metric's ``score`` runs concurrently
+Flow of one sample: a SampleAnalyses is made; every selected metric's ``score`` runs concurrently
 on it; metrics ask the context for shared analyses, each computed once; a metric whose judge step
 fails ends ``failed`` with the step's calls in its evidence (never NaN, never dropped); then the
 sample's scores and judge calls are committed to the store in one transaction.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._score import Evidence, JudgeCallRef, Outcome, Score
-from ..analyses import AnalysisSettings, SampleContext
+from ..analyses import AnalysisSettings, SampleAnalyses
 from ..embed import Embedder
 from ..judge import Judge, JudgeCall, JudgeFailedError
 from ..metrics import Metric
@@ -51,7 +51,7 @@ class SampleOutcome:
 def settings_for(metrics: Sequence[Metric], base: AnalysisSettings) -> AnalysisSettings:
     flags: dict[str, Any] = {}
     for m in metrics:
-        flags.update(dict.fromkeys(m.flags, True))
+        flags.update({need.value: True for need in m.needs})
     return replace(base, **flags)
 
 
@@ -72,7 +72,7 @@ async def score_sample(
     sample: Sample, metrics: Sequence[Metric], judge: Judge | None, embedder: Embedder | None,
     settings: AnalysisSettings,
 ) -> tuple[Score, ...]:
-    ctx = SampleContext(sample, judge, embedder, settings)
+    ctx = SampleAnalyses(sample, judge, embedder, settings)
 
     async def one(m: Metric) -> Score:
         try:

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from .._score import Score
-from ..analyses import SampleContext
+from ..analyses import Need, SampleAnalyses
 from ..sample import Sample
 
 __all__ = ["Metric"]
@@ -18,7 +18,7 @@ class Metric(ABC):
     ``requires``: sample fields that must be present (else the result is ``skipped``);
     ``requires_any``: groups of fields of which at least one must be present;
     ``needs_judge`` / ``needs_embedder``: what the run must provide;
-    ``flags``: AnalysisSettings flags this metric turns on (shared analyses it needs);
+    ``needs``: shared analyses this metric needs planned for the run (``Need`` members);
     ``groups``: selection groups (retrieval, generation, reference-free, lexical, ir);
     ``lower_is_better``: enters the overall score as 1 - value.
     Instances are immutable after construction; parameters are set in ``__init__``.
@@ -29,7 +29,7 @@ class Metric(ABC):
     requires_any: ClassVar[tuple[tuple[str, ...], ...]] = ()
     needs_judge: ClassVar[bool] = False
     needs_embedder: ClassVar[bool] = False
-    flags: ClassVar[frozenset[str]] = frozenset()
+    needs: ClassVar[frozenset[Need]] = frozenset()
     groups: ClassVar[frozenset[str]] = frozenset()
     lower_is_better: ClassVar[bool] = False
     core: ClassVar[bool] = False  # part of the default selection
@@ -51,14 +51,14 @@ class Metric(ABC):
             return f"sample has no {', '.join(absent)}"
         return None
 
-    async def score(self, ctx: SampleContext) -> Score:
+    async def score(self, ctx: SampleAnalyses) -> Score:
         reason = self.missing(ctx.sample)
         if reason is not None:
             return Score.skipped(self.key, reason)
         return await self.compute(ctx)
 
     @abstractmethod
-    async def compute(self, ctx: SampleContext) -> Score: ...
+    async def compute(self, ctx: SampleAnalyses) -> Score: ...
 
     def __repr__(self) -> str:
         p = ", ".join(f"{k}={v!r}" for k, v in self.params().items())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import SampleAnalyses
 from ._base import Metric
 from .answer_similarity import similarity_to_reference
 from .factual_correctness import FactualCorrectness, f_beta
@@ -31,7 +31,7 @@ class AnswerCorrectness(Metric):
     def params(self) -> dict[str, Any]:
         return {"weights": list(self.weights)}
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         tp, fp, fn, ev = await self._fc.counts(ctx)
         fc = f_beta(tp, fp, fn)
         w1, w2 = self.weights

@@ -6,7 +6,7 @@ A noncommittal response ("I don't know") scores 0.
 from __future__ import annotations
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import SampleAnalyses
 from ._base import Metric
 
 __all__ = ["AnswerRelevancy"]
@@ -20,7 +20,7 @@ class AnswerRelevancy(Metric):
     groups = frozenset({"generation", "reference-free"})
     core = True
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         gen = await ctx.generated_questions()
         question = ctx.sample.question or ""
         vecs = await ctx.embed([question, *gen.questions], kind="query")

@@ -6,13 +6,13 @@ With several acceptable references (aliases), the best match counts.
 from __future__ import annotations
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import SampleAnalyses
 from ._base import Metric
 
 __all__ = ["AnswerSimilarity", "similarity_to_reference"]
 
 
-async def similarity_to_reference(ctx: SampleContext) -> tuple[float, dict[str, object]]:
+async def similarity_to_reference(ctx: SampleAnalyses) -> tuple[float, dict[str, object]]:
     refs = list(ctx.sample.references)
     vecs = await ctx.embed([ctx.sample.response or "", *refs], kind="passage")
     sims = [float(vecs[0] @ vecs[i]) for i in range(1, len(vecs))]
@@ -28,7 +28,7 @@ class AnswerSimilarity(Metric):
     needs_embedder = True
     groups = frozenset({"generation"})
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         value, details = await similarity_to_reference(ctx)
         return Score.scored(self.key, value, "cosine similarity of response and reference",
                             Evidence(details=details))

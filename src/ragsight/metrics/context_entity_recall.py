@@ -4,7 +4,7 @@ entities extracted by the judge and matched after normalisation."""
 from __future__ import annotations
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import SampleAnalyses
 from ._base import Metric
 
 __all__ = ["ContextEntityRecall"]
@@ -16,7 +16,7 @@ class ContextEntityRecall(Metric):
     needs_judge = True
     groups = frozenset({"retrieval"})
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         ref = await ctx.entities("reference")
         con = await ctx.entities("contexts")
         found = sorted(ref.normalised & con.normalised)

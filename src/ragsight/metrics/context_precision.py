@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import SampleAnalyses
 from ._base import Metric
 
 __all__ = ["ContextPrecision", "ContextPrecisionWithoutReference", "average_precision_of"]
@@ -34,7 +34,7 @@ class ContextPrecision(Metric):
     core = True
     against = "reference"
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         j = await ctx.chunk_relevance(self.against)
         value = average_precision_of(j.relevant)
         details = {

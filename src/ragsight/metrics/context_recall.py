@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import Need, SampleAnalyses
 from ._base import Metric
 
 __all__ = ["ContextRecall"]
@@ -13,13 +13,13 @@ class ContextRecall(Metric):
     name = "context_recall"
     requires = ("reference", "contexts")
     needs_judge = True
-    flags = frozenset({"verify_reference_vs_contexts"})
+    needs = frozenset({Need.REFERENCE_VS_CONTEXTS})
     groups = frozenset({"retrieval"})
     core = True
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         claims = await ctx.reference_claims()
-        _, verdicts = await ctx.context_verdicts()
+        verdicts = await ctx.reference_vs_contexts()
         assert verdicts is not None
         ev = Evidence(claims=verdicts.verdicts, calls=claims.refs + verdicts.refs)
         if not claims.claims:

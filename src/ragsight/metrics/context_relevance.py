@@ -4,7 +4,7 @@ sentence splitting; the judge only labels the sentences). Per-chunk values are r
 from __future__ import annotations
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import SampleAnalyses
 from ._base import Metric
 
 __all__ = ["ContextRelevance"]
@@ -16,7 +16,7 @@ class ContextRelevance(Metric):
     needs_judge = True
     groups = frozenset({"retrieval", "reference-free"})
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         labels = await ctx.sentence_labels()
         n_chunks = len(ctx.sample.contexts or ())
         per_chunk: list[dict[str, object]] = []

@@ -4,7 +4,7 @@ TP = response claims supported by the reference, FP = response claims not suppor
 FN = reference claims not supported by the response.
 
 Short-form references ("Paris", or a list of accepted aliases; see
-``SampleContext.short_answer``) are not split into claims: the response is graded as one claim
+``SampleAnalyses.short_answer``) are not split into claims: the response is graded as one claim
 against every alias, with the question. With P = P(correct) the counts are TP = P, FP = FN = 1 - P,
 so every mode gives P: the expected value of the spec's F-beta when the response is correct
 with probability P (1 or 0 for a judge that gives only a verdict).
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import SampleAnalyses
 from ._base import Metric
 
 __all__ = ["FactualCorrectness", "f_beta"]
@@ -55,7 +55,7 @@ class FactualCorrectness(Metric):
     def params(self) -> dict[str, Any]:
         return {"mode": self.mode, "beta": self.beta}
 
-    async def counts(self, ctx: SampleContext) -> tuple[float, float, float, Evidence]:
+    async def counts(self, ctx: SampleAnalyses) -> tuple[float, float, float, Evidence]:
         need_fn = self.mode != "precision"
         short = await ctx.short_answer()
         if short is not None:
@@ -81,7 +81,7 @@ class FactualCorrectness(Metric):
                                                      "mode": self.mode, "beta": self.beta}, calls=refs)
         return tp, fp, fn, ev
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         tp, fp, fn, ev = await self.counts(ctx)
         if ev.details.get("short_answer"):
             return Score.scored(self.key, tp, f"short answer graded as a whole: P(correct) = {tp:.3f}", ev)

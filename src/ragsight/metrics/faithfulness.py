@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import Need, SampleAnalyses
 from ._base import Metric
 
 __all__ = ["Faithfulness"]
@@ -13,13 +13,13 @@ class Faithfulness(Metric):
     name = "faithfulness"
     requires = ("response", "contexts")
     needs_judge = True
-    flags = frozenset({"verify_response_vs_contexts"})
+    needs = frozenset({Need.RESPONSE_VS_CONTEXTS})
     groups = frozenset({"generation", "reference-free"})
     core = True
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         claims = await ctx.response_claims()
-        verdicts, _ = await ctx.context_verdicts()
+        verdicts = await ctx.response_vs_contexts()
         assert verdicts is not None
         ev = Evidence(claims=verdicts.verdicts, calls=claims.refs + verdicts.refs)
         if not claims.claims:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, ClassVar
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext, VerdictList, contexts_block
+from ..analyses import SampleAnalyses, VerdictList, contexts_block
 from ..sample import Sample
 from . import _ir, register
 from . import similarity_mrr as _similarity_mrr  # noqa: F401 - registers mrr_by_similarity
@@ -84,7 +84,7 @@ class _IdMetric(Metric):
     def value(self, retrieved: tuple[str, ...], relevant: Any) -> float | None:
         raise NotImplementedError
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         s = ctx.sample
         retrieved = s.retrieved_ids or ()
         relevant = s.relevant_ids or ()
@@ -213,7 +213,7 @@ class RetrievalAccuracy(Metric):
     def params(self) -> dict[str, Any]:
         return {"k": self.k, "match": self.match}
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         s = ctx.sample
         hits = _ranked_hits(s, self.k)
         value = _ir.retrieval_accuracy_at_k_by_id(s.retrieved_ids or (), s.relevant_ids or (), self.k)
@@ -235,7 +235,7 @@ class _AccuracyByText(RetrievalAccuracy):
     requires = ("contexts", "reference_contexts")
     match = "text"
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         s = ctx.sample
         contexts = s.contexts or ()
         targets = {" ".join(t.split()) for t in s.reference_contexts or ()}
@@ -253,7 +253,7 @@ class _AccuracyByJudge(RetrievalAccuracy):
     needs_judge = True
     match = "judge"
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         s = ctx.sample
         contexts = list(s.contexts or ())
         top = contexts[: self.k]
@@ -262,9 +262,9 @@ class _AccuracyByJudge(RetrievalAccuracy):
         target = "contexts" if len(top) == len(contexts) else f"contexts:top{self.k}"
 
         def verify() -> Awaitable[VerdictList]:
-            return ctx._verify(list(claims.claims), target, contexts_block(top))
+            return ctx.verify(list(claims.claims), target, contexts_block(top))
 
-        verdicts = await ctx._once(f"verdicts:reference_vs_{target}", verify)
+        verdicts = await ctx.once(f"verdicts:reference_vs_{target}", verify)
         supported = sum(v.supported for v in verdicts.verdicts)
         n = len(verdicts.verdicts)
         ev = Evidence(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import SampleAnalyses
 from ..errors import MissingExtraError
 from . import _lexical, register
 from ._base import Metric
@@ -28,7 +28,7 @@ class _Lexical(Metric):
     def function(self, prediction: str, reference: str) -> float:
         raise NotImplementedError
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         s = ctx.sample
         response = s.response or ""
         refs = s.references

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import Need, SampleAnalyses
 from ._base import Metric
 
 __all__ = ["NoiseSensitivity"]
@@ -18,7 +18,7 @@ class NoiseSensitivity(Metric):
     name = "noise_sensitivity"
     requires = ("question", "response", "reference", "contexts")
     needs_judge = True
-    flags = frozenset({"verify_response_vs_contexts", "verify_reference_vs_contexts", "need_chunk_support"})
+    needs = frozenset({Need.RESPONSE_VS_CONTEXTS, Need.REFERENCE_VS_CONTEXTS, Need.CHUNK_SUPPORT})
     groups = frozenset({"generation", "retrieval"})
     lower_is_better = True
 
@@ -31,10 +31,11 @@ class NoiseSensitivity(Metric):
     def params(self) -> dict[str, Any]:
         return {"mode": self.mode}
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         resp_claims = await ctx.response_claims()
         ref_claims = await ctx.reference_claims()
-        resp_vs_ctx, ref_vs_ctx = await ctx.context_verdicts()
+        resp_vs_ctx = await ctx.response_vs_contexts()
+        ref_vs_ctx = await ctx.reference_vs_contexts()
         vs_ref = await ctx.response_vs_reference()
         assert resp_vs_ctx is not None and ref_vs_ctx is not None
         assert resp_vs_ctx.chunk_support is not None and ref_vs_ctx.chunk_support is not None

@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._score import Evidence, JudgeCallRef, Score
-from ..analyses import SampleContext, contexts_block
+from .._score import Evidence, Score
+from ..analyses import SampleAnalyses, contexts_block, refs
 from ..errors import ConfigError, OutputError
 from ..prompts import fence, load_prompt
 from ..sample import Sample
@@ -127,8 +127,8 @@ class RubricMetric(Metric):
             parts.append(f"Score: {ex['score']}.{reason}")
         return "\n".join(parts) + "\n"
 
-    async def compute(self, ctx: SampleContext) -> Score:
-        judge = ctx._need_judge()
+    async def compute(self, ctx: SampleAnalyses) -> Score:
+        judge = ctx.need_judge()
         low, high = self.scale
         s = ctx.sample
 
@@ -158,7 +158,7 @@ class RubricMetric(Metric):
         ev = Evidence(
             details={"rubric": self.rubric, "criteria": self.criteria, "scale": [low, high],
                      "raw_score": raw, "reason": reason, "fields": list(self.fields)},
-            calls=(JudgeCallRef(ans.step, ans.prompt_id, ans.prompt_version, ans.cached),),
+            calls=refs(ans),
         )
         return Score.scored(self.key, value, f"{raw} on {low}-{high}: {reason}", ev)
 

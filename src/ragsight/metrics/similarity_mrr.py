@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._score import Evidence, Score
-from ..analyses import SampleContext
+from ..analyses import SampleAnalyses
 from . import _ir, register
 from ._base import Metric
 
@@ -73,7 +73,7 @@ class MrrBySimilarity(Metric):
     def params(self) -> dict[str, Any]:
         return {"threshold": self.threshold}
 
-    async def compute(self, ctx: SampleContext) -> Score:
+    async def compute(self, ctx: SampleAnalyses) -> Score:
         s = ctx.sample
         refs = list(s.references)
         contexts = list(s.contexts or ())

@@ -1,0 +1,41 @@
+"""Generated questions (answer relevancy): N questions the response answers, and whether it is
+noncommittal. One JSON step for every judge."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._budget import fit_for_judge
+from ..errors import OutputError
+from ..prompts import fence, load_prompt
+from ._types import GeneratedQuestions, lenient_bool, list_of_str, refs
+
+if TYPE_CHECKING:
+    from ._sample import SampleAnalyses
+
+__all__ = ["generate"]
+
+
+async def generate(sa: SampleAnalyses) -> GeneratedQuestions:
+    judge = sa.need_judge()
+    n = sa.settings.n_questions
+
+    def validate(d: dict[str, Any]) -> tuple[list[str], bool]:
+        questions = list_of_str(d, "questions")
+        if len(questions) != n:
+            raise OutputError(f"expected exactly {n} questions, got {len(questions)}")
+        # Repeats are dropped (the mean is over distinct questions, recorded in the evidence);
+        # only a reply with no usable question is re-asked.
+        distinct = list(dict.fromkeys(q.strip() for q in questions))
+        return distinct, lenient_bool(d.get("noncommittal"), '"noncommittal"')
+
+    response = fit_for_judge(judge, [sa.sample.response or ""], field="response",
+                             output_tokens=80 + 50 * n, record=sa.truncations)[0]
+    ans = await judge.ask(
+        load_prompt("generate_questions"),
+        {"response": fence("response", response), "n": str(n),
+         "response_text": sa.sample.response or ""},
+        validate, count=n, max_tokens=80 + 50 * n, use_cache=sa.settings.use_cache,
+    )
+    qs, noncommittal = ans.value
+    return GeneratedQuestions(tuple(qs), noncommittal, refs(ans))

@@ -1,0 +1,142 @@
+"""The analyses of one sample, each computed at most once.
+
+A :class:`SampleAnalyses` is made by the engine for each sample. Metrics ask it for analyses
+(``await sa.response_claims()``, ``await sa.response_vs_contexts()``...). Each analysis runs at
+most once per sample: concurrent requests share one task. Each analysis lives in its own module
+beside this one, with its two ways of asking the judge side by side:
+
+- remote judges (no log-probabilities): one JSON call per step, all claims (or chunks, or
+  sentences) of the sample together, with the expected count stated in the schema;
+- the embedded judge (``supports_choices``): one yes/no call per item, read from next-token
+  log-probabilities, the long shared text first and the item last, run back to back so the
+  model reuses the prompt prefix.
+
+This class keeps only what they share: the sample, the judge and embedder, the settings, the
+memo, the batch lock of the embedded judge and the record of texts cut to fit the judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .._budget import Truncation
+from ..embed import Embedder
+from ..judge import Judge
+from ..sample import Sample
+from . import _chunks, _claims, _entities, _questions, _sentences, _short_answer, _verdicts
+from ._types import (
+    AnalysisSettings,
+    ChunkJudgement,
+    ClaimList,
+    EntityList,
+    GeneratedQuestions,
+    SentenceLabels,
+    ShortAnswer,
+    VerdictList,
+)
+
+__all__ = ["SampleAnalyses"]
+
+T = TypeVar("T")
+
+
+class SampleAnalyses:
+    """The analyses of one sample, each computed at most once."""
+
+    def __init__(
+        self,
+        sample: Sample,
+        judge: Judge | None,
+        embedder: Embedder | None,
+        settings: AnalysisSettings | None = None,
+    ) -> None:
+        self.sample = sample
+        self.judge = judge
+        self.embedder = embedder
+        self.settings = settings or AnalysisSettings()
+        self._memo: dict[str, asyncio.Task[Any]] = {}
+        # The embedded judge runs one call at a time; a batch of yes/no calls that share a long
+        # prefix must run back to back, not interleaved with another batch.
+        self.batch = asyncio.Lock()
+        self.truncations: list[Truncation] = []  # over-long texts cut to fit the judge (_budget)
+
+    # ---- what a metric may use to build its own step ------------------------------------------
+
+    def once(self, key: str, make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        """``make()`` run at most once per sample under ``key``; every caller awaits the same task."""
+        task = self._memo.get(key)
+        if task is None:
+            task = asyncio.ensure_future(make())
+            self._memo[key] = task
+        return asyncio.shield(task)
+
+    def need_judge(self) -> Judge:
+        """The run's judge, or a clear error when the run has none."""
+        if self.judge is None:
+            raise RuntimeError("this metric needs a judge, and none is configured")
+        return self.judge
+
+    async def verify(
+        self, claims: Sequence[str], target: str, source: str, chunks: list[str] | None = None
+    ) -> VerdictList:
+        """Verdicts for ``claims`` against the fenced ``source`` (not memoised: wrap it in
+        :meth:`once` with a key naming the target)."""
+        return await _verdicts.verify(self, list(claims), target, source, chunks)
+
+    async def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        if self.embedder is None:
+            raise RuntimeError("this metric needs an embedder, and none is configured")
+        return await self.embedder.embed(list(texts), kind=kind)
+
+    # ---- claims (_claims.py) --------------------------------------------------------------------
+
+    def response_claims(self) -> Awaitable[ClaimList]:
+        return self.once("claims:response", lambda: _claims.extract(self, "response"))
+
+    def reference_claims(self) -> Awaitable[ClaimList]:
+        return self.once("claims:reference", lambda: _claims.extract(self, "reference"))
+
+    # ---- claim verdicts (_verdicts.py) ----------------------------------------------------------
+
+    async def response_vs_contexts(self) -> VerdictList | None:
+        """Response claims checked against the joined contexts (faithfulness). One judge step
+        with :meth:`reference_vs_contexts` for remote judges. None when the run did not plan it
+        (``Need.RESPONSE_VS_CONTEXTS``) or the sample has no response."""
+        return (await self.once("verdicts:contexts", lambda: _verdicts.against_contexts(self)))[0]
+
+    async def reference_vs_contexts(self) -> VerdictList | None:
+        """Reference claims checked against the joined contexts (context recall), sharing its
+        judge step with :meth:`response_vs_contexts`."""
+        return (await self.once("verdicts:contexts", lambda: _verdicts.against_contexts(self)))[1]
+
+    def response_vs_reference(self) -> Awaitable[VerdictList]:
+        """Response claims checked against the reference (factual correctness TP/FP)."""
+        return self.once("verdicts:response_vs_reference", lambda: _verdicts.response_vs_reference(self))
+
+    def reference_vs_response(self) -> Awaitable[VerdictList]:
+        """Reference claims checked against the response (factual correctness FN)."""
+        return self.once("verdicts:reference_vs_response", lambda: _verdicts.reference_vs_response(self))
+
+    # ---- the other analyses ---------------------------------------------------------------------
+
+    def short_answer(self) -> Awaitable[ShortAnswer | None]:
+        """The response graded as a whole when the reference is short-form ("Paris", or a list
+        of aliases) and there is a question; None otherwise (claims are used instead)."""
+        return self.once("short_answer", lambda: _short_answer.grade(self))
+
+    def chunk_relevance(self, against: str) -> Awaitable[ChunkJudgement]:
+        """Whether each retrieved chunk was useful for the reference (or the response)."""
+        return self.once(f"chunks:{against}", lambda: _chunks.relevance(self, against))
+
+    def generated_questions(self) -> Awaitable[GeneratedQuestions]:
+        return self.once("questions", lambda: _questions.generate(self))
+
+    def entities(self, source: str) -> Awaitable[EntityList]:
+        return self.once(f"entities:{source}", lambda: _entities.extract(self, source))
+
+    def sentence_labels(self) -> Awaitable[SentenceLabels]:
+        return self.once("sentences", lambda: _sentences.label(self))

@@ -1,0 +1,189 @@
+"""What the analyses share: their settings, what a metric can ask for (``Need``), the result
+types, and the validators and prompt blocks every analysis uses."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._score import ClaimVerdict, JudgeCallRef
+from ..errors import OutputError
+from ..judge import Answer
+from ..prompts import fence, neutralise
+
+__all__ = [
+    "AnalysisSettings",
+    "ChunkJudgement",
+    "ClaimList",
+    "EntityList",
+    "GeneratedQuestions",
+    "Need",
+    "SentenceLabels",
+    "ShortAnswer",
+    "VerdictList",
+    "contexts_block",
+    "lenient_bool",
+    "list_of_str",
+    "numbered",
+    "refs",
+    "verdict_items",
+]
+
+
+class Need(enum.Enum):
+    """A shared analysis a metric needs planned for the whole run (``Metric.needs``). Each member
+    turns on the :class:`AnalysisSettings` field of its value, so that e.g. faithfulness and
+    context recall share one verdict step against the contexts."""
+
+    RESPONSE_VS_CONTEXTS = "verify_response_vs_contexts"
+    REFERENCE_VS_CONTEXTS = "verify_reference_vs_contexts"
+    CHUNK_SUPPORT = "need_chunk_support"
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """Knobs shared by the analyses of a run (recorded with the run)."""
+
+    n_questions: int = 3
+    support_threshold: float = 0.5  # P(Yes) at or above which a claim counts as supported
+    explain: str = "unsupported"  # embedded judge: "none" | "unsupported" | "all"
+    max_claims: int = 64
+    need_chunk_support: bool = False  # per-chunk attribution (noise sensitivity)
+    verify_reference_vs_contexts: bool = False  # context recall / noise sensitivity in the run
+    verify_response_vs_contexts: bool = False  # faithfulness / noise sensitivity in the run
+    use_cache: bool = True
+    # Claim verdicts of the embedded judge combine its P(Yes) with deterministic signals and its
+    # plausibility prior (analyses/_calibrated.py); False keeps the bare P(Yes).
+    calibrated: bool = True
+    # A reference whose shortest alias has at most SHORT_ANSWER_WORDS words is graded as a whole
+    # (question, response, every alias) instead of being split into claims; False turns this off.
+    short_answers: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def refs(*answers: Answer[Any] | None) -> tuple[JudgeCallRef, ...]:
+    out: list[JudgeCallRef] = []
+    for a in answers:
+        if a is None:
+            continue
+        out.append(JudgeCallRef(a.step, a.prompt_id, a.prompt_version, a.cached))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ClaimList:
+    source: str  # "response" | "reference"
+    claims: tuple[str, ...]
+    refs: tuple[JudgeCallRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class VerdictList:
+    """Verdicts for claims against one target text, in claim order.
+
+    ``chunk_support[i]`` is the set of chunk numbers (1-based) that support claim i, when the
+    analysis asked for per-chunk attribution (else None).
+    """
+
+    target: str
+    verdicts: tuple[ClaimVerdict, ...]
+    chunk_support: tuple[frozenset[int], ...] | None = None
+    refs: tuple[JudgeCallRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChunkJudgement:
+    against: str  # "reference" | "response"
+    relevant: tuple[bool, ...]
+    reasons: tuple[str, ...]
+    probabilities: tuple[float | None, ...]
+    refs: tuple[JudgeCallRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShortAnswer:
+    """A response graded as a whole against a short-form reference (every alias counts).
+
+    ``verdict.claim`` is the response; ``verdict.probability`` the P(correct) of the embedded
+    judge combined with the alias signals (None for a judge without probabilities, whose
+    boolean verdict stands); the signals are in ``verdict.signals``."""
+
+    verdict: ClaimVerdict
+    refs: tuple[JudgeCallRef, ...] = ()
+
+    @property
+    def p_correct(self) -> float:
+        p = self.verdict.probability
+        return float(self.verdict.supported) if p is None else p
+
+
+@dataclass(frozen=True)
+class GeneratedQuestions:
+    questions: tuple[str, ...]
+    noncommittal: bool
+    refs: tuple[JudgeCallRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class EntityList:
+    source: str
+    entities: tuple[str, ...]
+    normalised: frozenset[str]
+    refs: tuple[JudgeCallRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class SentenceLabels:
+    sentences: tuple[tuple[int, str], ...]  # (chunk index 0-based, sentence)
+    relevant: tuple[bool, ...]
+    refs: tuple[JudgeCallRef, ...] = ()
+
+
+def lenient_bool(v: Any, what: str) -> bool:
+    """A judge's yes/no field: a boolean, yes/no/true/false in any case, or 0/1."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in ("yes", "true", "no", "false"):
+        return v.strip().lower() in ("yes", "true")
+    if isinstance(v, int) and v in (0, 1):
+        return bool(v)
+    raise OutputError(f"{what} must be true or false, got {v!r}")
+
+
+def list_of_str(d: dict[str, Any], key: str) -> list[str]:
+    value = d.get(key)
+    if not isinstance(value, list):
+        raise OutputError(f'expected "{key}" to be a list')
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise OutputError(f'"{key}" item {i + 1} is not a string')
+        if item.strip():
+            out.append(item.strip())
+    return out
+
+
+def verdict_items(d: dict[str, Any], n: int, what: str) -> list[dict[str, Any]]:
+    items = d.get("verdicts")
+    if not isinstance(items, list):
+        raise OutputError('expected "verdicts" to be a list')
+    if len(items) != n:
+        raise OutputError(f"expected exactly {n} verdicts, one per {what}, got {len(items)}")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise OutputError(f"verdict {i + 1} is not an object")
+    return items
+
+
+def numbered(tag: str, items: Sequence[str]) -> str:
+    """A numbered list of untrusted items inside one fenced block."""
+    body = "\n".join(f"{i}. {neutralise(' '.join(s.split()))}" for i, s in enumerate(items, start=1))
+    return f"<{tag}>\n{body}\n</{tag}>"
+
+
+def contexts_block(contexts: Sequence[str]) -> str:
+    return "\n".join(fence("context", c, n=i) for i, c in enumerate(contexts, start=1))
