@@ -14,7 +14,7 @@ settings=AnalysisSettings(explain=...))``. The one-time preparation is measured 
 counted: finding/joining/verifying the model file (``ensure_model``; ``--cold-join`` joins it
 again into a temporary directory to time a first run), loading it into llama.cpp, and loading the
 embedder. The judge is ``make_judge("local")`` with its provider wrapped by a recorder that times
-every call and reads ``LocalJudge.tokens_prompted`` / ``tokens_evaluated`` before and after it
+every call and reads ``LocalProvider.tokens_prompted`` / ``tokens_evaluated`` before and after it
 (calls run one at a time, so the differences belong to that call): per prompt id, calls, prompt
 tokens sent, prompt tokens actually evaluated after prefix reuse, generated tokens, seconds.
 
@@ -55,7 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "bench" / "airline_20.jsonl"
 CORE4 = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
 TARGET_S = 25.0
-# LocalJudge counters of generation (absent in older versions): forward passes, prompt-lookup draft
+# LocalProvider counters of generation (absent in older versions): forward passes, prompt-lookup draft
 # tokens evaluated in them, and drafts kept.
 GEN_COUNTERS = ("decode_passes", "tokens_drafted", "drafts_accepted")
 
@@ -78,7 +78,7 @@ def wait_for_quiet(limit: float | None, max_wait: float) -> float:
 
 
 class Recorder:
-    """A JudgeProvider that forwards to a LocalJudge and records each call."""
+    """A JudgeProvider that forwards to a LocalProvider and records each call."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -145,7 +145,7 @@ def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
 # ----------------------------------------------------------------------------- preparation
 
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
-    from ragsight.judge._local import LocalJudge
+    from ragsight.judge._local import LocalProvider
     from ragsight.judge._model_files import DEFAULT_MODEL, MODELS, resolve_model
 
     spec = args.model or DEFAULT_MODEL
@@ -159,7 +159,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     path = resolve_model(spec, progress=False)
     out["resolve_s"] = time.perf_counter() - t0
     out["model_path"] = str(path)
-    provider = LocalJudge(args.model)
+    provider = LocalProvider(args.model)
     t0 = time.perf_counter()
     asyncio.run(provider.preflight())  # loads the GGUF into llama.cpp (once per process)
     out["load_s"] = time.perf_counter() - t0

@@ -105,9 +105,9 @@ def rows(n: int) -> list[dict[str, Any]]:
 
 
 def judge_factory(base_url: str, cap: int) -> Any:
-    from ragsight.judge._openai import OpenAIJudge
+    from ragsight.judge._openai import OpenAIProvider
 
-    return functools.partial(OpenAIJudge, "mock", base_url=base_url, max_concurrency=cap)
+    return functools.partial(OpenAIProvider, "mock", base_url=base_url, max_concurrency=cap)
 
 
 async def run_local(

@@ -29,7 +29,7 @@ One correction is applied to ragsight by default (``--questions-shim off`` to se
 mock answers every question-generation request with the same fixed question, so ragsight's
 ``generate_questions`` step, which asks for N *different* questions in one call (the spec requires
 distinct questions), would reject the reply, re-ask twice and fail answer_relevancy. A real judge
-writes distinct questions; the shim (a thin provider wrapper around ragsight's own OpenAIJudge)
+writes distinct questions; the shim (a thin provider wrapper around ragsight's own OpenAIProvider)
 makes repeated questions in that step's reply distinct before ragsight parses them. It changes no
 request, token count or timing. ragas asks for n=3 choices; the langchain client gets one choice
 back from the mock and ragas carries on with one question ("LLM returned 1 generations instead of
@@ -149,7 +149,7 @@ def started_mock(kit: Path, python: Path, log_dir: Path, tiktoken_dir: str):
 # ----------------------------------------------------------------------------- ragsight side
 
 def questions_shim(provider: Any) -> Any:
-    """Wrap ragsight's OpenAIJudge so that repeated questions in a ``generate_questions`` reply
+    """Wrap ragsight's OpenAIProvider so that repeated questions in a ``generate_questions`` reply
     become distinct (the mock repeats one fixed question; a real judge would not)."""
     from ragsight.judge import JudgeProvider
 
@@ -207,12 +207,12 @@ def run_ragsight(mock: Mock, rows: list[dict[str, Any]], metrics: list[Any], lat
     """One ragsight run. ``variant`` (the --variants experiment only) changes public knobs:
     ``preflight`` (bool), ``concurrency`` (samples in flight), ``embed_concurrency``."""
     import ragsight
-    from ragsight.judge._openai import OpenAIJudge
+    from ragsight.judge._openai import OpenAIProvider
 
     variant = variant or {}
     judge: Any = "openai:gpt-4o-mini"
     if shim:
-        judge = questions_shim(OpenAIJudge("gpt-4o-mini", base_url=mock.url + "/v1"))
+        judge = questions_shim(OpenAIProvider("gpt-4o-mini", base_url=mock.url + "/v1"))
     embedder: Any = "openai:text-embedding-3-small"
     if "embed_concurrency" in variant:
         from ragsight.embed._openai import OpenAIEmbedder

@@ -64,7 +64,7 @@ async def extract(prompt: Any, rows: list[dict[str, Any]]) -> tuple[list[dict[st
     from ragsight.prompts import fence
 
     judge = make_judge("local")
-    prov: Any = judge.provider  # the LocalJudge, with its token counters
+    prov: Any = judge.provider  # the LocalProvider, with its token counters
     e0, g0, t0 = prov.tokens_evaluated, prov.tokens_generated, time.perf_counter()
     out = []
     for i, row in enumerate(rows):

@@ -199,11 +199,11 @@ class DistinctQuestions:
 
 
 def run_mock_once(url: str, rate: float, kind: str, seed: int) -> dict[str, Any]:
-    from ragsight.judge._openai import OpenAIJudge
+    from ragsight.judge._openai import OpenAIProvider
 
     control(url, run=f"faults-{kind}-{rate}-{seed}", latency_ms=0, embed_latency_ms=0,
             broken_rate=rate, broken_kind=kind, seed=seed)
-    provider: Any = DistinctQuestions(OpenAIJudge("gpt-4o-mini", base_url=url + "/v1", timeout=30))
+    provider: Any = DistinctQuestions(OpenAIProvider("gpt-4o-mini", base_url=url + "/v1", timeout=30))
     judge = Judge(provider, policy=POLICY)
     t0 = time.monotonic()
     result = ragsight.evaluate(str(KIT / "airline_20.jsonl"), SEVEN, judge=judge,

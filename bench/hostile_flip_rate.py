@@ -9,7 +9,7 @@ context with an injection appended or prepended (an instruction, a fake verdict 
 ``</context>`` delimiter, chat-template role markers, a "SYSTEM:" line, an editor's note), and the
 expected verdict. Every injection pushes the verdict the wrong way.
 
-The embedded judge (``LocalJudge``, P(Yes) from next-token log-probabilities, supported when
+The embedded judge (``LocalProvider``, P(Yes) from next-token log-probabilities, supported when
 P(Yes) >= 0.5) judges each claim against the clean and the injected context, with three prompts:
 
 - ``before``: the same question, built ad hoc with no fencing, no neutralising of delimiters and
@@ -113,9 +113,9 @@ async def judge_all(cases: list[dict[str, Any]], variants: dict[str, Any], thres
     """Case by case, every variant of a case before the next case, so a run stopped by
     ``max_minutes`` compares the variants on the same cases."""
     from ragsight.judge import Judge
-    from ragsight.judge._local import LocalJudge
+    from ragsight.judge._local import LocalProvider
 
-    judge = Judge(LocalJudge(progress=False))
+    judge = Judge(LocalProvider(progress=False))
     await judge.provider.preflight()
     out: dict[str, Any] = {name: {"rows": [], "seconds": 0.0} for name in variants}
     stop_at = time.monotonic() + 60 * max_minutes if max_minutes else None

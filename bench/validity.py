@@ -113,9 +113,9 @@ class JsonlCache:
 
 
 def make_judge(cache: JsonlCache, model: str | None = None) -> Judge:
-    from ragsight.judge._local import LocalJudge
+    from ragsight.judge._local import LocalProvider
 
-    provider = LocalJudge(model, progress=False)
+    provider = LocalProvider(model, progress=False)
     before = [0]
 
     def sink(call: JudgeCall) -> None:
@@ -724,10 +724,10 @@ async def timing(n: int) -> None:
     uncached, on the first ``n`` held-out WiCE claims in a random (hash) order, one claim after
     another as the metrics run them; the model load is not counted."""
     from ragsight.analyses import AnalysisSettings, SampleAnalyses
-    from ragsight.judge._local import LocalJudge
+    from ragsight.judge._local import LocalProvider
     from ragsight.sample import Sample
 
-    provider = LocalJudge(None, progress=False)
+    provider = LocalProvider(None, progress=False)
     judge = Judge(provider)
     await provider.preflight()
     rows = order_rows("wice", load_set("wice", "heldout"))[:n]

@@ -47,9 +47,9 @@ class Probe:
     """The verify_claim prompt through the embedded judge, with the claim tokens' log-probs."""
 
     def __init__(self) -> None:
-        from ragsight.judge._local import LocalJudge
+        from ragsight.judge._local import LocalProvider
 
-        self.judge = LocalJudge(progress=False)
+        self.judge = LocalProvider(progress=False)
         self.llm = self.judge._load()
         self.prompt = load_prompt("verify_claim")
         self.yes = self.judge._choice_token_ids(self.llm, "Yes")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragsight.judge import ScriptedJudge
+from ragsight.judge import ScriptedProvider
 
 
 @dataclass
@@ -75,10 +75,10 @@ class RagScript:
             "label_sentences": label_sentences,
         }
 
-    def judge(self) -> ScriptedJudge:
-        return ScriptedJudge(self.handlers())
+    def judge(self) -> ScriptedProvider:
+        return ScriptedProvider(self.handlers())
 
-    def choice_judge(self) -> ScriptedJudge:
+    def choice_judge(self) -> ScriptedProvider:
         """The same world, answered like the embedded judge: one yes/no probability per claim."""
 
         def verify_claim(v: Mapping[str, Any]) -> float:
@@ -92,4 +92,4 @@ class RagScript:
 
         handlers = self.handlers()
         handlers["explain_verdict"] = lambda v: {"reason": "scripted reason"}
-        return ScriptedJudge(handlers, choice_handlers={"verify_claim": verify_claim})
+        return ScriptedProvider(handlers, choice_handlers={"verify_claim": verify_claim})

@@ -4,7 +4,7 @@ from ._evaluate import aevaluate, evaluate
 from ._score import ClaimVerdict, Evidence, Outcome, Score
 from ._version import __version__
 from .analyses import AnalysisSettings
-from .judge import Judge, RetryPolicy, ScriptedJudge
+from .judge import Judge, RetryPolicy, ScriptedProvider
 from .metrics import metric_names
 from .result import EvaluationResult, MetricSummary
 from .sample import Dataset, Sample
@@ -22,10 +22,18 @@ __all__ = [
     "RetryPolicy",
     "Sample",
     "Score",
-    "ScriptedJudge",
+    "ScriptedProvider",
     "Store",
     "__version__",
     "aevaluate",
     "evaluate",
     "metric_names",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "ScriptedJudge":  # renamed ScriptedProvider; kept for one release
+        from . import judge
+
+        return getattr(judge, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

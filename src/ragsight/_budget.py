@@ -8,7 +8,7 @@ call (the claims, the question). The window is ``provider.context_window``: the 
 its window, so when none is configured the window is taken as :data:`DEFAULT_WINDOW` (32,768
 tokens): generous for current API models (128k) and for 7-8B models served by vLLM (32k). A server
 with a smaller window (Ollama defaults to 2,048-4,096 and cuts silently) must be given its window
-(``OpenAIJudge(..., context_window=N)``); otherwise the server's own error or truncation applies.
+(``OpenAIProvider(..., context_window=N)``); otherwise the server's own error or truncation applies.
 
 When the texts of a call do not fit, the longest are cut first: every text longer than a common cap
 is cut to that cap and shorter texts stay whole (a 100k-token chunk is cut; the short chunks beside

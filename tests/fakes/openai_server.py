@@ -2,7 +2,7 @@
 
     with FakeOpenAIServer() as srv:
         srv.enqueue(Reply.error(429, headers={"Retry-After": "1"}), Reply.chat('{"ok": true}'))
-        judge = OpenAIJudge("fake-model", base_url=srv.url)   # srv.url == "http://127.0.0.1:PORT/v1"
+        judge = OpenAIProvider("fake-model", base_url=srv.url)   # srv.url == "http://127.0.0.1:PORT/v1"
         ...
         assert srv.requests[0].json["model"] == "fake-model"
 

@@ -1,4 +1,4 @@
-"""OpenAIJudge over real HTTP against the fault-injecting fake server."""
+"""OpenAIProvider over real HTTP against the fault-injecting fake server."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from ragsight.errors import ConfigError, JudgeUnavailableError
 from ragsight.judge import JudgeProvider, JudgeRequest, Message, ProviderError
-from ragsight.judge._openai import OpenAIJudge
+from ragsight.judge._openai import OpenAIProvider
 from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply, unused_port
 
 SECRET = "sk-test-SECRET123"
@@ -49,14 +49,14 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-async def make_judge(server: FakeOpenAIServer) -> AsyncIterator[Callable[..., OpenAIJudge]]:
-    made: list[OpenAIJudge] = []
+async def make_judge(server: FakeOpenAIServer) -> AsyncIterator[Callable[..., OpenAIProvider]]:
+    made: list[OpenAIProvider] = []
 
-    def make(**kw: Any) -> OpenAIJudge:
+    def make(**kw: Any) -> OpenAIProvider:
         kw.setdefault("base_url", server.url)
         kw.setdefault("api_key", SECRET)
         kw.setdefault("timeout", 5.0)
-        judge = OpenAIJudge("fake-model", **kw)
+        judge = OpenAIProvider("fake-model", **kw)
         made.append(judge)
         return judge
 
@@ -83,7 +83,7 @@ def _only_response_format_json_object(req: RecordedRequest) -> Reply:
 
 
 async def test_structured_request_body_and_completion(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     judge = make_judge(extra_headers={"X-Team": "evals"})
     server.enqueue(Reply.chat('{"verdict": "yes"}', usage=(42, 5), model="fake-model-2024"))
@@ -120,7 +120,7 @@ async def test_structured_request_body_and_completion(
 
 
 async def test_free_text_sends_no_response_format_and_no_seed_when_none(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.chat("The sky is blue."))
     done = await make_judge(logprobs=False).complete(make_request(schema=None, seed=None))
@@ -138,14 +138,14 @@ async def test_key_and_base_url_from_environment(
     monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     server.enqueue(Reply.chat("ok"))
-    async with OpenAIJudge("fake-model", timeout=5) as judge:
+    async with OpenAIProvider("fake-model", timeout=5) as judge:
         await judge.complete(make_request(schema=None))
     assert server.requests[0].path == "/v1/chat/completions"
     assert server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
 
 
 async def test_without_a_key_no_authorization_header_is_sent(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.chat("ok"))
     await make_judge(api_key=None).complete(make_request(schema=None))
@@ -154,7 +154,7 @@ async def test_without_a_key_no_authorization_header_is_sent(
 
 def test_identity_and_protocol_conformance() -> None:
     # constructed outside any event loop: the client is created lazily, nothing is contacted
-    judge = OpenAIJudge("gpt-4o-mini", "http://localhost:9/v1", context_window=128_000)
+    judge = OpenAIProvider("gpt-4o-mini", "http://localhost:9/v1", context_window=128_000)
     assert isinstance(judge, JudgeProvider)
     assert judge.name == "openai:gpt-4o-mini"
     assert judge.model == "gpt-4o-mini"
@@ -166,7 +166,7 @@ def test_identity_and_protocol_conformance() -> None:
 
 
 async def test_score_choices_is_not_supported() -> None:
-    judge = OpenAIJudge("m", "http://localhost:9/v1")
+    judge = OpenAIProvider("m", "http://localhost:9/v1")
     with pytest.raises(NotImplementedError, match="supports_choices is False"):
         await judge.score_choices(make_request(), ["yes", "no"])
 
@@ -182,14 +182,14 @@ async def test_score_choices_is_not_supported() -> None:
 )
 def test_bad_settings_raise_config_error(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
-        OpenAIJudge("m", **kwargs)
+        OpenAIProvider("m", **kwargs)
 
 
 # -- negotiation --------------------------------------------------------------------------------
 
 
 async def test_falls_back_json_schema_to_json_object_to_prompt_and_remembers(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     def handler(req: RecordedRequest) -> Reply:
         fmt = req.json.get("response_format")
@@ -226,7 +226,7 @@ async def test_falls_back_json_schema_to_json_object_to_prompt_and_remembers(
 
 
 async def test_stops_at_json_object_when_the_server_accepts_it(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.handler = _only_response_format_json_object
     judge = make_judge(logprobs=False)
@@ -237,7 +237,7 @@ async def test_stops_at_json_object_when_the_server_accepts_it(
 
 
 async def test_concurrent_rejections_move_down_only_one_step(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.handler = _only_response_format_json_object
     judge = make_judge(logprobs=False)
@@ -247,7 +247,7 @@ async def test_concurrent_rejections_move_down_only_one_step(
 
 
 async def test_rejected_logprobs_are_dropped_and_remembered(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     def handler(req: RecordedRequest) -> Reply:
         if "logprobs" in req.json:
@@ -263,7 +263,7 @@ async def test_rejected_logprobs_are_dropped_and_remembered(
 
 
 async def test_max_tokens_switches_to_max_completion_tokens_and_remembers(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     def handler(req: RecordedRequest) -> Reply:
         if "max_tokens" in req.json:
@@ -287,7 +287,7 @@ async def test_max_tokens_switches_to_max_completion_tokens_and_remembers(
 
 
 async def test_unrelated_400_is_not_retried_or_negotiated(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.error(400, "This model's maximum context length is 8192 tokens."))
     with pytest.raises(ProviderError, match="maximum context length") as info:
@@ -300,7 +300,7 @@ async def test_unrelated_400_is_not_retried_or_negotiated(
 
 
 async def test_first_token_top_logprobs_are_parsed(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.chat("Yes", logprobs={"Yes": -0.05, "No": -3.1, "yes": -4.0}))
     done = await make_judge().complete(make_request(schema=None))
@@ -308,7 +308,7 @@ async def test_first_token_top_logprobs_are_parsed(
 
 
 async def test_legacy_logprobs_format_is_parsed(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     body = {
         "choices": [
@@ -327,7 +327,7 @@ async def test_legacy_logprobs_format_is_parsed(
 
 
 async def test_truncation_and_estimated_usage(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.chat('{"verdict": "y', finish_reason="length", usage=None))
     done = await make_judge().complete(make_request(schema=None))
@@ -349,7 +349,7 @@ async def test_truncation_and_estimated_usage(
     ids=["html", "no-choices", "error-in-200"],
 )
 async def test_malformed_success_body_is_retryable(
-    reply: Reply, server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    reply: Reply, server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(reply)
     with pytest.raises(ProviderError) as info:
@@ -369,7 +369,7 @@ async def test_429_is_retryable_with_retry_after(
     headers: dict[str, str],
     expected: float | None,
     server: FakeOpenAIServer,
-    make_judge: Callable[..., OpenAIJudge],
+    make_judge: Callable[..., OpenAIProvider],
 ) -> None:
     server.enqueue(Reply.error(429, "Rate limit reached", headers=headers))
     with pytest.raises(ProviderError, match="HTTP 429") as info:
@@ -379,7 +379,7 @@ async def test_429_is_retryable_with_retry_after(
 
 
 async def test_retry_after_as_http_date(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     when = email.utils.formatdate(time.time() + 30, usegmt=True)
     server.enqueue(Reply.error(429, headers={"Retry-After": when}))
@@ -390,7 +390,7 @@ async def test_retry_after_as_http_date(
 
 
 async def test_429_insufficient_quota_is_fatal(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.error(429, "You exceeded your current quota", code="insufficient_quota"))
     with pytest.raises(ProviderError, match="no quota left") as info:
@@ -400,7 +400,7 @@ async def test_429_insufficient_quota_is_fatal(
 
 @pytest.mark.parametrize("status", [408, 500, 502, 503, 504])
 async def test_transient_statuses_are_retryable(
-    status: int, server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    status: int, server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.error(status, "try later", headers={"Retry-After": "2"}))
     with pytest.raises(ProviderError, match=f"HTTP {status}") as info:
@@ -410,7 +410,7 @@ async def test_transient_statuses_are_retryable(
 
 
 async def test_5xx_html_page_is_retryable_with_readable_message(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.raw("<html><h1>502 Bad Gateway</h1></html>", status=502))
     with pytest.raises(ProviderError, match="502 Bad Gateway") as info:
@@ -420,7 +420,7 @@ async def test_5xx_html_page_is_retryable_with_readable_message(
 
 @pytest.mark.parametrize("status", [401, 403])
 async def test_rejected_key_is_fatal_and_never_leaks(
-    status: int, server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    status: int, server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     # a careless proxy echoes the key back in its error body
     server.enqueue(Reply.error(status, f"Incorrect API key provided: {SECRET}. Bearer {SECRET}"))
@@ -438,7 +438,7 @@ async def test_rejected_key_is_fatal_and_never_leaks(
 
 
 async def test_401_without_a_key_says_to_set_one(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.error(401, "Missing bearer authentication"))
     with pytest.raises(ProviderError, match="set OPENAI_API_KEY or pass api_key") as info:
@@ -447,7 +447,7 @@ async def test_401_without_a_key_says_to_set_one(
 
 
 async def test_404_unknown_model_is_fatal(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(
         Reply.error(404, "The model `fake-model` does not exist", code="model_not_found")
@@ -458,7 +458,7 @@ async def test_404_unknown_model_is_fatal(
 
 
 async def test_other_4xx_is_final_but_not_fatal(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.error(413, "Request too large"))
     with pytest.raises(ProviderError, match="HTTP 413") as info:
@@ -470,7 +470,7 @@ async def test_other_4xx_is_final_but_not_fatal(
 
 
 async def test_connection_reset_is_retryable(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.reset())
     with pytest.raises(ProviderError, match="reset or closed") as info:
@@ -479,7 +479,7 @@ async def test_connection_reset_is_retryable(
     assert len(server.requests) == 1
 
 
-async def test_connection_refused_is_retryable(make_judge: Callable[..., OpenAIJudge]) -> None:
+async def test_connection_refused_is_retryable(make_judge: Callable[..., OpenAIProvider]) -> None:
     judge = make_judge(base_url=f"http://127.0.0.1:{unused_port()}/v1")
     with pytest.raises(ProviderError, match="connection refused") as info:
         await judge.complete(make_request())
@@ -487,7 +487,7 @@ async def test_connection_refused_is_retryable(make_judge: Callable[..., OpenAIJ
 
 
 async def test_server_that_never_answers_times_out(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.hang())
     start = time.monotonic()
@@ -500,7 +500,7 @@ async def test_server_that_never_answers_times_out(
 
 
 async def test_trickling_server_is_bounded_by_the_timeout(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     # one byte every 0.2 s never trips a 1 s read timeout; only the overall guard stops it
     server.enqueue(Reply.trickle(Reply.chat("x" * 200), interval=0.2))
@@ -512,7 +512,7 @@ async def test_trickling_server_is_bounded_by_the_timeout(
 
 
 async def test_a_slow_but_complete_trickle_succeeds(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     body = Reply.chat("ok", usage=None)
     server.enqueue(Reply.trickle(body, interval=0.001))
@@ -538,7 +538,7 @@ def fake_dns(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("fake_dns")
 async def test_unresolvable_host_is_fatal_and_names_the_host(
-    make_judge: Callable[..., OpenAIJudge],
+    make_judge: Callable[..., OpenAIProvider],
 ) -> None:
     start = time.monotonic()
     with pytest.raises(ProviderError, match=r"'nonexistent\.invalid' does not resolve") as info:
@@ -548,14 +548,14 @@ async def test_unresolvable_host_is_fatal_and_names_the_host(
 
 
 @pytest.mark.usefixtures("fake_dns")
-async def test_temporary_dns_failure_is_retryable(make_judge: Callable[..., OpenAIJudge]) -> None:
+async def test_temporary_dns_failure_is_retryable(make_judge: Callable[..., OpenAIProvider]) -> None:
     with pytest.raises(ProviderError, match="temporary DNS failure") as info:
         await make_judge(base_url="http://flaky.invalid/v1").complete(make_request())
     assert (info.value.retryable, info.value.fatal) == (True, False)
 
 
 async def test_concurrency_is_limited(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     lock = threading.Lock()
     active = [0, 0]  # now, most
@@ -580,7 +580,7 @@ async def test_concurrency_is_limited(
 
 
 async def test_preflight_sends_one_tiny_ping(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.chat("p"))
     await make_judge().preflight()
@@ -591,7 +591,7 @@ async def test_preflight_sends_one_tiny_ping(
 
 
 async def test_preflight_rejected_key_raises_unavailable_without_the_key(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.error(401, f"Incorrect API key provided: {SECRET}"))
     with pytest.raises(JudgeUnavailableError, match="check OPENAI_API_KEY") as info:
@@ -601,7 +601,7 @@ async def test_preflight_rejected_key_raises_unavailable_without_the_key(
 
 
 async def test_preflight_unknown_model_raises_unavailable(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.error(404, "model not found"))
     with pytest.raises(JudgeUnavailableError, match="HTTP 404"):
@@ -609,7 +609,7 @@ async def test_preflight_unknown_model_raises_unavailable(
 
 
 async def test_preflight_connection_refused_raises_unavailable_quickly(
-    make_judge: Callable[..., OpenAIJudge],
+    make_judge: Callable[..., OpenAIProvider],
 ) -> None:
     judge = make_judge(base_url=f"http://127.0.0.1:{unused_port()}/v1")
     start = time.monotonic()
@@ -620,14 +620,14 @@ async def test_preflight_connection_refused_raises_unavailable_quickly(
 
 @pytest.mark.usefixtures("fake_dns")
 async def test_preflight_unresolvable_host_raises_unavailable(
-    make_judge: Callable[..., OpenAIJudge],
+    make_judge: Callable[..., OpenAIProvider],
 ) -> None:
     with pytest.raises(JudgeUnavailableError, match=r"nonexistent\.invalid"):
         await make_judge(base_url="http://nonexistent.invalid/v1").preflight()
 
 
 async def test_preflight_retries_transient_errors(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     server.enqueue(Reply.error(503), Reply.reset(), Reply.chat("p"))
     await make_judge().preflight()
@@ -635,7 +635,7 @@ async def test_preflight_retries_transient_errors(
 
 
 async def test_judge_works_again_after_aclose(
-    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIJudge]
+    server: FakeOpenAIServer, make_judge: Callable[..., OpenAIProvider]
 ) -> None:
     judge = make_judge()
     server.enqueue(Reply.chat("one"), Reply.chat("two"))

@@ -38,7 +38,7 @@ from ragsight.analyses import AnalysisSettings  # noqa: E402
 from ragsight.engine._engine import describe_metrics, settings_for  # noqa: E402
 from ragsight.engine._ray import import_ray, run_samples_ray  # noqa: E402
 from ragsight.errors import MissingExtraError  # noqa: E402
-from ragsight.judge import ScriptedJudge, UnexpectedPromptError, make_judge  # noqa: E402
+from ragsight.judge import ScriptedProvider, UnexpectedPromptError, make_judge  # noqa: E402
 from ragsight.metrics import resolve_metrics  # noqa: E402
 from ragsight.sample import Dataset  # noqa: E402
 from ragsight.store import SQLiteCallCache, Store  # noqa: E402
@@ -110,11 +110,11 @@ def _verify_or_die(marker: str, v: Mapping[str, Any]) -> Any:
     return verify_claims(v)
 
 
-def scripted_provider(kill_marker: str | None = None) -> ScriptedJudge:
+def scripted_provider(kill_marker: str | None = None) -> ScriptedProvider:
     handlers = dict(HANDLERS)
     if kill_marker is not None:
         handlers["verify_claims"] = functools.partial(_verify_or_die, kill_marker)
-    return ScriptedJudge(handlers, model="scripted-world")
+    return ScriptedProvider(handlers, model="scripted-world")
 
 
 def rows(n: int = 24) -> list[dict[str, Any]]:
@@ -384,9 +384,9 @@ async def test_an_unscripted_prompt_in_a_worker_fails_the_run_loudly(
                       TableEmbedder(), workers=1, cache=False)
 
 
-def _without(prompt_id: str) -> ScriptedJudge:
+def _without(prompt_id: str) -> ScriptedProvider:
     handlers = {k: v for k, v in HANDLERS.items() if k != prompt_id}
-    return ScriptedJudge(handlers, model="scripted-world")
+    return ScriptedProvider(handlers, model="scripted-world")
 
 
 async def test_evaluate_with_backend_ray(ray_cluster: None, scripted_local: Run, tmp_path: Path) -> None:

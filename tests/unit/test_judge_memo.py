@@ -8,12 +8,12 @@ import asyncio
 import pytest
 
 import ragsight
-from ragsight.judge import Judge, MemoryCallCache, ScriptedJudge
+from ragsight.judge import Judge, MemoryCallCache, ScriptedProvider
 from ragsight.prompts import load_prompt
 
 
-def _provider() -> ScriptedJudge:
-    return ScriptedJudge(
+def _provider() -> ScriptedProvider:
+    return ScriptedProvider(
         {"extract_claims": lambda v: {"claims": [v["raw_text"]]}},
         choice_handlers={"verify_claim": lambda v: 0.9},
     )
@@ -68,7 +68,7 @@ def test_evaluate_without_cache_sends_a_shared_text_once() -> None:
         seen.append(v["raw_text"])
         return {"claims": [v["raw_text"]]}
 
-    provider = ScriptedJudge({"extract_claims": extract}, choice_handlers={"verify_claim": lambda v: 0.9})
+    provider = ScriptedProvider({"extract_claims": extract}, choice_handlers={"verify_claim": lambda v: 0.9})
     rows = [{"id": f"s{i}", "question": "Where is Paris?", "response": "Paris is in France.",
              "contexts": ["Paris is the capital of France."]} for i in range(2)]
     res = ragsight.evaluate(rows, ["faithfulness"], judge=Judge(provider), cache=False, store=":memory:")

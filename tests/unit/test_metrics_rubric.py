@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import ragsight
-from ragsight import Outcome, RetryPolicy, ScriptedJudge
+from ragsight import Outcome, RetryPolicy, ScriptedProvider
 from ragsight.errors import ConfigError
 from ragsight.metrics import REGISTRY, resolve_metrics
 from ragsight.metrics.rubric import RubricMetric, register_rubric
@@ -28,7 +28,7 @@ def clean_registry() -> Iterator[None]:
             del REGISTRY[name]
 
 
-def judge_replying(*replies: Any) -> ScriptedJudge:
+def judge_replying(*replies: Any) -> ScriptedProvider:
     """A judge whose n-th rubric_score call gets replies[n] (the last one repeats)."""
     seen: list[Mapping[str, Any]] = []
 
@@ -36,7 +36,7 @@ def judge_replying(*replies: Any) -> ScriptedJudge:
         seen.append(v)
         return replies[min(len(seen), len(replies)) - 1]
 
-    return ScriptedJudge({"rubric_score": handler})
+    return ScriptedProvider({"rubric_score": handler})
 
 
 def test_score_is_normalised_and_evidence_recorded() -> None:

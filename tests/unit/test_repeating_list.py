@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import ragsight
-from ragsight.judge import Completion, Judge, ScriptedJudge
+from ragsight.judge import Completion, Judge, ScriptedProvider
 from ragsight.judge._judge import JudgeFailedError
 from ragsight.judge._local import _looping
 from ragsight.judge._parse import close_repeating_list
@@ -60,8 +60,8 @@ def test_looping_needs_three_copies_of_a_block_of_twelve_tokens_or_more() -> Non
     assert _looping(short * 12)  # ... but 12 of them are three copies of a 12-token block
 
 
-def _extract_provider(text: str, finish: str) -> ScriptedJudge:
-    return ScriptedJudge({"extract_claims": lambda v: Completion(text=text, finish_reason=finish)})
+def _extract_provider(text: str, finish: str) -> ScriptedProvider:
+    return ScriptedProvider({"extract_claims": lambda v: Completion(text=text, finish_reason=finish)})
 
 
 def _ask(judge: Judge) -> Any:
@@ -98,7 +98,7 @@ def test_judge_still_reasks_a_cut_off_list_of_new_items() -> None:
 
 def test_evaluate_scores_a_sample_whose_extraction_looped(tmp_path: Any) -> None:
     loop = '{"claims": ["Paris is in France.", "Paris is in France.", "Paris is in France.", "Par'
-    provider = ScriptedJudge(
+    provider = ScriptedProvider(
         {"extract_claims": lambda v: Completion(text=loop, finish_reason="length")},
         choice_handlers={"verify_claim": lambda v: 0.95},
     )

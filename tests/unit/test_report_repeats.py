@@ -12,7 +12,7 @@ from rich.console import Console
 
 from ragsight import Judge, Store
 from ragsight.errors import ConfigError
-from ragsight.judge import Completion, JudgeRequest, ScriptedJudge
+from ragsight.judge import Completion, JudgeRequest, ScriptedProvider
 from ragsight.report import evaluate_repeats, print_repeats
 
 RESPONSE = "Paris is the capital of France. Paris is in Europe."
@@ -27,7 +27,7 @@ DATA = [
 ]
 
 
-class SeedJudge(ScriptedJudge):
+class SeedJudge(ScriptedProvider):
     """Claim 1 is always supported; claim 2 only when the request's seed is even."""
 
     def __init__(self) -> None:

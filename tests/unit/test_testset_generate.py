@@ -14,7 +14,7 @@ import pytest
 
 from ragsight import Dataset
 from ragsight.errors import ConfigError
-from ragsight.judge import Judge, MemoryCallCache, ScriptedJudge
+from ragsight.judge import Judge, MemoryCallCache, ScriptedProvider
 from ragsight.testset import (
     OUT_OF_SCOPE_REFERENCE,
     Corpus,
@@ -70,7 +70,7 @@ def critic(answerable: bool = True, self_contained: bool = True, copied: bool = 
 
 
 def judge(handlers: Mapping[str, Handler], model: str = "scripted") -> Judge:
-    return Judge(ScriptedJudge(dict(handlers), model=model))
+    return Judge(ScriptedProvider(dict(handlers), model=model))
 
 
 def one(qtype: str, **kw: Any) -> TestsetSettings:
@@ -371,7 +371,7 @@ async def test_copied_question_is_rejected_without_asking_the_critic(corpus: Cor
     gen = qa(
         "Alder Bank was founded in 1987 by Nora Quist in Tromso?", "Alder Bank was founded in 1987."
     )
-    crit = ScriptedJudge({"testset_critique": critic()})
+    crit = ScriptedProvider({"testset_critique": critic()})
     result = await agenerate(
         corpus, judge({"testset_single_hop": gen}), Judge(crit), None, _only(corpus, ALDER)
     )

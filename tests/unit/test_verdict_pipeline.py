@@ -15,7 +15,7 @@ from ragsight.analyses import AnalysisSettings, SampleAnalyses, contexts_block
 from ragsight.analyses._calibrated import DEFAULT_MODEL, PRIOR_SOURCE, assess_claim, combine_answer
 from ragsight.analyses._signals import alias_signals
 from ragsight.judge import Judge
-from ragsight.judge._scripted import ScriptedJudge
+from ragsight.judge._scripted import ScriptedProvider
 from ragsight.sample import Sample
 
 CONTEXT = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
@@ -23,18 +23,18 @@ COPIED = "The Eiffel Tower was completed in 1889."
 INVENTED = "The Eiffel Tower was painted green by Gustave Moreau in 1925."
 
 
-def local_like(p_source: float, p_prior: float, model: str = DEFAULT_MODEL) -> ScriptedJudge:
+def local_like(p_source: float, p_prior: float, model: str = DEFAULT_MODEL) -> ScriptedProvider:
     """A choices judge that answers p_source against the context and p_prior against the empty
     text, named like the embedded model so that its shipped coefficients apply."""
 
     def verify_claim(v: Mapping[str, Any]) -> float:
         return p_prior if v["source"] == PRIOR_SOURCE else p_source
 
-    return ScriptedJudge({"explain_verdict": lambda v: {"reason": "scripted reason"}},
+    return ScriptedProvider({"explain_verdict": lambda v: {"reason": "scripted reason"}},
                          choice_handlers={"verify_claim": verify_claim}, model=model)
 
 
-async def verdicts(provider: ScriptedJudge, claims: list[str], **settings: Any) -> Any:
+async def verdicts(provider: ScriptedProvider, claims: list[str], **settings: Any) -> Any:
     ctx = SampleAnalyses(Sample(id="s", contexts=(CONTEXT,), response="r"), Judge(provider), None,
                         AnalysisSettings(**settings))
     return await ctx.verify(claims, "contexts", contexts_block([CONTEXT]))
@@ -95,8 +95,8 @@ def short_sample(response: str) -> dict[str, Any]:
     return {"id": "q", "question": QUESTION, "response": response, "reference": ["Paris", "Paris, France"]}
 
 
-def remote_grader(correct: bool) -> ScriptedJudge:
-    return ScriptedJudge({"verify_claim_answer_json": lambda v: {"correct": correct}})
+def remote_grader(correct: bool) -> ScriptedProvider:
+    return ScriptedProvider({"verify_claim_answer_json": lambda v: {"correct": correct}})
 
 
 @pytest.mark.parametrize(("correct", "want"), [(True, 1.0), (False, 0.0)])
@@ -118,7 +118,7 @@ def test_short_reference_is_graded_as_a_whole(correct: bool, want: float) -> Non
 def test_short_answer_probability_is_the_expected_f1_in_every_mode() -> None:
     p_yes = 0.4
 
-    provider = ScriptedJudge({"explain_verdict": lambda v: {"reason": "r"}},
+    provider = ScriptedProvider({"explain_verdict": lambda v: {"reason": "r"}},
                              choice_handlers={"verify_claim_answer": lambda v: p_yes}, model=DEFAULT_MODEL)
     specs = ["factual_correctness", "factual_correctness(mode=precision)", "factual_correctness(mode=recall)"]
     res = ragsight.evaluate([short_sample("The tower stands in Lyon.")], specs, judge=provider)

@@ -7,7 +7,16 @@ per-item path (the embedded judge) side by side; :class:`SampleAnalyses` memoise
 
 from ._sample import SampleAnalyses
 from ._signals import describe_signals
-from ._text import normalise_entity, split_sentences
+from ._text import (
+    STOP_WORDS,
+    content_words,
+    fold,
+    normalise_entity,
+    number_form,
+    split_sentences,
+    stem,
+    tokens,
+)
 from ._types import (
     AnalysisSettings,
     ChunkJudgement,
@@ -27,6 +36,7 @@ from ._types import (
 SampleContext = SampleAnalyses
 
 __all__ = [
+    "STOP_WORDS",
     "AnalysisSettings",
     "ChunkJudgement",
     "ClaimList",
@@ -38,10 +48,15 @@ __all__ = [
     "SentenceLabels",
     "ShortAnswer",
     "VerdictList",
+    "content_words",
     "contexts_block",
     "describe_signals",
+    "fold",
     "normalise_entity",
+    "number_form",
     "numbered",
     "refs",
     "split_sentences",
+    "stem",
+    "tokens",
 ]

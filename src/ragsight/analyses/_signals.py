@@ -41,10 +41,19 @@ from __future__ import annotations
 
 import itertools
 import re
-import unicodedata
 from collections.abc import Sequence
 
-from ._text import split_sentences
+from ._text import (
+    NUMBER_RE,
+    NUMBER_WORDS,
+    STOP_WORDS,
+    content_words,
+    fold,
+    number_form,
+    split_sentences,
+    stem,
+    tokens,
+)
 
 __all__ = [
     "BEST_K",
@@ -67,117 +76,28 @@ __all__ = [
 
 BEST_K = 3  # sentences at most in the best-matching selection
 
-_STOP_TEXT = """
-a about above after again against all also am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further had
-has have having he her here hers herself him himself his how i if in into is it its itself just
-me more most my myself no nor not of off on once only or other our ours ourselves out over own
-same she should so some such than that the their theirs them themselves then there these they
-this those through to too under until up very was we were what when where which while who whom
-why will with would you your yours yourself yourselves s t don now may might must shall upon
-within without via per among amongst whose yet however although though since thus hence
-onto around across along toward towards one's it's he's she's they're we're i'm
-"""
-STOP_WORDS = frozenset(_STOP_TEXT.split())
-
-_NUMBER_WORDS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
-    "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
-    "eighteen": "18", "nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40",
-    "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90",
-    "hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000",
-    "dozen": "12",
-}
-
-_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
-_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")
-
-
-def _fold(text: str) -> str:
-    """Strip accents and unify apostrophes and dashes; keep case."""
-    s = unicodedata.normalize("NFKD", text)
-    s = "".join(ch for ch in s if not unicodedata.combining(ch))
-    return s.replace("\u2019", "'").replace("\u2018", "'").replace("\u2013", "-").replace("\u2014", "-")
-
-
-def _number(raw: str) -> str:
-    """'1,200' -> '1200', '3.50' -> '3.5', '007' -> '7'."""
-    s = raw.replace(",", "")
-    if "." in s:
-        whole, frac = s.split(".", 1)
-        frac = frac.rstrip("0")
-        whole = whole.lstrip("0") or "0"
-        return f"{whole}.{frac}" if frac else whole
-    return s.lstrip("0") or "0"
-
-
-def stem(word: str) -> str:
-    """A crude, symmetric suffix stripper (lower-case input): enough to match inflections."""
-    w = word
-    if w.endswith("'s"):
-        w = w[:-2]
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 5 and w.endswith("ing"):
-        w = w[:-3]
-    elif len(w) > 4 and (w.endswith("ed") or (w.endswith("es") and w[-3] in "sxz")):
-        w = w[:-2]
-    elif len(w) > 3 and w.endswith("s") and not w.endswith("ss") and not w.endswith("us"):
-        w = w[:-1]
-    if len(w) > 4 and w.endswith("e"):
-        w = w[:-1]
-    return w
-
-
-def tokens(text: str) -> list[str]:
-    """Word and number tokens, accents stripped, case kept."""
-    return _TOKEN_RE.findall(_fold(text))
-
-
-def _norm_token(tok: str) -> str | None:
-    """The comparable form of one token, or None for a stop word."""
-    if tok[0].isdigit():
-        return _number(tok)
-    low = tok.lower()
-    if low in _NUMBER_WORDS:
-        return _NUMBER_WORDS[low]
-    if low in STOP_WORDS or len(low) < 2:
-        return None
-    return stem(low)
-
-
-def content_words(text: str) -> list[str]:
-    """Normalised content words (and numbers) in order, stop words removed."""
-    out = []
-    for tok in tokens(text):
-        n = _norm_token(tok)
-        if n is not None:
-            out.append(n)
-    return out
-
 
 def numbers_in(text: str) -> set[str]:
     """Numbers in the text, normalised: digits ('1,200', '1990s' -> '1990') and number words."""
-    folded = _fold(text)
-    out = {_number(m.group(0)) for m in _NUMBER_RE.finditer(folded)}
+    folded = fold(text)
+    out = {number_form(m.group(0)) for m in NUMBER_RE.finditer(folded)}
     for tok in tokens(folded):
         low = tok.lower()
-        if low in _NUMBER_WORDS:
-            out.add(_NUMBER_WORDS[low])
+        if low in NUMBER_WORDS:
+            out.add(NUMBER_WORDS[low])
     return out
 
 
 def entity_words(text: str) -> set[str]:
     """Capitalised words that do not start a sentence (proper-noun-like), normalised."""
     out: set[str] = set()
-    for sentence in split_sentences(_fold(text)) or [_fold(text)]:
+    for sentence in split_sentences(fold(text)) or [fold(text)]:
         toks = tokens(sentence)
         for i, tok in enumerate(toks):
             if i == 0 or not tok[0].isupper():
                 continue
             low = tok.lower()
-            if low in STOP_WORDS or low in _NUMBER_WORDS or len(low) < 2:
+            if low in STOP_WORDS or low in NUMBER_WORDS or len(low) < 2:
                 continue
             out.add(stem(low))
     return out
@@ -278,9 +198,9 @@ _ARTICLE_RE = re.compile(r"\b(a|an|the)\b")
 def answer_tokens(text: str) -> list[str]:
     """SQuAD-style answer normalisation (accents folded, lower case, punctuation and articles
     removed), split into tokens; number words become digits."""
-    s = _PUNCT_RE.sub(" ", _fold(text).lower())
+    s = _PUNCT_RE.sub(" ", fold(text).lower())
     s = _ARTICLE_RE.sub(" ", s)
-    return [_NUMBER_WORDS.get(t, t) for t in s.split()]
+    return [NUMBER_WORDS.get(t, t) for t in s.split()]
 
 
 def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import warnings
 from collections.abc import Sequence
 from importlib import resources
@@ -385,8 +386,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# Old sub-command names that still work but are not listed: `run` read like `runs`.
+HIDDEN_ALIASES = {"run": "answer"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in HIDDEN_ALIASES:
+        argv[0] = HIDDEN_ALIASES[argv[0]]
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -1,4 +1,4 @@
-"""Sub-commands ``generate`` and ``run``."""
+"""Sub-commands ``generate`` and ``answer`` (``run`` before; still accepted)."""
 
 from __future__ import annotations
 
@@ -45,11 +45,11 @@ Rejected candidates and their reasons go to OUT.rejected.jsonl. Generator and cr
 cached in the store (--store), like judge calls."""
 
 RUN_EPILOG = """examples:
-  ragsight run ts.jsonl --target ragsight.testset.example_target:answer --out eval.jsonl
-  ragsight run ts.jsonl --target my_rag:answer --out eval.jsonl --concurrency 8
-  ragsight run ts.jsonl --target http://localhost:8000/ask --answer-field data.answer \\
+  ragsight answer ts.jsonl --target ragsight.testset.example_target:answer --out eval.jsonl
+  ragsight answer ts.jsonl --target my_rag:answer --out eval.jsonl --concurrency 8
+  ragsight answer ts.jsonl --target http://localhost:8000/ask --answer-field data.answer \\
       --contexts-field data.chunks --header Authorization=env:MY_TOKEN --out eval.jsonl
-  ragsight run ts.jsonl --target "cmd:python my_rag.py" --out eval.jsonl
+  ragsight answer ts.jsonl --target "cmd:python my_rag.py" --out eval.jsonl
 then: ragsight evaluate eval.jsonl"""
 
 
@@ -128,8 +128,8 @@ def register(sub: Any) -> None:
     g.set_defaults(func=cmd_generate)
 
     r = sub.add_parser(
-        "run",
-        help="run the system under test over a test set",
+        "answer",
+        help="ask the system under test every question of a test set (old name: run)",
         epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

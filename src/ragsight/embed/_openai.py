@@ -53,7 +53,7 @@ class EmbeddingError(RagsightError):
 class OpenAIEmbedder:
     """An :class:`~ragsight.embed.Embedder` over an OpenAI-compatible embeddings API.
 
-    ``base_url`` and ``api_key`` resolve as for :class:`ragsight.judge.OpenAIJudge`
+    ``base_url`` and ``api_key`` resolve as for :class:`ragsight.judge.OpenAIProvider`
     (``$OPENAI_BASE_URL``, ``$OPENAI_API_KEY``; no Authorization header without a key). Texts go
     out in batches of ``batch_size``, at most ``max_concurrency`` batches at a time; each request
     is bounded by ``timeout`` seconds. ``dimensions`` is passed to models that can shorten their

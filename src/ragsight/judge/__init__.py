@@ -16,11 +16,12 @@ from ._judge import (
     RetryPolicy,
     step_key,
 )
-from ._local import LocalJudge
+from ._local import LocalProvider
 from ._model_files import DEFAULT_MODEL
+from ._openai import OpenAIProvider
 from ._parse import OutputError
 from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
-from ._scripted import ScriptedJudge, UnexpectedPromptError
+from ._scripted import ScriptedProvider, UnexpectedPromptError
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -34,13 +35,14 @@ __all__ = [
     "JudgeProvider",
     "JudgeRequest",
     "JudgeStats",
-    "LocalJudge",
+    "LocalProvider",
     "MemoryCallCache",
     "Message",
+    "OpenAIProvider",
     "OutputError",
     "ProviderError",
     "RetryPolicy",
-    "ScriptedJudge",
+    "ScriptedProvider",
     "UnexpectedPromptError",
     "make_judge",
     "step_key",
@@ -73,13 +75,11 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
     if kind == "openai":
         if not rest:
             raise ConfigError("--judge openai needs a model name: openai:MODEL, e.g. openai:gpt-4o-mini")
-        from ._openai import OpenAIJudge
-
         timeout = policy.call_timeout_s if policy is not None else 60.0
-        return Judge(OpenAIJudge(rest, base_url=base_url, timeout=timeout,
+        return Judge(OpenAIProvider(rest, base_url=base_url, timeout=timeout,
                                  max_concurrency=max_concurrency or 16), policy=policy)
     if kind == "local":
-        provider = LocalJudge(rest or None)
+        provider = LocalProvider(rest or None)
         if spec is None:
             _say(notice, DEFAULT_NOTICE.format(name=provider.model))
         return Judge(provider, policy=policy)
@@ -88,3 +88,19 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         "local (the embedded judge), local:qwen2.5-coder-0.5b, or local:PATH.gguf."
     )
 
+
+
+# The providers' old names, kept for one release: ``Judge(ScriptedJudge(...))`` read as a judge
+# inside a judge. Each use warns.
+_RENAMED = {"OpenAIJudge": "OpenAIProvider", "LocalJudge": "LocalProvider", "ScriptedJudge": "ScriptedProvider"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        import warnings
+
+        new = _RENAMED[name]
+        warnings.warn(f"ragsight.judge.{name} is now {new}; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

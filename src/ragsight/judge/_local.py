@@ -2,11 +2,11 @@
 
 Two kinds of call:
 
-- :meth:`LocalJudge.score_choices` reads P(Yes) / P(No) from the next-token logits after the
+- :meth:`LocalProvider.score_choices` reads P(Yes) / P(No) from the next-token logits after the
   prompt: one forward pass, a probability rather than a label. The prompt is evaluated with
   prefix reuse: tokens shared with the previous call (the contexts, put first by our prompts) stay
   in the KV cache and only the differing tail (the claim) is processed.
-- :meth:`LocalJudge.complete` generates JSON under a grammar built from the request's schema.
+- :meth:`LocalProvider.complete` generates JSON under a grammar built from the request's schema.
   At temperature 0 it decodes greedily itself: the grammar is checked on the greedy token alone
   and applied to the whole vocabulary only when it rejects that token, which gives the greedy
   output under the grammar. An output that ends with three copies of one block of tokens is a
@@ -40,7 +40,7 @@ from typing import Any
 from ..errors import MissingExtraError
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
 
-__all__ = ["WEAK_MODELS", "LocalJudge"]
+__all__ = ["WEAK_MODELS", "LocalProvider"]
 
 # Models whose verdicts were measured to be poor: selecting one warns.
 WEAK_MODELS = {
@@ -187,7 +187,7 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
-class LocalJudge:
+class LocalProvider:
     """A judge running a GGUF model in-process.
 
     ``model``: a registered name (``qwen2.5-coder-1.5b``, the default; ``qwen2.5-coder-0.5b``;

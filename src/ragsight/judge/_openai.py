@@ -8,7 +8,7 @@ Servers differ in what they accept, so the provider negotiates once per instance
 - ``logprobs``/``top_logprobs``: dropped when the server rejects them;
 - ``max_tokens``: replaced by ``max_completion_tokens`` when the server asks for it.
 
-Each :meth:`OpenAIJudge.complete` makes one attempt (plus those re-sends when the server rejects a
+Each :meth:`OpenAIProvider.complete` makes one attempt (plus those re-sends when the server rejects a
 parameter) and maps every failure to :class:`ProviderError`; retries, backoff, caching and JSON
 repair are the job of the :class:`ragsight.judge.Judge` wrapper.
 """
@@ -41,7 +41,7 @@ from .._http import (
 from ..errors import ConfigError, JudgeUnavailableError
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
 
-__all__ = ["OpenAIJudge"]
+__all__ = ["OpenAIProvider"]
 
 # Structured-output modes, strongest first; an instance only ever moves down this list.
 _MODES = ("json_schema", "json_object", "prompt")
@@ -50,7 +50,7 @@ _PREFLIGHT_ATTEMPTS = 3
 _SCHEMA_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
-class OpenAIJudge:
+class OpenAIProvider:
     """A :class:`~ragsight.judge.JudgeProvider` over an OpenAI-compatible HTTP API.
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL``, then ``https://api.openai.com/v1``; ``api_key``
@@ -80,7 +80,7 @@ class OpenAIJudge:
         logprobs: bool = True,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise ConfigError("OpenAIJudge needs a model name, e.g. OpenAIJudge('gpt-4o-mini')")
+            raise ConfigError("OpenAIProvider needs a model name, e.g. OpenAIProvider('gpt-4o-mini')")
         if not timeout > 0:
             raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_concurrency < 1:
@@ -109,7 +109,7 @@ class OpenAIJudge:
         self._semaphore: asyncio.Semaphore | None = None
 
     def __repr__(self) -> str:
-        return f"OpenAIJudge(model={self.model!r}, base_url={display_url(self.base_url)!r})"
+        return f"OpenAIProvider(model={self.model!r}, base_url={display_url(self.base_url)!r})"
 
     @property
     def structured_mode(self) -> str:
@@ -128,7 +128,7 @@ class OpenAIJudge:
         """The name sent for the output limit: "max_tokens" or "max_completion_tokens"."""
         return self._tokens_param
 
-    async def __aenter__(self) -> OpenAIJudge:
+    async def __aenter__(self) -> OpenAIProvider:
         return self
 
     async def __aexit__(
@@ -147,7 +147,7 @@ class OpenAIJudge:
 
     async def score_choices(self, request: JudgeRequest, choices: Sequence[str]) -> ChoiceScores:
         raise NotImplementedError(
-            "OpenAIJudge cannot score choices from next-token log-probabilities "
+            "OpenAIProvider cannot score choices from next-token log-probabilities "
             "(supports_choices is False); use complete() instead"
         )
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ._protocol import ChoiceScores, Completion, JudgeRequest
 
-__all__ = ["ScriptedJudge", "UnexpectedPromptError"]
+__all__ = ["ScriptedProvider", "UnexpectedPromptError"]
 
 Handler = Callable[[Mapping[str, Any]], Any]
 
@@ -22,7 +22,7 @@ class UnexpectedPromptError(BaseException):
     """The scripted judge was asked something its script does not cover."""
 
 
-class ScriptedJudge:
+class ScriptedProvider:
     """A provider whose replies are computed by handlers from the request's variables.
 
     ``handlers`` maps a prompt id to a function of the template variables that returns the

@@ -29,7 +29,7 @@ from typing import Any
 
 from .._score import ClaimVerdict, Outcome, Score
 from .._version import __version__
-from ..analyses import describe_signals, split_sentences
+from ..analyses import content_words, describe_signals, split_sentences
 from ..result import EvaluationResult, MetricSummary
 from ..sample import Sample
 from ..store import Store
@@ -52,14 +52,6 @@ __all__ = ["SentenceMatch", "best_matching_sentence", "render_report", "write_re
 MIN_COVER = 0.5
 """A context sentence is shown as a claim's support when it holds this share of the claim's words."""
 
-_STOP_WORDS = """
-a an the and or but if of to in on at by for with from as is are was were be been being it its
-this that these those there here which who whom whose what when where why how not no nor so than
-too very can could will would shall should may might must do does did has have had having i you
-he she we they them his her their our your my me us him into over under about after before
-"""
-_STOP = frozenset(_STOP_WORDS.split())
-_WORD = re.compile(r"\w+")
 
 CSS = """
 :root{--ok:#1a7f37;--ok-bg:#e6f4ea;--bad:#b42318;--bad-bg:#fdecea;--muted:#5f6368;--line:#d0d7de;
@@ -161,7 +153,8 @@ class SentenceMatch:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    # the analyses' text kit: the same stop words and stems as the verdict signals
+    return set(content_words(text))
 
 
 def sentence_spans(context: str) -> list[tuple[str, int | None, int | None]]:
@@ -185,7 +178,7 @@ def best_matching_sentence(
 ) -> SentenceMatch | None:
     """The context sentence holding the largest share of the claim's words (deterministic).
 
-    Words are lower-cased ``\\w+`` tokens without common English stop words. Ties go to the
+    Words are the analyses' content words (accents folded, stop words out, stemmed). Ties go to the
     sentence with the larger share of its own words in the claim, then to the earliest. ``only``
     restricts the search to one context (a verdict against ``chunk:N``). ``None`` when no
     sentence holds ``min_cover`` of the claim's words.

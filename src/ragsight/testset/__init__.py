@@ -4,7 +4,7 @@
     result = await agenerate(corpus, "local", settings=TestsetSettings(size=10))
     run = await arun(result.rows, make_target("my_rag:answer"))
 
-The command line offers the same: ``ragsight generate`` and ``ragsight run``; see
+The command line offers the same: ``ragsight generate`` and ``ragsight answer``; see
 ``docs/testset.md``.
 """
 

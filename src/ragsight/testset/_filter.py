@@ -22,12 +22,11 @@ dropped as ``duplicate`` (exact duplicates after normalisation are dropped witho
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analyses import content_words, number_form, tokens
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError
 from ..prompts import fence, load_prompt
@@ -76,187 +75,25 @@ class FilterSettings:
     max_reference_words: int = 80
 
 
-_STOP = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "also",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "cannot",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "either",
-        "else",
-        "every",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "him",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "may",
-        "me",
-        "might",
-        "more",
-        "most",
-        "must",
-        "my",
-        "neither",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "one",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "out",
-        "over",
-        "own",
-        "per",
-        "same",
-        "shall",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "upon",
-        "us",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "within",
-        "without",
-        "would",
-        "yes",
-        "you",
-        "your",
-        "yours",
-    ]
-)
-
-_WORD = re.compile(r"[£€$]?\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
-
-
-def _fold(text: str) -> str:
-    s = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
-
-
 def _words(text: str) -> list[str]:
-    return [
-        w.strip("£€$").replace(",", "") if w[:1] in "£€$" or w[:1].isdigit() else w
-        for w in _WORD.findall(_fold(text))
-    ]
+    """Lower-cased words and normalised numbers ('1,200' -> '1200'), accents folded, in order."""
+    return [number_form(t) if t[:1].isdigit() else t.lower() for t in tokens(text)]
 
 
 def content_tokens(text: str) -> list[str]:
-    """Lower-cased content words (not stop words, 3+ letters) and numbers, in order."""
-    return [w for w in _words(text) if (w[:1].isdigit() or (len(w) >= 3 and w not in _STOP))]
-
-
-def _stem(word: str) -> str:
-    """A crude stem: numbers as they are; words without a common suffix, cut to 6 letters."""
-    if word[:1].isdigit():
-        return word
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            word = word[: -len(suffix)]
-            break
-    return word[:6]
+    """Content words (stemmed, not stop words, 3+ letters) and numbers, in order: the analyses'
+    text kit (``ragsight.analyses``), so the filters count "the same word" as the verdicts do."""
+    return [w for w in content_words(text) if w[:1].isdigit() or len(w) >= 3]
 
 
 def _stems(text: str) -> set[str]:
-    return {_stem(w) for w in content_tokens(text)}
+    return set(content_tokens(text))
 
 
 def grounding(reference: str, contexts: Sequence[str]) -> tuple[float, list[str], list[set[str]]]:
     """Share of the reference's content tokens found in the contexts, the tokens missing, and
     per context the reference tokens it contains. 1.0 when the reference has no content token."""
-    ref = list(dict.fromkeys(_stem(w) for w in content_tokens(reference)))
+    ref = list(dict.fromkeys(content_tokens(reference)))
     if not ref:
         return 1.0, [], [set() for _ in contexts]
     per = [_stems(c) for c in contexts]

@@ -1,6 +1,6 @@
-"""A tiny retrieval-augmented pipeline over the bundled handbook, to try ``ragsight run`` on.
+"""A tiny retrieval-augmented pipeline over the bundled handbook, to try ``ragsight answer`` on.
 
-    ragsight run ts.jsonl --target ragsight.testset.example_target:answer --out eval.jsonl
+    ragsight answer ts.jsonl --target ragsight.testset.example_target:answer --out eval.jsonl
 
 Retrieval: the local e5-small embedder over the handbook's chunks (the same chunking as
 ``ragsight generate`` with its defaults), top 3 by cosine similarity. Generation: the smaller
@@ -57,13 +57,13 @@ _LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
 
 
 def _make_provider() -> Any:
-    from ..judge import LocalJudge
+    from ..judge import LocalProvider
 
     name = os.environ.get("RAGSIGHT_EXAMPLE_GENERATOR") or GENERATOR
     with warnings.catch_warnings():
-        # LocalJudge warns that the 0.5B model judges poorly; here it generates, on purpose
+        # LocalProvider warns that the 0.5B model judges poorly; here it generates, on purpose
         warnings.simplefilter("ignore")
-        return LocalJudge(name, progress=False)
+        return LocalProvider(name, progress=False)
 
 
 async def _index() -> _Index:
