@@ -8,7 +8,7 @@ import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._http import display_url
@@ -24,7 +24,30 @@ from .result import EvaluationResult
 from .sample import Dataset, RowProblem, Sample
 from .store import SQLiteCallCache, Store
 
-__all__ = ["aevaluate", "evaluate", "new_run_id"]
+__all__ = ["RunOptions", "aevaluate", "evaluate", "new_run_id"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out, as opposed to what it measures: built once by
+    :func:`aevaluate` from its keyword arguments and passed whole to the run and to a resume."""
+
+    judge: Any = None
+    embedder: Any = None
+    base_url: str | None = None
+    embedder_base_url: str | None = None
+    cache: bool = True
+    concurrency: int | None = None
+    judge_concurrency: int | None = None
+    policy: RetryPolicy | None = None
+    preflight: bool = True
+    backend: str = "local"
+    ray_address: str | None = None
+
+    @property
+    def embedder_url(self) -> str | None:
+        """The embedder's server: its own URL, else the judge's."""
+        return self.embedder_base_url or self.base_url
 
 
 def new_run_id() -> str:
@@ -78,23 +101,23 @@ async def aevaluate(
         from .engine import import_ray
 
         import_ray()  # MissingExtraError before anything is written
+    opts = RunOptions(judge=judge, embedder=embedder, base_url=base_url,
+                      embedder_base_url=embedder_base_url, cache=cache, concurrency=concurrency,
+                      judge_concurrency=judge_concurrency, policy=policy, preflight=preflight,
+                      backend=backend, ray_address=ray_address)
     own_store = not isinstance(store, Store)
     st = store if isinstance(store, Store) else Store(store if store is not None else ":memory:")
     try:
         if resume is not None:
-            return await _resume(st, resume, judge, embedder, cache, concurrency, policy, base_url,
-                                 embedder_base_url, progress, preflight, notice, backend, ray_address,
-                                 judge_concurrency)
+            return await _resume(st, resume, opts, progress=progress, notice=notice)
         ds = Dataset.load(data)
         if not ds.samples:
             details = "; ".join(str(p) for p in ds.errors[:5])
             raise ConfigError(f"no usable sample in {ds.source}" + (f": {details}" if details else ""))
         chosen = _metrics(metrics, ds.samples)
-        return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen, judge, embedder,
-                          cache, concurrency, settings or AnalysisSettings(), policy, metadata or {},
-                          base_url, embedder_base_url, progress, preflight, notice, fresh=True,
-                          backend=backend, ray_address=ray_address,
-                          judge_concurrency=judge_concurrency)
+        return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen, opts,
+                          settings=settings or AnalysisSettings(), metadata=metadata or {},
+                          progress=progress, notice=notice, fresh=True)
     finally:
         if own_store:
             st.close()
@@ -110,27 +133,26 @@ def _metrics(metrics: Sequence[str | Metric] | str | None, samples: Sequence[Sam
 
 async def _run(
     st: Store, run_id: str, samples: Sequence[Sample], problems: Sequence[RowProblem], source: str,
-    chosen: Sequence[Metric], judge_spec: Any, embedder_spec: Any, cache: bool,
-    concurrency: int | None, settings: AnalysisSettings, policy: RetryPolicy | None,
-    metadata: Mapping[str, Any], base_url: str | None, embedder_base_url: str | None,
-    progress: Progress | None, preflight: bool, notice: Any, fresh: bool,
-    backend: str = "local", ray_address: str | None = None, judge_concurrency: int | None = None,
+    chosen: Sequence[Metric], opts: RunOptions, *, settings: AnalysisSettings,
+    metadata: Mapping[str, Any], progress: Progress | None, notice: Any, fresh: bool,
 ) -> EvaluationResult:
+    judge_spec, embedder_spec, cache, base_url = opts.judge, opts.embedder, opts.cache, opts.base_url
+    embedder_base_url, backend = opts.embedder_base_url, opts.backend
     need_judge = any(m.needs_judge for m in chosen)
     need_embedder = any(m.needs_embedder for m in chosen)
     judge = None
     if need_judge:
-        judge = make_judge(judge_spec, base_url=base_url, policy=policy, notice=notice,
-                           max_concurrency=judge_concurrency)
+        judge = make_judge(judge_spec, base_url=base_url, policy=opts.policy, notice=notice,
+                           max_concurrency=opts.judge_concurrency)
         judge.cache = (SQLiteCallCache(st) if st.path != ":memory:" else MemoryCallCache()) if cache else None
         judge.start_run()  # a Judge passed in again: its memo of the last run's answers is dropped
-    emb = make_embedder(embedder_spec, base_url=embedder_base_url or base_url, notice=notice) if need_embedder else None
+    emb = make_embedder(embedder_spec, base_url=opts.embedder_url, notice=notice) if need_embedder else None
     try:
-        if judge is not None and preflight:
+        if judge is not None and opts.preflight:
             await judge.provider.preflight()
         _check_generator(samples, judge)
         settings = settings_for(chosen, replace_cache(settings, cache))
-        conc = concurrency or (1 if judge is not None and judge.supports_choices else 16)
+        conc = opts.concurrency or (1 if judge is not None and judge.supports_choices else 16)
         config = {
             "settings": settings.to_dict(), "concurrency": conc, "cache": cache,
             "prompts": {pid: load_prompt(pid).version for pid in prompt_ids()},
@@ -164,9 +186,9 @@ async def _run(
 
                 await run_samples_ray(
                     todo, chosen, judge=judge, judge_spec=judge_spec, base_url=base_url,
-                    embedder_spec=embedder_spec, embedder_base_url=embedder_base_url or base_url,
+                    embedder_spec=embedder_spec, embedder_base_url=opts.embedder_url,
                     settings=settings, store=st, run_id=run_id, concurrency=conc,
-                    ray_address=ray_address, progress=progress,
+                    ray_address=opts.ray_address, progress=progress,
                 )
             else:
                 await run_samples(todo, chosen, judge=judge, embedder=emb, settings=settings, store=st,
@@ -205,11 +227,10 @@ def _merge_stats(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _resume(
-    st: Store, ref: str, judge_spec: Any, embedder_spec: Any, cache: bool,
-    concurrency: int | None, policy: RetryPolicy | None, base_url: str | None,
-    embedder_base_url: str | None, progress: Progress | None, preflight: bool, notice: Any,
-    backend: str = "local", ray_address: str | None = None, judge_concurrency: int | None = None,
+    st: Store, ref: str, opts: RunOptions, *, progress: Progress | None, notice: Any
 ) -> EvaluationResult:
+    """Continue a stored run: what it measures comes from the store; how to run it from ``opts``,
+    with the stored judge, embedder, URLs and concurrency where ``opts`` leaves them unset."""
     run_id = st.resolve_run(ref)
     info = st.run(run_id)
     samples = st.samples(run_id)
@@ -217,15 +238,16 @@ async def _resume(
     cfg = info.config
     s = cfg.get("settings", {})
     settings = AnalysisSettings(**{k: v for k, v in s.items() if k in AnalysisSettings.__dataclass_fields__})
-    return await _run(
-        st, run_id, samples, [], info.dataset or "", chosen,
-        judge_spec if judge_spec is not None else cfg.get("judge_spec"),
-        embedder_spec if embedder_spec is not None else cfg.get("embedder_spec"),
-        cache, concurrency or cfg.get("concurrency"), settings, policy, info.metadata,
-        base_url or cfg.get("base_url"), embedder_base_url or cfg.get("embedder_base_url"),
-        progress, preflight, notice, fresh=False, backend=backend, ray_address=ray_address,
-        judge_concurrency=judge_concurrency,
+    opts = replace(
+        opts,
+        judge=opts.judge if opts.judge is not None else cfg.get("judge_spec"),
+        embedder=opts.embedder if opts.embedder is not None else cfg.get("embedder_spec"),
+        concurrency=opts.concurrency or cfg.get("concurrency"),
+        base_url=opts.base_url or cfg.get("base_url"),
+        embedder_base_url=opts.embedder_base_url or cfg.get("embedder_base_url"),
     )
+    return await _run(st, run_id, samples, [], info.dataset or "", chosen, opts, settings=settings,
+                      metadata=info.metadata, progress=progress, notice=notice, fresh=False)
 
 
 def evaluate(
