@@ -67,7 +67,7 @@ async def main() -> int:
         from ragsight.store import SQLiteCallCache, Store
 
         store = Store(args.store)
-        judge.cache = SQLiteCallCache(store)
+        judge = judge.for_run(cache=SQLiteCallCache(store))
     settings = TestsetSettings(
         size=args.size,
         seed=args.seed,

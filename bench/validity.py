@@ -101,10 +101,13 @@ class JsonlCache:
                     continue  # a line cut by a crash
                 self.d[rec["key"]] = rec["entry"]
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def lookup(self, key: str) -> dict[str, Any] | None:
         return self.d.get(key)
 
-    def put(self, key: str, entry: dict[str, Any]) -> None:
+    async def get(self, key: str) -> dict[str, Any] | None:
+        return self.lookup(key)
+
+    async def put(self, key: str, entry: dict[str, Any]) -> None:
         entry = {**entry, **self.last_cost}
         self.d[key] = entry
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -199,12 +202,12 @@ def call_key(judge: Judge, prompt_id: str, values: dict[str, str]) -> str:
 
 
 def cached_p(judge: Judge, cache: JsonlCache, call: Call) -> float | None:
-    hit = cache.get(call_key(judge, *call))
+    hit = cache.lookup(call_key(judge, *call))
     return None if hit is None else float(hit["parsed"]["Yes"])
 
 
 def cached_cost(judge: Judge, cache: JsonlCache, call: Call) -> dict[str, float] | None:
-    hit = cache.get(call_key(judge, *call))
+    hit = cache.lookup(call_key(judge, *call))
     if hit is None or "latency_s" not in hit:
         return None
     return {"latency_s": hit["latency_s"], "tokens_evaluated": hit["tokens_evaluated"]}

@@ -142,10 +142,10 @@ async def _run(
     need_embedder = any(m.needs_embedder for m in chosen)
     judge = None
     if need_judge:
+        # A fresh wrapper for this run (its cache, stats and memo); a Judge passed in is not changed.
         judge = make_judge(judge_spec, base_url=base_url, policy=opts.policy, notice=notice,
-                           max_concurrency=opts.judge_concurrency)
-        judge.cache = (SQLiteCallCache(st) if st.path != ":memory:" else MemoryCallCache()) if cache else None
-        judge.start_run()  # a Judge passed in again: its memo of the last run's answers is dropped
+                           max_concurrency=opts.judge_concurrency).for_run(
+            cache=(SQLiteCallCache(st) if st.path != ":memory:" else MemoryCallCache()) if cache else None)
     emb = make_embedder(embedder_spec, base_url=opts.embedder_url, notice=notice) if need_embedder else None
     try:
         if judge is not None and opts.preflight:

@@ -47,15 +47,9 @@ class RepeatReport:
 def _judge_for(
     spec: Any, seed: int, temperature: float | None, base_url: str | None, policy: Any
 ) -> Judge:
-    if isinstance(spec, Judge):
-        # A fresh Judge on the same provider: its own stats, no shared in-flight calls.
-        judge = Judge(spec.provider, policy=spec.policy, seed=seed, temperature=spec.temperature)
-    else:
-        judge = make_judge(spec, base_url=base_url, policy=policy)
-        judge.seed = seed
-    if temperature is not None:
-        judge.temperature = temperature
-    return judge
+    # A fresh Judge on the same provider: its own seed and stats, no shared in-flight calls.
+    base = spec if isinstance(spec, Judge) else make_judge(spec, base_url=base_url, policy=policy)
+    return base.for_run(seed=seed, temperature=temperature)
 
 
 async def evaluate_repeats(

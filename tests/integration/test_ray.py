@@ -264,8 +264,7 @@ async def ray_run(path: Path, judge_spec: Any, embedder_spec: Any, *, base_url: 
     samples = Dataset.load(rows()).samples
     metrics = resolve_metrics(METRICS, samples)
     driver_spec = judge_spec() if callable(judge_spec) else judge_spec
-    judge = make_judge(driver_spec, base_url=base_url)
-    judge.cache = SQLiteCallCache(st) if cache else None
+    judge = make_judge(driver_spec, base_url=base_url).for_run(cache=SQLiteCallCache(st) if cache else None)
     settings = settings_for(metrics, AnalysisSettings())
     run_id = new_run_id()
     st.create_run(run_id, dataset="rows", judge=judge.name, embedder=None,

@@ -12,7 +12,8 @@ import pytest
 from ragsight import Store
 from ragsight.cli import main
 from ragsight.report import best_matching_sentence, load_runs, render_report
-from ragsight.report._html import CSP, e, sentence_spans
+from ragsight.report._evidence import sentence_spans
+from ragsight.report._html import CSP, e
 from tests.unit.test_report_data import HOSTILE_CONTEXT, PY_CONTEXT, put_run, scripted_runs
 
 

@@ -553,11 +553,9 @@ ALL_CRIT: dict[str, Handler] = {
 async def test_same_seed_same_test_set_and_calls_are_cached(corpus: Corpus) -> None:
     settings = TestsetSettings(size=6, seed=7, filter=FilterSettings(min_grounding=0.0))
     cache = MemoryCallCache()
-    g1 = judge({**ALL_GEN, **ALL_CRIT})
-    g1.cache = cache
+    g1 = judge({**ALL_GEN, **ALL_CRIT}).for_run(cache=cache)
     first = await agenerate(corpus, g1, None, None, settings)
-    g2 = judge({**ALL_GEN, **ALL_CRIT})
-    g2.cache = cache
+    g2 = judge({**ALL_GEN, **ALL_CRIT}).for_run(cache=cache)
     second = await agenerate(corpus, g2, None, None, settings)
     assert first.rows == second.rows and first.rejected == second.rejected
     assert first.rows

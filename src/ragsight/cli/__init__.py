@@ -28,6 +28,7 @@ from ..analyses import AnalysisSettings, describe_signals
 from ..engine import Progress
 from ..errors import RagsightError
 from ..judge import RetryPolicy
+from ..report import fmt as _fmt
 from ..report import print_repeats
 from ..result import EvaluationResult, load_result
 from ..store import FORMATS, Store, export_run
@@ -261,10 +262,6 @@ class _ProgressBar:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
-
-
-def _fmt(v: float | None, digits: int = 3) -> str:
-    return "–" if v is None else f"{v:.{digits}f}"
 
 
 def print_summary(result: EvaluationResult, console: Console | None = None) -> None:

@@ -220,8 +220,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
             else generator
         )
         if store is not None:
-            generator.cache = SQLiteCallCache(store)
-            critic.cache = generator.cache
+            same = critic is generator
+            generator = generator.for_run(cache=SQLiteCallCache(store))
+            critic = generator if same else critic.for_run(cache=generator.cache)
 
         def progress(accepted: int, wanted: int, tried: int) -> None:
             err.print(f"  {accepted}/{wanted} accepted after {tried} candidates")

@@ -29,13 +29,14 @@ from .._http import (
     secrets_of,
     timeout_error,
 )
+from .._retry import Backoff, Failure, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, ProviderError, RagsightError
 
 __all__ = ["EmbeddingError", "OpenAIEmbedder"]
 
 _ROLE = "embedding server"
-_BACKOFF_BASE = 0.5
-_BACKOFF_CAP = 8.0
+# No jitter: the embedder's batches are few; a server's Retry-After is honoured up to 60 s.
+_BACKOFF = Backoff(base_s=0.5, max_s=8.0, jitter=0.0, retry_after_cap_s=60.0)
 
 
 class EmbeddingError(RagsightError):
@@ -165,26 +166,23 @@ class OpenAIEmbedder:
     async def _embed_batch(
         self, client: httpx.AsyncClient, semaphore: asyncio.Semaphore, batch: list[str]
     ) -> np.ndarray:
-        waited = 0.0
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                async with semaphore:
-                    return await asyncio.wait_for(self._request(client, batch), self.timeout)
-            except asyncio.TimeoutError:
-                error = timeout_error(role=_ROLE, base_url=self.base_url, timeout=self.timeout)
-            except ProviderError as err:
-                error = err
-            if error.fatal or not error.retryable or attempt >= self.max_attempts:
-                raise self._give_up(error, attempt) from error
-            delay = min(_BACKOFF_BASE * 2 ** (attempt - 1), _BACKOFF_CAP)
-            if error.retry_after is not None:
-                delay = max(delay, error.retry_after)
-            if waited + delay > self.retry_budget:
-                raise self._give_up(error, attempt, budget=True) from error
-            waited += delay
-            await asyncio.sleep(delay)
+        async def once() -> np.ndarray:
+            async with semaphore:
+                return await asyncio.wait_for(self._request(client, batch), self.timeout)
+
+        def as_failure(exc: BaseException) -> Failure | None:
+            if isinstance(exc, asyncio.TimeoutError):
+                exc = timeout_error(role=_ROLE, base_url=self.base_url, timeout=self.timeout)
+            return classify(exc) if isinstance(exc, ProviderError) else None
+
+        try:
+            vectors, _ = await retry(once, attempts=self.max_attempts, backoff=_BACKOFF,
+                                     classify_error=as_failure, budget_s=self.retry_budget)
+        except RetryExhaustedError as stop:
+            error = stop.failure.exc
+            assert isinstance(error, ProviderError)
+            raise self._give_up(error, stop.attempts, budget=stop.why == "budget") from error
+        return vectors
 
     def _give_up(self, error: ProviderError, attempts: int, budget: bool = False) -> EmbeddingError:
         if error.fatal or not error.retryable:

@@ -10,7 +10,6 @@ sample's scores and judge calls are committed to the store in one transaction.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -20,15 +19,12 @@ from typing import Any
 from .._score import Evidence, JudgeCallRef, Outcome, Score
 from ..analyses import AnalysisSettings, SampleAnalyses
 from ..embed import Embedder
-from ..judge import Judge, JudgeCall, JudgeFailedError
+from ..judge import Judge, JudgeCall, JudgeFailedError, record_calls
 from ..metrics import Metric
 from ..sample import Sample
 from ..store import Store
 
 __all__ = ["Progress", "SampleOutcome", "describe_metrics", "run_samples", "score_sample", "settings_for"]
-
-_current_sample: contextvars.ContextVar[str | None] = contextvars.ContextVar("ragsight_sample", default=None)
-
 
 @dataclass
 class Progress:
@@ -110,16 +106,6 @@ async def run_samples(
     Cancellation (Ctrl-C) stops the samples in flight; everything finished is already saved.
     """
     settings = settings_for(metrics, settings)
-    pending_calls: dict[str | None, list[JudgeCall]] = {}
-    previous_sink = judge.sink if judge is not None else None
-
-    def sink(call: JudgeCall) -> None:
-        pending_calls.setdefault(_current_sample.get(), []).append(call)
-        if previous_sink is not None:
-            previous_sink(call)
-
-    if judge is not None:
-        judge.sink = sink
     results: dict[str, tuple[Score, ...]] = {}
     sem = asyncio.Semaphore(max(1, concurrency))
     last_beat = time.monotonic()
@@ -127,12 +113,9 @@ async def run_samples(
     async def one(sample: Sample) -> None:
         nonlocal last_beat
         async with sem:
-            token = _current_sample.set(sample.id)
-            try:
+            calls: list[JudgeCall] = []
+            with record_calls(calls.append):
                 scores = await score_sample(sample, metrics, judge, embedder, settings)
-            finally:
-                _current_sample.reset(token)
-            calls = pending_calls.pop(sample.id, [])
             if store is not None:
                 store.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
             results[sample.id] = scores
@@ -148,18 +131,14 @@ async def run_samples(
                 last_beat = time.monotonic()
                 store.heartbeat(run_id)
 
+    tasks = [asyncio.ensure_future(one(s)) for s in samples]
     try:
-        tasks = [asyncio.ensure_future(one(s)) for s in samples]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-    finally:
-        if judge is not None:
-            judge.sink = previous_sink
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     return results
 
 

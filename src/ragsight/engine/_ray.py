@@ -26,50 +26,41 @@ hits the second time. The driver keeps the first result of each sample and drops
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import math
 import os
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from .._score import Score
 from ..analyses import AnalysisSettings
 from ..errors import ConfigError, MissingExtraError, RagsightError
 from ..judge import (
-    Answer,
-    ChoiceScores,
-    Completion,
     Judge,
     JudgeCall,
     JudgeProvider,
-    JudgeRequest,
     JudgeStats,
     MemoryCallCache,
-    ProviderError,
     RetryPolicy,
-    step_key,
+    record_calls,
 )
 from ..metrics import Metric
-from ..prompts import Prompt
 from ..sample import Sample
 from ..store import SQLiteCallCache, Store
 from ._engine import Progress, SampleOutcome, score_sample, settings_for
+from ._ray_actors import CacheServer, LimitedProvider, Limiter, SharedCache, attempt_id
 
 __all__ = ["WorkerLostError", "import_ray", "run_samples_ray"]
 
-T = TypeVar("T")
 
 # Batches in flight per worker: the next batch starts while the last samples of the previous
 # one finish, so a worker never idles at the tail of a batch.
 _BATCHES_PER_WORKER = 2
 _HEARTBEAT_S = 20.0
 
-_sample_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("ragsight_ray_sample", default=None)
-_attempt_id: contextvars.ContextVar[str] = contextvars.ContextVar("ragsight_ray_attempt", default="")
 
 
 class WorkerLostError(RagsightError):
@@ -86,204 +77,6 @@ def import_ray() -> Any:
     except ImportError as exc:
         raise MissingExtraError("the Ray backend", "ray", "ray") from exc
     return ray
-
-
-# ---- the cluster-wide rate limiter --------------------------------------------------------
-
-
-class _Limiter:
-    """Permits for calls in flight to a remote judge, for the whole cluster (a Ray actor).
-
-    Each permit is taken under a ticket and a holder (the batch attempt that made the call). When
-    a worker dies, the driver releases every permit its attempts held; a permit that is released
-    before it was granted (the call was cancelled while waiting) is given back when granted.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, int(limit))
-        self._sem: asyncio.Semaphore | None = None
-        self._granted: dict[str, str] = {}  # ticket -> holder
-        self._cancelled: set[str] = set()
-        self._dead: set[str] = set()
-        self.peak = 0
-
-    def _semaphore(self) -> asyncio.Semaphore:
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.limit)
-        return self._sem
-
-    async def acquire(self, holder: str, ticket: str) -> bool:
-        sem = self._semaphore()
-        await sem.acquire()
-        if holder in self._dead or ticket in self._cancelled:
-            self._cancelled.discard(ticket)
-            sem.release()
-            return False
-        self._granted[ticket] = holder
-        self.peak = max(self.peak, len(self._granted))
-        return True
-
-    async def release(self, ticket: str) -> None:
-        if self._granted.pop(ticket, None) is not None:
-            self._semaphore().release()
-        else:
-            self._cancelled.add(ticket)
-
-    async def release_holders(self, holders: list[str]) -> int:
-        dead = set(holders)
-        self._dead |= dead
-        tickets = [t for t, h in self._granted.items() if h in dead]
-        for t in tickets:
-            del self._granted[t]
-            self._semaphore().release()
-        return len(tickets)
-
-    async def stats(self) -> dict[str, int]:
-        return {"limit": self.limit, "peak": self.peak, "in_flight": len(self._granted)}
-
-
-class _LimitedProvider:
-    """A provider proxy that holds a cluster-wide permit around each call to the real provider."""
-
-    def __init__(self, inner: JudgeProvider, limiter: Any) -> None:
-        self.inner = inner
-        self.limiter = limiter
-        self.name = inner.name
-        self.model = inner.model
-        self.supports_choices = inner.supports_choices
-        self.max_concurrency = inner.max_concurrency
-        self.context_window = inner.context_window
-
-    async def _permit(self, ticket: str) -> None:
-        if not await self.limiter.acquire.remote(_attempt_id.get(), ticket):
-            raise ProviderError("the batch was given up by the driver", retryable=False)
-
-    async def complete(self, request: JudgeRequest) -> Completion:
-        ticket = uuid.uuid4().hex
-        try:
-            await self._permit(ticket)
-            return await self.inner.complete(request)
-        finally:
-            self.limiter.release.remote(ticket)
-
-    async def score_choices(self, request: JudgeRequest, choices: Sequence[str]) -> ChoiceScores:
-        ticket = uuid.uuid4().hex
-        try:
-            await self._permit(ticket)
-            return await self.inner.score_choices(request, choices)
-        finally:
-            self.limiter.release.remote(ticket)
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    async def preflight(self) -> None:
-        await self.inner.preflight()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-# ---- the shared judge-call cache ----------------------------------------------------------
-
-
-class _CacheServer:
-    """The judge-call cache for the cluster (a Ray actor on the driver's node).
-
-    ``get`` answers from the entries written during this run, then from the driver's store
-    (read only). ``put`` keeps the entry until the driver has written it to its store
-    (``drain`` then ``forget``); with no store path (an in-memory store) entries stay here.
-    """
-
-    def __init__(self, path: str | None, seed: dict[str, dict[str, Any]] | None = None) -> None:
-        self.path = path
-        self._mem: dict[str, dict[str, Any]] = dict(seed or {})
-        self._pending: list[str] = []
-        self._store: Store | None = None
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        hit = self._mem.get(key)
-        if hit is not None or self.path is None:
-            return hit
-        if self._store is None:
-            self._store = Store(self.path)
-        return self._store.cache_get(key)
-
-    def put(self, key: str, entry: dict[str, Any]) -> None:
-        self._mem[key] = entry
-        self._pending.append(key)
-
-    def drain(self) -> list[tuple[str, dict[str, Any]]]:
-        keys, self._pending = self._pending, []
-        return [(k, self._mem[k]) for k in dict.fromkeys(keys)]
-
-    def forget(self, keys: list[str]) -> None:
-        if self.path is None:
-            return
-        pending = set(self._pending)
-        for k in keys:
-            if k not in pending:
-                self._mem.pop(k, None)
-
-
-class _SharedCache:
-    """The worker's side of the shared cache: the Judge's synchronous ``get`` reads a local
-    table that :meth:`fetch` fills (awaited before each step); ``put`` is sent on without
-    waiting."""
-
-    def __init__(self, server: Any, size: int = 4096) -> None:
-        self.server = server
-        self.size = size
-        self._local: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
-        self._sent: list[Any] = []
-
-    async def fetch(self, key: str) -> None:
-        if self._local.get(key) is None:
-            self._remember(key, await self.server.get.remote(key))
-
-    def _remember(self, key: str, entry: dict[str, Any] | None) -> None:
-        self._local[key] = entry
-        self._local.move_to_end(key)
-        while len(self._local) > self.size:
-            self._local.popitem(last=False)
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        return self._local.get(key)
-
-    def put(self, key: str, entry: dict[str, Any]) -> None:
-        self._remember(key, entry)
-        self._sent.append(self.server.put.remote(key, entry))
-
-    async def flush(self) -> None:
-        """Wait until the cache actor holds every entry put so far (before a batch returns, so
-        the driver's last drain finds them)."""
-        sent, self._sent = self._sent, []
-        if sent:
-            await asyncio.gather(*sent)
-
-
-class _ClusterJudge(Judge):
-    """A Judge whose cache lookups go to the shared cache actor, awaited before the step, so the
-    Judge's synchronous cache protocol never blocks the worker's event loop."""
-
-    async def ask(
-        self, prompt: Prompt, values: Mapping[str, Any], validate: Callable[[dict[str, Any]], T], *,
-        count: int | None = None, max_tokens: int = 512, use_cache: bool = True,
-    ) -> Answer[T]:
-        if use_cache and isinstance(self.cache, _SharedCache):
-            request = self.request(prompt, values, count=count, max_tokens=max_tokens)
-            await self.cache.fetch(step_key(self.model, request, prompt.hash, "json"))
-        return await super().ask(prompt, values, validate, count=count, max_tokens=max_tokens,
-                                 use_cache=use_cache)
-
-    async def choose(
-        self, prompt: Prompt, values: Mapping[str, Any], choices: Sequence[str] = ("Yes", "No"), *,
-        use_cache: bool = True,
-    ) -> Answer[dict[str, float]]:
-        if use_cache and isinstance(self.cache, _SharedCache):
-            request = self.request(prompt, values, max_tokens=1, schema=False)
-            await self.cache.fetch(step_key(self.model, request, prompt.hash, "choices", list(choices)))
-        return await super().choose(prompt, values, choices, use_cache=use_cache)
 
 
 # ---- the worker -----------------------------------------------------------------------------
@@ -348,7 +141,6 @@ class _BatchWorker:
         self.embedder: Any = None
         self._ready = False
         self._sem: asyncio.Semaphore | None = None
-        self._calls: dict[str | None, list[JudgeCall]] = {}
 
     def _setup(self) -> None:
         from ..embed import make_embedder
@@ -361,48 +153,41 @@ class _BatchWorker:
                 spec = spec()
             provider = make_judge(spec, base_url=r.base_url, policy=r.policy).provider
             if self.limiter is not None:
-                provider = _LimitedProvider(provider, self.limiter)
-            self.judge = _ClusterJudge(
-                provider, cache=_SharedCache(self.cache) if self.cache is not None else None,
-                policy=r.policy, seed=r.seed, temperature=r.temperature, sink=self._collect,
+                provider = LimitedProvider(provider, self.limiter)
+            self.judge = Judge(
+                provider, cache=SharedCache(self.cache) if self.cache is not None else None,
+                policy=r.policy, seed=r.seed, temperature=r.temperature,
             )
         if self.need_embedder:
             self.embedder = make_embedder(self.embedder_spec, base_url=self.embedder_base_url)
         self._sem = asyncio.Semaphore(self.concurrency)
         self._ready = True
 
-    def _collect(self, call: JudgeCall) -> None:
-        self._calls.setdefault(_sample_id.get(), []).append(call)
-
     async def run_batch(self, attempt: str, samples: Sequence[Sample]) -> _BatchResult:
         if not self._ready:
             self._setup()
         assert self._sem is not None
         sem = self._sem
-        attempt_token = _attempt_id.set(attempt)
+        attempt_token = attempt_id.set(attempt)
 
         async def one(sample: Sample) -> _SampleResult:
             async with sem:
-                token = _sample_id.set(sample.id)
-                try:
+                calls: list[JudgeCall] = []
+                with record_calls(calls.append):
                     scores = await score_sample(sample, self.metrics, self.judge, self.embedder,
                                                 self.settings)
-                finally:
-                    _sample_id.reset(token)
-                return _SampleResult(sample.id, scores, tuple(self._calls.pop(sample.id, ())))
+                return _SampleResult(sample.id, scores, tuple(calls))
 
         try:
             done = await asyncio.gather(*(one(s) for s in samples))
-            if self.judge is not None and isinstance(self.judge.cache, _SharedCache):
+            if self.judge is not None and isinstance(self.judge.cache, SharedCache):
                 await self.judge.cache.flush()
         except (Exception, asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
             raise _Escaped(exc) from exc
         finally:
-            _attempt_id.reset(attempt_token)
-            for s in samples:
-                self._calls.pop(s.id, None)
+            attempt_id.reset(attempt_token)
         stats: dict[str, Any] = {}
         if self.judge is not None:
             stats = self.judge.stats.to_dict()
@@ -522,7 +307,7 @@ async def run_samples_ray(
             if not _is_embedded(spec):
                 limit = judge_limit or judge.provider.max_concurrency
                 limiter_name = f"ragsight-limiter-{tag}"
-                limiter = ray.remote(_Limiter).options(
+                limiter = ray.remote(Limiter).options(
                     name=limiter_name, max_concurrency=100_000, num_cpus=0,
                 ).remote(limit)
             if judge.cache is not None:
@@ -534,7 +319,7 @@ async def run_samples_ray(
                     seed = dict(judge.cache._d)
                 here = ray.get_runtime_context().get_node_id()
                 cache_name = f"ragsight-cache-{tag}"
-                cache_server = ray.remote(_CacheServer).options(
+                cache_server = ray.remote(CacheServer).options(
                     name=cache_name, num_cpus=0,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
                 ).remote(path, seed)
@@ -605,7 +390,7 @@ async def _drive(
             return
         entries = await cache_server.drain.remote()
         for key, entry in entries:
-            judge.cache.put(key, entry)
+            await judge.cache.put(key, entry)
         if entries:
             cache_server.forget.remote([k for k, _ in entries])
 

@@ -14,6 +14,7 @@ from ._judge import (
     JudgeStats,
     MemoryCallCache,
     RetryPolicy,
+    record_calls,
     step_key,
 )
 from ._local import LocalProvider
@@ -45,6 +46,7 @@ __all__ = [
     "ScriptedProvider",
     "UnexpectedPromptError",
     "make_judge",
+    "record_calls",
     "step_key",
 ]
 

@@ -10,15 +10,18 @@ holding the calls that were tried.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import hashlib
 import json
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from .._retry import Backoff, Failure, classify
 from ..errors import ConfigError, JudgeError
 from ..prompts import Prompt
 from ._parse import OutputError, close_repeating_list, extract_json_object
@@ -34,9 +37,11 @@ __all__ = [
     "JudgeStats",
     "MemoryCallCache",
     "RetryPolicy",
+    "record_calls",
 ]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 # Answers a Judge without a cache keeps for repeats within a run (see Judge._memo).
@@ -117,11 +122,14 @@ class JudgeFailedError(JudgeError):
 
 
 class CallCache(Protocol):
-    """Content-addressed store of finished judge steps: key -> (parsed value, raw output, calls)."""
+    """Content-addressed store of finished judge steps: key -> (parsed value, raw output, calls).
 
-    def get(self, key: str) -> dict[str, Any] | None: ...
+    Async, so that a cache across processes (the Ray backend's cache actor) is awaited like any
+    other I/O and the Judge needs no subclass to prefetch from it."""
 
-    def put(self, key: str, entry: dict[str, Any]) -> None: ...
+    async def get(self, key: str) -> dict[str, Any] | None: ...
+
+    async def put(self, key: str, entry: dict[str, Any]) -> None: ...
 
 
 class MemoryCallCache:
@@ -130,10 +138,10 @@ class MemoryCallCache:
     def __init__(self) -> None:
         self._d: dict[str, dict[str, Any]] = {}
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    async def get(self, key: str) -> dict[str, Any] | None:
         return self._d.get(key)
 
-    def put(self, key: str, entry: dict[str, Any]) -> None:
+    async def put(self, key: str, entry: dict[str, Any]) -> None:
         self._d[key] = entry
 
     def __len__(self) -> int:
@@ -141,6 +149,21 @@ class MemoryCallCache:
 
 
 CallSink = Callable[[JudgeCall], None]
+
+# Where the calls made in the current task go besides the Judge's own sink: set by
+# :func:`record_calls` around one sample's work, so each call lands in that sample's trail while
+# one Judge serves every sample of a run. Tasks started inside inherit it (contextvars).
+_recorder: contextvars.ContextVar[CallSink | None] = contextvars.ContextVar("ragsight_calls", default=None)
+
+
+@contextlib.contextmanager
+def record_calls(sink: CallSink) -> Iterator[None]:
+    """Send every judge call made inside the block (and in tasks it starts) to ``sink``."""
+    token = _recorder.set(sink)
+    try:
+        yield
+    finally:
+        _recorder.reset(token)
 
 
 @dataclass(frozen=True)
@@ -229,7 +252,9 @@ class Judge:
     """A provider wrapped with everything a reliable evaluation needs.
 
     One ``Judge`` is shared by all samples of a run: its semaphore bounds the calls in flight,
-    its stats count calls, tokens and failures, and ``sink`` receives every call for the store.
+    its stats count calls, tokens and failures, and ``sink`` receives every call. It is configured
+    at construction and not changed during a run: :meth:`for_run` gives a fresh wrapper on the
+    same provider with a run's cache and seed; :func:`record_calls` routes a sample's calls.
     """
 
     def __init__(
@@ -254,6 +279,8 @@ class Judge:
         self.temperature = temperature
         self.stats = JudgeStats()
         self._rng = random.Random(seed)
+        self._backoff = Backoff(self.policy.backoff_base_s, self.policy.backoff_max_s, jitter=0.5,
+                                retry_after_cap_s=self.policy.backoff_max_s * 3)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         # Without a cache, the answers of this judge's finished steps, so that a step asked again
         # later in the run (two samples sharing a reference text) is not sent again. One Judge
@@ -261,6 +288,19 @@ class Judge:
         # runs still ask afresh. Bounded (least recently used out): an answer holds its call
         # records, prompts included, and repeats come from nearby samples.
         self._memo: OrderedDict[str, Answer[Any]] = OrderedDict()
+
+    def for_run(
+        self, *, cache: CallCache | None = None, seed: int | None = None,
+        temperature: float | None = None, sink: CallSink | None = None,
+    ) -> Judge:
+        """A fresh Judge on the same provider, policy and concurrency limit, for one run: its
+        own cache, stats and memo; the seed and temperature kept unless given."""
+        return Judge(
+            self.provider, cache=cache, policy=self.policy, max_concurrency=self._limit,
+            sink=sink if sink is not None else self.sink,
+            seed=self.seed if seed is None else seed,
+            temperature=self.temperature if temperature is None else temperature,
+        )
 
     @property
     def name(self) -> str:
@@ -295,6 +335,9 @@ class Judge:
             st.by_prompt[call.prompt_id] = st.by_prompt.get(call.prompt_id, 0) + 1
         if self.sink is not None:
             self.sink(call)
+        recorder = _recorder.get()
+        if recorder is not None:
+            recorder(call)
 
     def request(
         self, prompt: Prompt, values: Mapping[str, Any], *, count: int | None = None,
@@ -375,7 +418,7 @@ class Judge:
     ) -> Answer[T]:
         self.stats.steps += 1
         if use_cache and self.cache is not None:
-            hit = self.cache.get(key)
+            hit = await self.cache.get(key)
             if hit is not None:
                 try:
                     cached_value = validate(hit["parsed"])
@@ -430,7 +473,7 @@ class Judge:
             calls[-1] = replace(calls[-1], parsed=parsed)
             self._emit(calls[-1])
             if use_cache and self.cache is not None:
-                self.cache.put(key, {
+                await self.cache.put(key, {
                     "parsed": parsed, "raw_output": completion.text,
                     "prompt_tokens": sum(c.prompt_tokens for c in calls),
                     "completion_tokens": sum(c.completion_tokens for c in calls),
@@ -446,6 +489,29 @@ class Judge:
         self, prompt: Prompt, request: JudgeRequest, key: str, deadline: float, offset: int
     ) -> tuple[Completion | None, list[JudgeCall]]:
         """Transport-level retries. Returns the completion (its call not yet emitted) or None."""
+        completion, calls, latency, started = await self._attempts(
+            prompt, request, key, deadline, offset, self.provider.complete,
+        )
+        if completion is None:
+            return None, calls
+        calls.append(JudgeCall(
+            step=key, attempt=offset + len(calls) + 1, prompt_id=prompt.id,
+            prompt_version=prompt.version, prompt_hash=prompt.hash, judge=self.name,
+            model=completion.model or self.model, messages=request.messages,
+            raw_output=completion.text, parsed=None, prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens, latency_s=latency, cached=False,
+            error=None, started_at=started, structured=completion.structured,
+        ))
+        return completion, calls
+
+    async def _attempts(
+        self, prompt: Prompt, request: JudgeRequest, key: str, deadline: float, offset: int,
+        send: Callable[[JudgeRequest], Awaitable[R]], *, also_retry: tuple[type[Exception], ...] = (),
+    ) -> tuple[R | None, list[JudgeCall], float, float]:
+        """The one transport loop of both kinds of step: a concurrency slot, the call under the
+        step's deadline, and on failure a recorded error call and the shared backoff
+        (``ragsight._retry``). Returns (result or None, the error calls, latency and start time of
+        the successful attempt). A fatal failure (bad key, unknown model) raises JudgeFailedError."""
         calls: list[JudgeCall] = []
         pol = self.policy
         for attempt in range(1, pol.max_attempts + 1):
@@ -459,52 +525,32 @@ class Judge:
                     remaining = deadline - t0
                     if remaining <= 0:
                         raise _DeadlineReached
-                    completion = await asyncio.wait_for(
-                        self.provider.complete(request), timeout=min(pol.call_timeout_s, remaining)
-                    )
+                    result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
             except _DeadlineReached:
                 calls.append(self._error_call(prompt, request, key, offset + attempt, started, 0.0,
                                               "step deadline reached before the call"))
                 self._emit(calls[-1])
-                return None, calls
-            except (ProviderError, asyncio.TimeoutError, OSError) as exc:
-                latency = time.monotonic() - t0
-                if isinstance(exc, asyncio.TimeoutError):
-                    err, retryable, wait_hint, fatal = "timed out", True, None, False
-                elif isinstance(exc, ProviderError):
-                    err, retryable, wait_hint, fatal = str(exc), exc.retryable, exc.retry_after, exc.fatal
-                else:
-                    err, retryable, wait_hint, fatal = f"{type(exc).__name__}: {exc}", True, None, False
-                calls.append(self._error_call(prompt, request, key, offset + attempt, started, latency, err))
+                return None, calls, 0.0, started
+            except Exception as exc:
+                if not isinstance(exc, (ProviderError, asyncio.TimeoutError, OSError, *also_retry)):
+                    raise
+                failure = classify(exc) or Failure(f"{type(exc).__name__}: {exc}", True, None, False, exc)
+                calls.append(self._error_call(prompt, request, key, offset + attempt, started,
+                                              time.monotonic() - t0, failure.message))
                 self._emit(calls[-1])
-                if fatal:
+                if failure.fatal:
                     self.stats.failed_steps += 1
-                    raise JudgeFailedError(f"{prompt.id}: {err}", key, calls) from exc
-                if not retryable or attempt == pol.max_attempts:
-                    return None, calls
-                wait = self._backoff(attempt, wait_hint)
+                    raise JudgeFailedError(f"{prompt.id}: {failure.message}", key, calls) from exc
+                if not failure.retryable or attempt == pol.max_attempts:
+                    return None, calls, 0.0, started
+                wait = self._backoff.delay(attempt, failure.retry_after, self._rng)
                 if time.monotonic() + wait >= deadline:
-                    return None, calls
+                    return None, calls, 0.0, started
                 self.stats.retries += 1
                 await asyncio.sleep(wait)
                 continue
-            latency = time.monotonic() - t0
-            calls.append(JudgeCall(
-                step=key, attempt=offset + attempt, prompt_id=prompt.id,
-                prompt_version=prompt.version, prompt_hash=prompt.hash, judge=self.name,
-                model=completion.model or self.model, messages=request.messages,
-                raw_output=completion.text, parsed=None, prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens, latency_s=latency, cached=False,
-                error=None, started_at=started, structured=completion.structured,
-            ))
-            return completion, calls
-        return None, calls
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None and retry_after >= 0:
-            return min(retry_after, self.policy.backoff_max_s * 3)
-        base = self.policy.backoff_base_s * (2 ** (attempt - 1))
-        return min(base, self.policy.backoff_max_s) * (0.5 + self._rng.random() / 2)
+            return result, calls, time.monotonic() - t0, started
+        return None, calls, 0.0, time.time()
 
     def _error_call(
         self, prompt: Prompt, request: JudgeRequest, key: str, attempt: int, started: float,
@@ -548,62 +594,37 @@ class Judge:
     ) -> Answer[dict[str, float]]:
         self.stats.steps += 1
         if use_cache and self.cache is not None:
-            hit = self.cache.get(key)
+            hit = await self.cache.get(key)
             if hit is not None:
                 call = self._cached_call(prompt, request, key, hit, "choices")
                 self._emit(call)
                 return Answer(dict(hit["parsed"]), key, (call,), prompt.id, prompt.version)
-        calls: list[JudgeCall] = []
         deadline = time.monotonic() + self.policy.step_deadline_s
-        for attempt in range(1, self.policy.max_attempts + 1):
-            started = time.time()
-            t0 = time.monotonic()
-            try:
-                async with self._semaphore():
-                    started = time.time()
-                    t0 = time.monotonic()
-                    if deadline - t0 <= 0:
-                        raise _DeadlineReached
-                    scores: ChoiceScores = await asyncio.wait_for(
-                        self.provider.score_choices(request, choices),
-                        timeout=min(self.policy.call_timeout_s, deadline - t0),
-                    )
-            except _DeadlineReached:
-                calls.append(self._error_call(prompt, request, key, attempt, started, 0.0,
-                                              "step deadline reached before the call"))
-                self._emit(calls[-1])
-                break
-            except (ProviderError, asyncio.TimeoutError, OSError, RuntimeError) as exc:
-                err = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
-                calls.append(self._error_call(prompt, request, key, attempt, started,
-                                              time.monotonic() - t0, err))
-                self._emit(calls[-1])
-                if isinstance(exc, ProviderError) and (exc.fatal or not exc.retryable):
-                    break
-                if attempt == self.policy.max_attempts:
-                    break
-                wait = self._backoff(attempt, exc.retry_after if isinstance(exc, ProviderError) else None)
-                if time.monotonic() + wait >= deadline:
-                    break
-                self.stats.retries += 1
-                await asyncio.sleep(wait)
-                continue
+
+        async def send(req: JudgeRequest) -> ChoiceScores:
+            return await self.provider.score_choices(req, choices)
+
+        # RuntimeError: the embedded model's own failures are worth another attempt
+        scores, calls, latency, started = await self._attempts(
+            prompt, request, key, deadline, 0, send, also_retry=(RuntimeError,),
+        )
+        if scores is not None:
             probs = {c: float(scores.probs.get(c, 0.0)) for c in choices}
             call = JudgeCall(
-                step=key, attempt=attempt, prompt_id=prompt.id, prompt_version=prompt.version,
+                step=key, attempt=len(calls) + 1, prompt_id=prompt.id, prompt_version=prompt.version,
                 prompt_hash=prompt.hash, judge=self.name, model=self.model,
                 messages=request.messages, raw_output=json.dumps(dict(scores.raw_logprobs)),
                 parsed=probs, prompt_tokens=scores.prompt_tokens, completion_tokens=0,
-                latency_s=time.monotonic() - t0, cached=False, error=None, started_at=started,
+                latency_s=latency, cached=False, error=None, started_at=started,
                 structured="logprobs", kind="choices",
             )
             calls.append(call)
             self._emit(call)
             if use_cache and self.cache is not None:
-                self.cache.put(key, {"parsed": probs, "raw_output": call.raw_output,
-                                     "prompt_tokens": call.prompt_tokens, "completion_tokens": 0,
-                                     "model": self.model, "prompt_id": prompt.id,
-                                     "prompt_version": prompt.version})
+                await self.cache.put(key, {"parsed": probs, "raw_output": call.raw_output,
+                                           "prompt_tokens": call.prompt_tokens, "completion_tokens": 0,
+                                           "model": self.model, "prompt_id": prompt.id,
+                                           "prompt_version": prompt.version})
             return Answer(probs, key, tuple(calls), prompt.id, prompt.version)
         self.stats.failed_steps += 1
         raise JudgeFailedError(f"{prompt.id}: {calls[-1].error if calls else 'no answer'}", key, calls)

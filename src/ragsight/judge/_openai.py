@@ -38,6 +38,7 @@ from .._http import (
     secrets_of,
     timeout_error,
 )
+from .._retry import Backoff, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, JudgeUnavailableError
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
 
@@ -47,6 +48,8 @@ __all__ = ["OpenAIProvider"]
 _MODES = ("json_schema", "json_object", "prompt")
 _TOP_LOGPROBS = 5
 _PREFLIGHT_ATTEMPTS = 3
+# 0.25 s then 0.5 s between the pings; a server's Retry-After up to 2 s
+_PREFLIGHT_BACKOFF = Backoff(base_s=0.25, max_s=2.0, jitter=0.0, retry_after_cap_s=2.0)
 _SCHEMA_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -168,20 +171,15 @@ class OpenAIProvider:
             temperature=0.0,
             seed=None,
         )
-        for attempt in range(1, _PREFLIGHT_ATTEMPTS + 1):
-            try:
-                await self._call(ping, logprobs=False)
-                return
-            except ProviderError as err:
-                if err.fatal or not err.retryable:
-                    raise JudgeUnavailableError(
-                        f"the preflight call to judge {self.name!r} failed: {err}"
-                    ) from err
-                if attempt == _PREFLIGHT_ATTEMPTS:
-                    raise JudgeUnavailableError(
-                        f"the preflight call to judge {self.name!r} failed {attempt} times: {err}"
-                    ) from err
-                await asyncio.sleep(min(err.retry_after or 0.25 * attempt, 2.0))
+        try:
+            await retry(lambda: self._call(ping, logprobs=False), attempts=_PREFLIGHT_ATTEMPTS,
+                        backoff=_PREFLIGHT_BACKOFF,
+                        classify_error=lambda e: classify(e) if isinstance(e, ProviderError) else None)
+        except RetryExhaustedError as stop:
+            times = f" {stop.attempts} times" if stop.why == "attempts" else ""
+            raise JudgeUnavailableError(
+                f"the preflight call to judge {self.name!r} failed{times}: {stop.failure.message}"
+            ) from stop.failure.exc
 
     async def aclose(self) -> None:
         """Close the HTTP client. The judge can still be used afterwards (a new client opens)."""

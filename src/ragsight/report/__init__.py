@@ -46,6 +46,7 @@ from ._compare import (
     load_runs,
     print_comparison,
 )
+from ._format import fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
 from ._repeats_view import print_repeats
 
@@ -80,6 +81,10 @@ __all__ = [
     "correlations",
     "evaluate_repeats",
     "expected_calibration_error",
+    "fmt",
+    "fmt_ci",
+    "fmt_p",
+    "fmt_signed",
     "group_comparison",
     "harmonic_mean",
     "holm",

@@ -46,7 +46,7 @@ from .._stats import (
 from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
 from ..store import Store
-from ._compare import fmt, fmt_p
+from ._format import fmt, fmt_p
 
 __all__ = [
     "CalibrationReport",

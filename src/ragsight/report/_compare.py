@@ -14,8 +14,6 @@ from the paired samples behind the differences.
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +27,7 @@ from .._stats import PairedDifference, overall_score, paired_difference
 from ..errors import ConfigError
 from ..result import EvaluationResult, load_result
 from ..store import Store
+from ._format import arrow, bar_scale, config_text, fmt, fmt_ci, fmt_p, fmt_signed, text_bar
 
 __all__ = [
     "Comparison",
@@ -319,58 +318,6 @@ def compare(
 def compare_runs(store: Store, refs: Sequence[str], **kwargs: Any) -> Comparison:
     """Load runs from a store (ids, id prefixes or 'last') and :func:`compare` them."""
     return compare(load_runs(store, refs), **kwargs)
-
-
-# ---------------------------------------------------------------------------------------------
-# Text helpers shared with the HTML report
-
-
-def config_text(value: Any) -> str:
-    """A configuration value as shown in a table ("–" when the run does not set it)."""
-    if value is None:
-        return "–"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def fmt_signed(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:+.{digits}f}"
-
-
-def fmt_p(p: float | None) -> str:
-    if p is None:
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def fmt_ci(low: float | None, high: float | None, digits: int = 3, signed: bool = False) -> str:
-    if low is None or high is None:
-        return "–"
-    f = fmt_signed if signed else fmt
-    return f"[{f(low, digits)}, {f(high, digits)}]"
-
-
-def arrow(lower_is_better: bool) -> str:
-    return "↓" if lower_is_better else "↑"
-
-
-def bar_scale(values: Sequence[float | None]) -> tuple[float, float]:
-    """The axis of a per-metric bar plot: [0, 1] widened to hold every value."""
-    present = [v for v in values if v is not None and math.isfinite(v)]
-    return min([0.0, *present]), max([1.0, *present])
-
-
-def text_bar(value: float | None, lo: float, hi: float, width: int = 24) -> str:
-    if value is None:
-        return " " * width
-    filled = round((value - lo) / (hi - lo) * width) if hi > lo else 0
-    filled = max(0, min(width, filled))
-    return "█" * filled + "·" * (width - filled)
 
 
 # ---------------------------------------------------------------------------------------------

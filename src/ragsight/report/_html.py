@@ -18,39 +18,26 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
-import html
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._score import ClaimVerdict, Outcome, Score
+from .._score import Outcome, Score
 from .._version import __version__
-from ..analyses import content_words, describe_signals, split_sentences
-from ..result import EvaluationResult, MetricSummary
+from ..analyses import describe_signals
+from ..result import EvaluationResult
 from ..sample import Sample
 from ..store import Store
-from ._compare import (
-    Comparison,
-    RunData,
-    arrow,
-    bar_scale,
-    compare,
-    config_text,
-    fmt,
-    fmt_ci,
-    fmt_p,
-    fmt_signed,
-    load_runs,
-)
+from ._compare import Comparison, RunData, compare, load_runs
+from ._evidence import Marks, SentenceMatch, best_matching_sentence
+from ._format import arrow, config_text, fmt, fmt_ci, fmt_p, fmt_signed
+from ._markup import e
+from ._svg import histogram_svg, runs_svg
 
 __all__ = ["SentenceMatch", "best_matching_sentence", "render_report", "write_report"]
 
-MIN_COVER = 0.5
-"""A context sentence is shown as a claim's support when it holds this share of the claim's words."""
 
 
 CSS = """
@@ -126,217 +113,6 @@ CSP = (
 )
 
 
-def e(value: Any) -> str:
-    """Escape any value for HTML text or attribute content."""
-    return html.escape(str(value), quote=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# Supporting sentences
-
-
-@dataclass(frozen=True)
-class SentenceMatch:
-    """The context sentence that best covers a claim's words.
-
-    ``context``: index of the context (0-based); ``sentence``: index of the sentence in it;
-    ``start``/``end``: the sentence's character span in the context (``None`` if it could not
-    be located in the original text); ``cover``: the share of the claim's words it contains.
-    """
-
-    context: int
-    sentence: int
-    text: str
-    start: int | None
-    end: int | None
-    cover: float
-
-
-def _words(text: str) -> set[str]:
-    # the analyses' text kit: the same stop words and stems as the verdict signals
-    return set(content_words(text))
-
-
-def sentence_spans(context: str) -> list[tuple[str, int | None, int | None]]:
-    """The context's sentences with their spans in the original text (whitespace may differ:
-    ``split_sentences`` normalises it)."""
-    out: list[tuple[str, int | None, int | None]] = []
-    pos = 0
-    for sent in split_sentences(context):
-        pattern = r"\s+".join(re.escape(tok) for tok in sent.split())
-        m = re.compile(pattern).search(context, pos)
-        if m is None:
-            out.append((sent, None, None))
-        else:
-            out.append((sent, m.start(), m.end()))
-            pos = m.end()
-    return out
-
-
-def best_matching_sentence(
-    claim: str, contexts: Sequence[str], only: int | None = None, min_cover: float = MIN_COVER
-) -> SentenceMatch | None:
-    """The context sentence holding the largest share of the claim's words (deterministic).
-
-    Words are the analyses' content words (accents folded, stop words out, stemmed). Ties go to the
-    sentence with the larger share of its own words in the claim, then to the earliest. ``only``
-    restricts the search to one context (a verdict against ``chunk:N``). ``None`` when no
-    sentence holds ``min_cover`` of the claim's words.
-    """
-    cw = _words(claim)
-    if not cw:
-        return None
-    best: tuple[float, float] | None = None
-    found: SentenceMatch | None = None
-    for ci, ctx in enumerate(contexts):
-        if only is not None and ci != only:
-            continue
-        for si, (sent, start, end) in enumerate(sentence_spans(ctx)):
-            sw = _words(sent)
-            if not sw:
-                continue
-            common = len(cw & sw)
-            key = (common / len(cw), common / len(sw))
-            if best is None or key > best:
-                best = key
-                found = SentenceMatch(ci, si, sent, start, end, key[0])
-    if found is None or found.cover < min_cover:
-        return None
-    return found
-
-
-def _chunk_index(target: str) -> int | None:
-    if target.startswith("chunk:"):
-        try:
-            return int(target.split(":", 1)[1]) - 1
-        except ValueError:
-            return None
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Plots
-
-
-def _nice(v: float) -> str:
-    return f"{v:.2f}".rstrip("0").rstrip(".") if v != 0 else "0"
-
-
-def histogram_svg(values: Sequence[float], summary: MetricSummary, bins: int = 10) -> str:
-    """A histogram of one metric's scored values with its mean and CI, as inline SVG."""
-    w, h, left, right, top, bottom = 340, 140, 30, 12, 12, 22
-    lo, hi = bar_scale(values)
-    counts = [0] * bins
-    for v in values:
-        i = min(bins - 1, max(0, int((v - lo) / (hi - lo) * bins))) if hi > lo else 0
-        counts[i] += 1
-    peak = max(counts) if counts and max(counts) > 0 else 1
-    pw, ph = w - left - right, h - top - bottom
-
-    def x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * pw if hi > lo else left
-
-    label = f"{summary.metric}: histogram of {len(values)} scored values" + (
-        f", mean {summary.mean:.3f}" if summary.mean is not None else ""
-    )
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-        f'viewBox="0 0 {w} {h}" role="img" aria-label="{e(label)}"><title>{e(label)}</title>'
-    ]
-    for frac in (0.5, 1.0):
-        y = top + ph * (1 - frac)
-        parts.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{w - right}" y2="{y:.1f}"/>')
-        parts.append(
-            f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{_nice(peak * frac) if frac == 1.0 else _nice(peak / 2)}</text>"
-        )
-    if summary.ci_low is not None and summary.ci_high is not None:
-        x0, x1 = x(summary.ci_low), x(summary.ci_high)
-        parts.append(
-            f'<rect class="ci" x="{x0:.1f}" y="{top}" width="{max(1.0, x1 - x0):.1f}" '
-            f'height="{ph}"><title>95% CI {e(fmt_ci(summary.ci_low, summary.ci_high))}'
-            f"</title></rect>"
-        )
-    bw = pw / bins
-    for i, c in enumerate(counts):
-        if c == 0:
-            continue
-        bh = ph * c / peak
-        b_lo = lo + (hi - lo) * i / bins
-        b_hi = lo + (hi - lo) * (i + 1) / bins
-        parts.append(
-            f'<rect class="bar" x="{left + i * bw + 1:.1f}" y="{top + ph - bh:.1f}" '
-            f'width="{bw - 2:.1f}" height="{bh:.1f}"><title>{c} sample(s) in '
-            f"[{b_lo:.2f}, {b_hi:.2f}{']' if i == bins - 1 else ')'}</title></rect>"
-        )
-    if summary.mean is not None:
-        xm = x(summary.mean)
-        parts.append(
-            f'<line class="mean" x1="{xm:.1f}" y1="{top - 4}" x2="{xm:.1f}" '
-            f'y2="{top + ph}"><title>mean {summary.mean:.3f}</title></line>'
-        )
-    parts.append(
-        f'<line class="axis" x1="{left}" y1="{top + ph}" x2="{w - right}" y2="{top + ph}"/>'
-    )
-    for v in (lo, (lo + hi) / 2, hi):
-        parts.append(
-            f'<text x="{x(v):.1f}" y="{top + ph + 14}" text-anchor="middle">{_nice(v)}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def runs_svg(cmp: Comparison, row_index: int) -> str:
-    """One metric across runs: a bar per run with its 95% CI, the best run's bar in green."""
-    row = cmp.table[row_index]
-    n = len(cmp.runs)
-    w, left, right, rh, top = 360, 28, 56, 22, 6
-    h = top + n * rh + 20
-    lo, hi = bar_scale([*row.means, *(c for pair in row.ci for c in pair)])
-    pw = w - left - right
-
-    def x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * pw if hi > lo else left
-
-    label = f"{row.metric} ({'lower' if row.lower_is_better else 'higher'} is better) by run"
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-        f'viewBox="0 0 {w} {h}" role="img" aria-label="{e(label)}"><title>{e(label)}</title>'
-    ]
-    for i, run in enumerate(cmp.runs):
-        y = top + i * rh
-        parts.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end">{e(run.label)}</text>')
-        mean = row.means[i]
-        if mean is None:
-            parts.append(f'<text x="{left + 4}" y="{y + 14}">no scored values</text>')
-            continue
-        cls = "bestbar" if i in row.best else "bar"
-        parts.append(
-            f'<rect class="{cls}" x="{x(min(lo, 0.0)):.1f}" y="{y + 3}" '
-            f'width="{max(1.0, x(mean) - x(min(lo, 0.0))):.1f}" height="{rh - 8}">'
-            f"<title>{e(run.label)}: {mean:.3f}</title></rect>"
-        )
-        c_lo, c_hi = row.ci[i]
-        if c_lo is not None and c_hi is not None:
-            ym = y + 3 + (rh - 8) / 2
-            parts.append(
-                f'<line class="whisker" x1="{x(c_lo):.1f}" y1="{ym:.1f}" x2="{x(c_hi):.1f}" '
-                f'y2="{ym:.1f}"/><line class="whisker" x1="{x(c_lo):.1f}" y1="{ym - 4:.1f}" '
-                f'x2="{x(c_lo):.1f}" y2="{ym + 4:.1f}"/><line class="whisker" '
-                f'x1="{x(c_hi):.1f}" y1="{ym - 4:.1f}" x2="{x(c_hi):.1f}" y2="{ym + 4:.1f}"/>'
-            )
-        parts.append(
-            f'<text x="{w - right + 4}" y="{y + 14}">{mean:.3f}{" ★" if i in row.best else ""}'
-            f"</text>"
-        )
-    ya = top + n * rh
-    parts.append(f'<line class="axis" x1="{left}" y1="{ya}" x2="{left + pw}" y2="{ya}"/>')
-    for v in (lo, (lo + hi) / 2, hi):
-        parts.append(f'<text x="{x(v):.1f}" y="{ya + 14}" text-anchor="middle">{_nice(v)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 # ---------------------------------------------------------------------------------------------
 # Per-run pieces
 
@@ -398,57 +174,6 @@ def _relevance(result: EvaluationResult, sample: Sample) -> tuple[dict[int, tupl
     return {}, ""
 
 
-class _Marks:
-    """Supporting sentences of one sample's claims, numbered for links."""
-
-    def __init__(self, prefix: str, contexts: Sequence[str]) -> None:
-        self.prefix = prefix
-        self.contexts = list(contexts)
-        self.ids: dict[tuple[int, int], str] = {}
-        self.labels: dict[str, list[str]] = {}
-        self.spans: dict[int, list[tuple[int, int, str]]] = {}
-
-    def add(self, cv: ClaimVerdict, label: str) -> tuple[SentenceMatch, str] | None:
-        """Find the claim's supporting sentence (supported claims against the contexts or
-        one chunk only); returns it with the id of its mark."""
-        if not cv.supported or not self.contexts:
-            return None
-        only = None
-        if cv.target != "contexts":
-            only = _chunk_index(cv.target)
-            if only is None or not 0 <= only < len(self.contexts):
-                return None
-        m = best_matching_sentence(cv.claim, self.contexts, only)
-        if m is None:
-            return None
-        key = (m.context, m.sentence)
-        if key not in self.ids:
-            mid = f"{self.prefix}-m{len(self.ids) + 1}"
-            self.ids[key] = mid
-            self.labels[mid] = []
-            if m.start is not None and m.end is not None:
-                self.spans.setdefault(m.context, []).append((m.start, m.end, mid))
-        mid = self.ids[key]
-        if label not in self.labels[mid]:
-            self.labels[mid].append(label)
-        return m, mid
-
-    def render(self, index: int) -> str:
-        """The context's text, escaped, with its supporting sentences in ``<mark>``."""
-        text = self.contexts[index]
-        out: list[str] = []
-        pos = 0
-        for start, end, mid in sorted(self.spans.get(index, [])):
-            out.append(e(text[pos:start]))
-            out.append(
-                f'<mark id="{mid}" title="supports {e(", ".join(self.labels[mid]))}">'
-                f"{e(text[start:end])}</mark>"
-            )
-            pos = end
-        out.append(e(text[pos:]))
-        return "".join(out)
-
-
 def _fmt_value(score: Score) -> str:
     return fmt(score.value) if score.outcome is Outcome.SCORED else score.outcome.value
 
@@ -457,7 +182,7 @@ def _sample_panel(result: EvaluationResult, idx: int, prefix: str, open_: bool =
     sample = result.samples[idx]
     per = result.scores.get(sample.id, {})
     sid = f"{prefix}-s{idx}"
-    marks = _Marks(sid, sample.contexts or ())
+    marks = Marks(sid, sample.contexts or ())
     claim_html: dict[str, list[str]] = {}
     for key, score in per.items():
         items = []

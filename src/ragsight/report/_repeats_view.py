@@ -8,7 +8,7 @@ from rich.text import Text
 
 from .._repeats import RepeatReport
 from .._stats import RunSpread
-from ._compare import fmt
+from ._format import fmt
 
 __all__ = ["print_repeats"]
 

@@ -357,8 +357,8 @@ class SQLiteCallCache:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    async def get(self, key: str) -> dict[str, Any] | None:
         return self.store.cache_get(key)
 
-    def put(self, key: str, entry: dict[str, Any]) -> None:
+    async def put(self, key: str, entry: dict[str, Any]) -> None:
         self.store.cache_put(key, entry)

@@ -37,6 +37,7 @@ from typing import Any
 import httpx
 
 from .._http import display_url, error_text, make_client, parse_retry_after, redact
+from .._retry import Backoff, Failure, RetryExhaustedError, retry
 from ..errors import ConfigError, InputError
 
 __all__ = [
@@ -475,25 +476,34 @@ async def _call_with_retries(
     backoff: float,
     rng: random.Random,
 ) -> tuple[TargetReply | None, str | None, int, float]:
-    """(reply, error, attempts, seconds of the last attempt)."""
-    attempt = 0
-    while True:
-        attempt += 1
-        start = time.monotonic()
+    """(reply, error, attempts, seconds of the last attempt), with the shared retry rule
+    (``ragsight._retry``): the target's Retry-After, else exponential from ``backoff``, capped at
+    30 s, with jitter."""
+    last_start = time.monotonic()
+
+    async def once() -> TargetReply:
+        nonlocal last_start
+        last_start = time.monotonic()
         try:
-            reply = await asyncio.wait_for(target(question), timeout=timeout)
-            return reply, None, attempt, time.monotonic() - start
+            reply: TargetReply = await asyncio.wait_for(target(question), timeout=timeout)
         except asyncio.TimeoutError:
-            err = TargetError(
-                f"{getattr(target, 'name', 'target')}: no answer within {timeout:g} s",
-                retryable=True,
-            )
-        except TargetError as exc:
-            err = exc
-        if not err.retryable or attempt > retries:
-            return None, str(err), attempt, time.monotonic() - start
-        wait = err.retry_after if err.retry_after is not None else backoff * 2 ** (attempt - 1)
-        await asyncio.sleep(min(wait, 30.0) * (0.75 + rng.random() / 2))
+            raise TargetError(f"{getattr(target, 'name', 'target')}: no answer within {timeout:g} s",
+                              retryable=True) from None
+        return reply
+
+    def as_failure(exc: BaseException) -> Failure | None:
+        if isinstance(exc, TargetError):
+            return Failure(str(exc), exc.retryable, exc.retry_after, False, exc)
+        return None
+
+    try:
+        reply, attempts = await retry(once, attempts=retries + 1,
+                                      backoff=Backoff(base_s=backoff, max_s=30.0, jitter=0.5,
+                                                      retry_after_cap_s=30.0),
+                                      classify_error=as_failure, rng=rng)
+    except RetryExhaustedError as stop:
+        return None, stop.failure.message, stop.attempts, time.monotonic() - last_start
+    return reply, None, attempts, time.monotonic() - last_start
 
 
 _ANSWER_KEYS = ("response", "answer", "contexts", "retrieved_contexts", "retrieved_ids", "metadata")
