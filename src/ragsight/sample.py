@@ -123,11 +123,17 @@ class RowProblem:
         return f"{where}: {self.message}"
 
 
-def content_id(raw: Mapping[str, Any]) -> str:
-    """A stable id from a sample's content (question, contexts, response, reference)."""
-    basis = {k: raw.get(k) for k in ("question", "contexts", "response", "reference")}
+def question_id(question: str | None, reference: str | Sequence[str] | None) -> str | None:
+    """The automatic id of a row without one: it names the *question* (its text and its
+    reference), never the system's output, so two runs that answer the same questions
+    differently pair up sample by sample. None when the row has neither (the caller then uses
+    the row's position)."""
+    if not question and not reference:
+        return None
+    ref = list(reference) if isinstance(reference, (tuple, list)) else reference
+    basis = {"question": question, "reference": ref}
     digest = hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False).encode())
-    return "s-" + digest.hexdigest()[:12]
+    return "q-" + digest.hexdigest()[:12]
 
 
 def _is_missing(value: Any) -> bool:
@@ -270,10 +276,13 @@ def _metadata(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def sample_from_mapping(raw: Mapping[str, Any], *, from_csv: bool = False) -> tuple[Sample, list[tuple[str, str]]]:
+def sample_from_mapping(
+    raw: Mapping[str, Any], *, from_csv: bool = False, row: int | None = None
+) -> tuple[Sample, list[tuple[str, str]]]:
     """Build a Sample from one row. Returns it with (field, warning) notes.
 
-    Raises _RowError for an unusable field.
+    A row without an id gets :func:`question_id`, or ``row-N`` (its 1-based position, ``row``)
+    when it has neither a question nor a reference. Raises _RowError for an unusable field.
     """
     notes: list[tuple[str, str]] = []
     canon: dict[str, Any] = {}
@@ -316,10 +325,7 @@ def sample_from_mapping(raw: Mapping[str, Any], *, from_csv: bool = False) -> tu
     retrieved_ids = _text_list("retrieved_ids", canon.get("retrieved_ids"), from_csv)
     relevant_ids = _relevant_ids(canon.get("relevant_ids"), from_csv)
     if not sid:
-        sid = content_id(
-            {"question": question, "contexts": list(contexts) if contexts else contexts,
-             "response": response, "reference": reference if not isinstance(reference, tuple) else list(reference)}
-        )
+        sid = question_id(question, reference) or f"row-{row if row is not None else 0}"
     sample = Sample(
         id=sid,
         question=question,
@@ -387,6 +393,7 @@ class Dataset:
         problems: list[RowProblem] = []
         ids: dict[str, int] = {}
         explicit: set[str] = set()
+        by_position: list[int] = []
         for i, raw in enumerate(rows):
             rown = row_numbers[i] if row_numbers is not None else i + 1
             if not isinstance(raw, Mapping):
@@ -395,7 +402,7 @@ class Dataset:
                     'Each row must be an object such as {"question": "...", "response": "..."}.'))
                 continue
             try:
-                sample, notes = sample_from_mapping(raw, from_csv=from_csv)
+                sample, notes = sample_from_mapping(raw, from_csv=from_csv, row=rown)
             except _RowError as exc:
                 problems.append(RowProblem(source, rown, exc.field_name, exc.message))
                 continue
@@ -416,7 +423,16 @@ class Dataset:
             ids[sample.id] = rown
             if has_explicit_id:
                 explicit.add(sample.id)
+            elif sample.id.startswith("row-"):
+                by_position.append(rown)
             samples.append(sample)
+        if by_position:
+            shown = ", ".join(str(r) for r in by_position[:5]) + (", ..." if len(by_position) > 5 else "")
+            problems.append(RowProblem(
+                source, by_position[0], "id",
+                f"warning: {len(by_position)} row(s) have no id, question or reference (rows {shown}): "
+                "their ids are their row numbers (row-N), so another run of this data pairs with "
+                "them by position only. Give each row an id to pair them safely."))
         ds = cls(samples, problems, source)
         for p in problems:
             if p.message.startswith("warning:"):

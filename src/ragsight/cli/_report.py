@@ -44,6 +44,12 @@ The labels file (.jsonl, .json or .csv) has an 'id' column (the sample id) and t
 true/false, yes/no, correct/wrong, 1/0, or a graded number."""
 
 
+POOR_PAIRING_HELP = (
+    "compare even when a run pairs fewer than 90%% of its samples with the baseline "
+    "(the differences then speak for the paired part only)"
+)
+
+
 def _open_store(path: str) -> Store:
     if path != ":memory:" and not Path(path).exists():
         raise StoreError(f"no store at {path}; run 'ragsight evaluate' first or pass --store PATH")
@@ -73,7 +79,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     path = Path(args.out)
     if not path.parent.exists():
         raise ConfigError(f"cannot write {path}: folder {path.parent} does not exist")
-    text = render_report(runs, title=args.title)
+    text = render_report(runs, title=args.title, allow_poor_pairing=args.allow_poor_pairing)
     save_html(text, path)
     for run in runs:
         print_summary(run.result)
@@ -88,7 +94,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError("compare needs at least two runs: ragsight compare RUN_A RUN_B")
     with _open_store(args.store) as store:
         runs = load_runs(store, args.runs)
-    cmp = compare(runs, alpha=args.alpha, seed=args.seed)
+    cmp = compare(runs, alpha=args.alpha, seed=args.seed, allow_poor_pairing=args.allow_poor_pairing)
     print_comparison(cmp, out)
     return EXIT_OK
 
@@ -137,6 +143,7 @@ def register(subparsers: Any) -> None:
     rp.add_argument("runs", nargs="+", metavar="RUN", help="run ids, id prefixes or 'last'")
     rp.add_argument("--out", default="report.html", help="output file (default: report.html)")
     rp.add_argument("--title", help="the report's title")
+    rp.add_argument("--allow-poor-pairing", action="store_true", help=POOR_PAIRING_HELP)
     _add_store(rp)
     rp.set_defaults(func=cmd_report)
 
@@ -158,6 +165,7 @@ def register(subparsers: Any) -> None:
     cp.add_argument(
         "--seed", type=int, default=0, help="seed of the bootstrap and permutation draws"
     )
+    cp.add_argument("--allow-poor-pairing", action="store_true", help=POOR_PAIRING_HELP)
     _add_store(cp)
     cp.set_defaults(func=cmd_compare)
 

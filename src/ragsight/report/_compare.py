@@ -141,6 +141,53 @@ class PairedRow:
     verdict: str
 
 
+# Below this share of samples paired with the baseline, a comparison says little about the runs:
+# compare() refuses unless asked (allow_poor_pairing). Any unpaired sample is warned about.
+MIN_PAIRED_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How one run's samples pair with the baseline's, by sample id.
+
+    ``share`` is the paired samples over the larger of the two runs; below
+    :data:`MIN_PAIRED_SHARE` the pairing is ``poor``: the paired differences then speak for a
+    part of the data only (the usual cause: rows without ids whose question or reference text
+    differs between the runs, or two different data sets)."""
+
+    baseline: str
+    other: str
+    n_baseline: int
+    n_other: int
+    paired: int
+
+    @property
+    def share(self) -> float:
+        most = max(self.n_baseline, self.n_other)
+        return self.paired / most if most else 0.0
+
+    @property
+    def poor(self) -> bool:
+        return self.share < MIN_PAIRED_SHARE
+
+    @property
+    def partial(self) -> bool:
+        """Some sample of either run has no partner (a warning, and a refusal when poor)."""
+        return self.paired < max(self.n_baseline, self.n_other)
+
+    def describe(self) -> str:
+        text = (f"{self.paired} of {max(self.n_baseline, self.n_other)} samples paired between "
+                f"{self.baseline} ({self.n_baseline}) and {self.other} ({self.n_other})")
+        unpaired_a, unpaired_b = self.n_baseline - self.paired, self.n_other - self.paired
+        if unpaired_a or unpaired_b:
+            text += f"; unpaired: {unpaired_a} in {self.baseline}, {unpaired_b} in {self.other}"
+        return text
+
+
+class PoorPairingError(ConfigError):
+    """Runs to compare share too few samples for the comparison to speak for the data."""
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Everything ``ragsight compare`` prints and the report's comparison section shows."""
@@ -154,6 +201,7 @@ class Comparison:
     paired: tuple[PairedRow, ...]
     alpha: float
     confidence: float
+    pairing: tuple[Pairing, ...] = ()
 
     @property
     def baseline(self) -> RunColumn:
@@ -214,12 +262,16 @@ def compare(
     n_boot: int = 2000,
     n_perm: int = 10000,
     confidence: float = 0.95,
+    allow_poor_pairing: bool = False,
 ) -> Comparison:
     """Compare runs: the first is the baseline, each other run is compared with it.
 
     For every metric both runs have: the paired difference on the samples scored in both
     (joined by sample id), its bootstrap CI and permutation p-value, the Holm-adjusted p-value
     across every comparison made, and a verdict that respects lower-is-better metrics.
+
+    Raises :class:`PoorPairingError` when a run pairs fewer than :data:`MIN_PAIRED_SHARE` of
+    its samples with the baseline, unless ``allow_poor_pairing`` (then ``pairing`` says so).
     """
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs")
@@ -271,6 +323,22 @@ def compare(
         )
 
     base = data[0]
+    pairing: list[Pairing] = []
+    for j in range(1, len(data)):
+        other_ids = {t.id for t in data[j].result.samples}
+        pairing.append(Pairing(
+            columns[0].label, columns[j].label, len(base.result.samples), len(other_ids),
+            sum(1 for s in base.result.samples if s.id in other_ids),
+        ))
+    poor = [pr for pr in pairing if pr.poor]
+    if poor and not allow_poor_pairing:
+        lines = "; ".join(pr.describe() for pr in poor)
+        raise PoorPairingError(
+            f"the runs share too few samples to compare ({lines}). Rows without an id are "
+            "matched by their question and reference: check that both runs evaluated the same "
+            "questions, or give the rows ids. To compare the paired part anyway, pass "
+            "--allow-poor-pairing (allow_poor_pairing=True)."
+        )
     raw: list[tuple[str, int, int, PairedDifference]] = []
     for j in range(1, len(data)):
         other = data[j]
@@ -312,6 +380,7 @@ def compare(
         paired=tuple(paired),
         alpha=alpha,
         confidence=confidence,
+        pairing=tuple(pairing),
     )
 
 
@@ -340,6 +409,12 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
     for r in cmp.runs:
         tag = "  (baseline)" if r.label == base.label else ""
         c.print(Text(f"  {r.label} = {r.run_id}  ({r.n_samples} samples){tag}"))
+    for pr in cmp.pairing:
+        if pr.partial:
+            c.print(Text(f"WARNING: only {pr.describe()} ({pr.share:.0%}). The differences below "
+                         "speak for the paired samples only.", style="bold red"))
+        else:
+            c.print(Text(f"Pairing: {pr.describe()}."))
 
     differ = cmp.differing_keys()
     cfg = Table(title="Configurations", title_justify="left")

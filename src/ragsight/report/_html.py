@@ -41,6 +41,7 @@ __all__ = ["SentenceMatch", "best_matching_sentence", "render_report", "write_re
 
 
 CSS = """
+.warn{color:var(--bad);background:var(--bad-bg);padding:.4em .6em;border-radius:4px}
 :root{--ok:#1a7f37;--ok-bg:#e6f4ea;--bad:#b42318;--bad-bg:#fdecea;--muted:#5f6368;--line:#d0d7de;
 --mark:#fff1a8;--accent:#0b57d0;--best:#e6f4ea}
 *{box-sizing:border-box}
@@ -515,6 +516,12 @@ def _comparison_section(cmp: Comparison) -> str:
             f'<td class="text">{e(r.run_id)}</td><td>{r.n_samples}</td></tr>'
         )
     parts.append("</tbody></table>")
+    for pr in cmp.pairing:
+        if pr.partial:
+            parts.append(f'<p class="warn"><strong>Only {e(pr.describe())} ({pr.share:.0%}).</strong> '
+                         "The differences below speak for the paired samples only.</p>")
+        else:
+            parts.append(f'<p class="muted">Pairing: {e(pr.describe())}.</p>')
 
     parts.append("<h3>Configurations</h3>")
     if cmp.config_keys:
@@ -612,6 +619,7 @@ def render_report(
     comparison: Comparison | None = None,
     title: str | None = None,
     generated_at: str | None = None,
+    allow_poor_pairing: bool = False,
 ) -> str:
     """The HTML report of one or more runs, as one self-contained document.
 
@@ -624,7 +632,7 @@ def render_report(
         raise ValueError("render_report needs at least one run")
     several = len(data) > 1
     if several and comparison is None:
-        comparison = compare(data)
+        comparison = compare(data, allow_poor_pairing=allow_poor_pairing)
     heading = title or (
         "ragsight report: " + (data[0].run_id if not several else f"{len(data)} runs")
     )
