@@ -65,12 +65,13 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
                notice: Any = None, max_concurrency: int | None = None) -> Judge:
     """A Judge from a spec: ``"openai:MODEL"``, ``"local"``, ``"local:NAME"``,
     ``"local:PATH.gguf"``, a provider, or a Judge (returned as is). None means the embedded judge.
-    ``max_concurrency`` bounds the calls in flight to a remote judge (default 16)."""
+    ``max_concurrency`` is the ceiling of calls in flight to a remote judge (default the
+    provider's, 256 for ``openai:``); below it the limit adapts to what the server accepts."""
     if isinstance(spec, Judge):
         return spec
     if spec is not None and not isinstance(spec, str):
         if isinstance(spec, JudgeProvider):
-            return Judge(spec, policy=policy)
+            return Judge(spec, policy=policy, max_concurrency=max_concurrency)
         raise ConfigError(f"cannot use {type(spec).__name__} as a judge")
     text = (spec or "local").strip()
     kind, _, rest = text.partition(":")
@@ -78,8 +79,9 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         if not rest:
             raise ConfigError("--judge openai needs a model name: openai:MODEL, e.g. openai:gpt-4o-mini")
         timeout = policy.call_timeout_s if policy is not None else 60.0
-        return Judge(OpenAIProvider(rest, base_url=base_url, timeout=timeout,
-                                 max_concurrency=max_concurrency or 16), policy=policy)
+        remote = (OpenAIProvider(rest, base_url=base_url, timeout=timeout, max_concurrency=max_concurrency)
+                  if max_concurrency else OpenAIProvider(rest, base_url=base_url, timeout=timeout))
+        return Judge(remote, policy=policy)
     if kind == "local":
         provider = LocalProvider(rest or None)
         if spec is None:
