@@ -32,7 +32,7 @@ from ..report import fmt as _fmt
 from ..report import print_repeats
 from ..result import EvaluationResult, load_result
 from ..store import FORMATS, Store, export_run
-from . import _report, _testset, _traces
+from . import _report, _sweep, _testset, _traces
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
 from ._common import add_store as _add_store
 
@@ -131,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     _report.register(sub)
     _testset.register(sub)
     _traces.register(sub)
+    _sweep.register(sub)
     return p
 
 
