@@ -28,7 +28,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("judge",),
     ("embed",),
-    ("sample", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text", "_retry"),
+    ("sample", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text", "_retry",
+     "_files"),
 )
 # Units of one layer that may import each other, as (importer, imported).
 SIDEWAYS = {("report", "testset"), ("sample", "_score"), ("sample", "errors"), ("_http", "errors"),
