@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_path, atomic_write, check_writable_target, strict_json
 from ..errors import ConfigError, MissingExtraError
 from ._sqlite import Store
 
@@ -34,14 +34,20 @@ def flat_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
 
 def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
     """Write the run's per-sample results. JSONL keeps the nested form of ``--out``:
-    {"id", "run_id", "scores": {metric: {"value", "outcome", "reason"}}}, plus the evidence."""
-    path = Path(out)
+    {"id", "run_id", "scores": {metric: {"value", "outcome", "reason"}}}, plus the evidence.
+
+    Every format is written to a temporary file beside ``out`` and renamed over it when complete:
+    an export killed midway leaves the previous file whole. JSON is strict (never a bare NaN)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format '{fmt}'; use one of {', '.join(FORMATS)}")
+    try:
+        path = check_writable_target(out, "export file")
+    except OSError as exc:
+        raise ConfigError(str(exc)) from None
     if fmt == "jsonl":
         info = store.run(run_id)
         scores = store.scores(run_id)
-        with path.open("w", encoding="utf-8") as f:
+        with atomic_write(path) as f:
             for s in store.samples(run_id):
                 per = scores.get(s.id, {})
                 obj = {
@@ -49,11 +55,11 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
                     "scores": {k: per[k].to_dict() for k in info.metric_keys if k in per},
                     "evidence": {k: per[k].evidence.to_dict() for k in info.metric_keys if k in per},
                 }
-                f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+                f.write(strict_json(obj) + "\n")
         return path
     rows = flat_rows(store, run_id)
     if fmt == "csv":
-        with path.open("w", encoding="utf-8", newline="") as f:
+        with atomic_write(path, newline="") as f:
             fields = list(rows[0]) if rows else ["run_id", "id"]
             w = csv.DictWriter(f, fieldnames=fields)
             w.writeheader()
@@ -64,7 +70,8 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
     except ImportError as exc:
         raise MissingExtraError("Parquet export", "parquet", "pandas") from exc
     try:
-        pd.DataFrame(rows).to_parquet(path, index=False)
+        with atomic_path(path) as tmp:
+            pd.DataFrame(rows).to_parquet(tmp, index=False)
     except ImportError as exc:
         raise MissingExtraError("Parquet export", "parquet", "pyarrow") from exc
     return path
