@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._files import atomic_write, strict_json
 from ._score import Outcome, Score
 from ._stats import overall_score, summarize
 from .errors import MissingExtraError
@@ -112,9 +112,11 @@ class EvaluationResult:
         return out
 
     def write_jsonl(self, path: str | os.PathLike[str]) -> None:
-        with open(path, "w", encoding="utf-8") as f:
+        """Write :meth:`records` as strict JSON lines, to a temporary file renamed over ``path``
+        when complete (a write killed midway leaves the previous file whole)."""
+        with atomic_write(path) as f:
             for rec in self.records():
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                f.write(strict_json(rec) + "\n")
 
     def to_pandas(self) -> Any:
         """A DataFrame with one row per sample: the inputs (``id``, ``question``, ``contexts``,

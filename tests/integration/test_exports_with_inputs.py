@@ -21,12 +21,10 @@ CTX = ["Aurora Airways allows one cabin bag.", "It may weigh eight kilograms."]
 
 
 def script() -> RagScript:
+    # each response is one short statement: its own claim (no extraction call)
     s = RagScript()
-    s.claims[GOOD] = ["Aurora allows one cabin bag."]
-    s.claims[BAD] = ["Aurora allows three cabin bags.", "Aurora allows a free pet."]
-    s.verdicts[("Aurora allows one cabin bag.", "contexts")] = True
-    s.verdicts[("Aurora allows three cabin bags.", "contexts")] = False
-    s.verdicts[("Aurora allows a free pet.", "contexts")] = False
+    s.verdicts[(GOOD, "contexts")] = True
+    s.verdicts[(BAD, "contexts")] = False
     return s
 
 

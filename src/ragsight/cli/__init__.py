@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from typing import Any
 
@@ -23,6 +25,7 @@ from rich.text import Text
 
 from .. import __version__
 from .._evaluate import aevaluate, new_run_id
+from .._files import check_writable_target
 from .._repeats import evaluate_repeats
 from ..analyses import AnalysisSettings, describe_signals
 from ..engine import Progress
@@ -33,7 +36,7 @@ from ..report import print_repeats
 from ..result import EvaluationResult, load_result
 from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
-from . import _report, _testset
+from . import _report, _sweep, _testset, _traces
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
 from ._common import add_store as _add_store
 
@@ -45,12 +48,15 @@ EVALUATE_EPILOG = """examples:
   ragsight evaluate data.jsonl --metrics faithfulness,context_recall
   ragsight evaluate data.jsonl --judge openai:gpt-4o-mini --embedder openai:text-embedding-3-small
   ragsight evaluate data.csv --judge openai:qwen2.5-7b --base-url http://localhost:8000/v1 --out results.jsonl
+  ragsight evaluate data.jsonl --judge anthropic:claude-3-5-haiku-latest
+  ragsight evaluate data.jsonl --judge azure:my-gpt4o --base-url https://RES.openai.azure.com --api-version 2024-10-21
   ragsight evaluate data.jsonl --metrics retrieval,ir --store runs.db --metadata chunk_size=512 --metadata top_k=5
   ragsight evaluate --resume last
 metrics: names (faithfulness, answer_relevancy, context_precision, context_recall, ...), groups
 (retrieval, generation, reference-free, lexical, ir) or all; parameters in brackets, e.g.
 "factual_correctness(mode=recall)". Default: the core metrics the data's fields allow.
-The API key is read from OPENAI_API_KEY."""
+The API key is read from OPENAI_API_KEY (ANTHROPIC_API_KEY, GEMINI_API_KEY, AZURE_API_KEY, the AWS
+credentials for bedrock:)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,8 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("data", nargs="?", help="data file: .jsonl, .json, .csv or .parquet")
     ev.add_argument("--example", action="store_true", help="evaluate the bundled example data set")
     ev.add_argument("--metrics", help="comma-separated metric names or groups (default: core metrics)")
-    ev.add_argument("--judge", help="openai:MODEL, local (default), local:qwen2.5-coder-0.5b or local:PATH.gguf")
+    ev.add_argument("--judge", help="openai:MODEL, local (default), local:qwen2.5-coder-0.5b, local:PATH.gguf; "
+                    "anthropic:MODEL, gemini:MODEL, bedrock:MODEL, azure:DEPLOYMENT (pip install 'ragsight[litellm]')")
     ev.add_argument("--base-url", help="OpenAI-compatible base URL for the judge (and the embedder)")
+    ev.add_argument("--api-version", help="Azure OpenAI API version for --judge azure:DEPLOYMENT, e.g. 2024-10-21 "
+                    "(default: $AZURE_API_VERSION; the key is read from AZURE_API_KEY)")
     ev.add_argument("--embedder", help="openai:MODEL, local (default), local:e5-small or local:minilm")
     ev.add_argument("--embedder-base-url", help="base URL for the embedder, if not --base-url")
     _add_store(ev)
@@ -125,6 +134,8 @@ def _parser() -> argparse.ArgumentParser:
 
     _report.register(sub)
     _testset.register(sub)
+    _traces.register(sub)
+    _sweep.register(sub)
     return p
 
 
@@ -165,6 +176,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
+    if args.out:
+        try:  # a missing folder is found now, not after the run
+            check_writable_target(args.out, "--out file")
+        except OSError as exc:
+            raise RagsightError(str(exc)) from None
     if args.repeats > 1:
         return _evaluate_repeats(args, data)
     store = Store(args.store)
@@ -178,7 +194,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     def notice(text: str) -> None:
         err.print(text, soft_wrap=True, markup=False)
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _sigterm_as_interrupt() as terminated:
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning
         try:
@@ -190,22 +206,52 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     base_url=args.base_url, embedder_base_url=args.embedder_base_url,
                     progress=progress, notice=notice, run_id=None if args.resume else run_id,
                     backend=args.backend, ray_address=args.ray_address,
-                    judge_concurrency=args.judge_concurrency,
+                    judge_concurrency=args.judge_concurrency, api_version=args.api_version,
                 ))
         except KeyboardInterrupt:
             rid = progress.run_id or run_id
-            err.print(f"\ninterrupted. Finished samples are saved in {args.store}; continue with:\n"
+            what = "terminated (SIGTERM)" if terminated else "interrupted"
+            err.print(f"\n{what}. Finished samples are saved in {args.store}; continue with:\n"
                       f"  ragsight evaluate --resume {rid} --store {args.store}")
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
         finally:
             store.close()
     print_summary(result)
     if args.out:
-        result.write_jsonl(args.out)
+        try:
+            result.write_jsonl(args.out)
+        except OSError as exc:
+            raise RagsightError(f"cannot write the --out file {args.out} ({exc}); the run is saved in "
+                                f"{args.store}: 'ragsight export {result.run_id} --store {args.store}'") from None
         out.print(f"Per-sample results: {args.out}")
     out.print(f"Run {result.run_id} saved in {args.store}. Evidence: "
               f"ragsight show {result.run_id} --sample {result.samples[0].id} --store {args.store}")
     return EXIT_OK
+
+
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[list[bool]]:
+    """Inside the block SIGTERM stops a run as Ctrl-C does: the samples in flight are dropped,
+    the finished ones are saved, the run is marked interrupted (resumable), and the caller sees
+    KeyboardInterrupt with the yielded list set to [True]."""
+    terminated: list[bool] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        terminated.append(True)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        yield terminated
+        return
+    try:
+        yield terminated
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _evaluate_repeats(args: argparse.Namespace, data: Any) -> int:

@@ -13,11 +13,11 @@ writes ``reference``, ``relevant_ids`` and ``metadata`` as JSON text where they 
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_path, atomic_write, check_writable_target, strict_json
 from ..errors import ConfigError, MissingExtraError
 from ..sample import Sample
 from ._sqlite import Store
@@ -30,7 +30,7 @@ INPUT_COLUMNS = ("question", "contexts", "response", "reference", "reference_con
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=False)
+    return strict_json(value)
 
 
 def input_columns(sample: Sample, form: str = "python") -> dict[str, Any]:
@@ -71,14 +71,20 @@ def flat_rows(store: Store, run_id: str, form: str = "text") -> list[dict[str, A
 
 def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
     """Write the run's per-sample results. JSONL keeps the nested form of ``--out``: {"id",
-    "run_id", the inputs, "scores": {metric: {"value", "outcome", "reason"}}, "evidence"}."""
-    path = Path(out)
+    "run_id", the inputs, "scores": {metric: {"value", "outcome", "reason"}}, "evidence"}.
+
+    Every format is written to a temporary file beside ``out`` and renamed over it when complete:
+    an export killed midway leaves the previous file whole. JSON is strict (never a bare NaN)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format '{fmt}'; use one of {', '.join(FORMATS)}")
+    try:
+        path = check_writable_target(out, "export file")
+    except OSError as exc:
+        raise ConfigError(str(exc)) from None
     if fmt == "jsonl":
         info = store.run(run_id)
         scores = store.scores(run_id)
-        with path.open("w", encoding="utf-8") as f:
+        with atomic_write(path) as f:
             for s in store.samples(run_id):
                 per: Mapping[str, Any] = scores.get(s.id, {})
                 obj = {
@@ -86,11 +92,11 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
                     "scores": {k: per[k].to_dict() for k in info.metric_keys if k in per},
                     "evidence": {k: per[k].evidence.to_dict() for k in info.metric_keys if k in per},
                 }
-                f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+                f.write(strict_json(obj) + "\n")
         return path
     if fmt == "csv":
         rows = flat_rows(store, run_id, "text")
-        with path.open("w", encoding="utf-8", newline="") as f:
+        with atomic_write(path, newline="") as f:
             fields = list(rows[0]) if rows else ["run_id", "id", *INPUT_COLUMNS]
             w = csv.DictWriter(f, fieldnames=fields)
             w.writeheader()
@@ -102,8 +108,9 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
         raise MissingExtraError("Parquet export", "parquet", "pandas") from exc
     rows = flat_rows(store, run_id, "parquet")
     try:
-        pd.DataFrame(rows, columns=list(rows[0]) if rows else ["run_id", "id", *INPUT_COLUMNS]).to_parquet(
-            path, index=False)
+        with atomic_path(path) as tmp:
+            columns = list(rows[0]) if rows else ["run_id", "id", *INPUT_COLUMNS]
+            pd.DataFrame(rows, columns=columns).to_parquet(tmp, index=False)
     except ImportError as exc:
         raise MissingExtraError("Parquet export", "parquet", "pyarrow") from exc
     return path
