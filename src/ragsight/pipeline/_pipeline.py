@@ -329,7 +329,8 @@ class RagPipeline:
         key = f"cost/{answer.step}"
         fresh = [c for c in answer.calls if not c.cached]
         if fresh:
-            record = {"latency_s": round(elapsed, 4),
+            # the calls' own time (from when each could go out), not the wait for the generator
+            record = {"latency_s": round(sum(c.latency_s for c in fresh), 4),
                       "prompt_tokens": sum(c.prompt_tokens for c in fresh),
                       "completion_tokens": sum(c.completion_tokens for c in fresh)}
             self.cache.put(key, record)

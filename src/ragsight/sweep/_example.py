@@ -25,7 +25,7 @@ def _handbook() -> str:
     return str(resources.files("ragsight").joinpath("data").joinpath("handbook"))
 
 
-def example_spec(judge_questions: int = 2, judge_out_of_scope: int = 1) -> dict[str, Any]:
+def example_spec(judge_questions: int = 2, judge_out_of_scope: int = 0) -> dict[str, Any]:
     """The example sweep as a dict (the same as a TOML or YAML file)."""
     return {
         "name": EXAMPLE_NAME,
