@@ -148,8 +148,9 @@ class SweepPlan:
             "completion tokens"
         )
         steps = "unknown for these metrics" if self.judge_steps is None else str(self.judge_steps)
-        out.append(f"judge: {self.judge_samples} samples, {steps} judge steps with a remote judge "
-                   "(the embedded judge makes one call per claim verdict: more)")
+        out.append(f"judge: {self.judge_samples} samples, at most {steps} judge steps with a remote judge "
+                   "(an answer of one short sentence needs no claim extraction; the embedded judge "
+                   "makes one call per claim verdict: more)")
         out.extend(self.notes)
         return out
 
