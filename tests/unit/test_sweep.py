@@ -74,6 +74,15 @@ class Killed(BaseException):
     """Stands for a kill: not an Exception, so nothing catches it as a judge failure."""
 
 
+def claims_handler(v: Mapping[str, Any]) -> dict:
+    return {"claims": [" ".join(v["raw_text"].split()[:4])]}
+
+
+def verify_handler(v: Mapping[str, Any]) -> dict:
+    return {"verdicts": [{"id": i + 1, "supported": True, "chunks": [1], "reason": "scripted"}
+                         for i, _ in enumerate(v["claim_list"])]}
+
+
 def judge_provider(kill_after: int | None = None) -> ScriptedProvider:
     count = {"n": 0}
 
@@ -84,12 +93,11 @@ def judge_provider(kill_after: int | None = None) -> ScriptedProvider:
 
     def claims(v: Mapping[str, Any]) -> dict:
         tick()
-        return {"claims": [" ".join(v["raw_text"].split()[:4])]}
+        return claims_handler(v)
 
     def verify(v: Mapping[str, Any]) -> dict:
         tick()
-        return {"verdicts": [{"id": i + 1, "supported": True, "chunks": [1], "reason": "scripted"}
-                             for i, _ in enumerate(v["claim_list"])]}
+        return verify_handler(v)
 
     return ScriptedProvider({"extract_claims": claims, "verify_claims": verify}, model="judge-model")
 

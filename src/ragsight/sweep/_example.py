@@ -32,7 +32,7 @@ def example_spec(judge_questions: int = 2, judge_out_of_scope: int = 0) -> dict[
         "documents": [_handbook()],
         "testset": example_testset(),
         "fixed": {"chunk_overlap": 16, "generator": "local", "embedder": "local",
-                  "fusion_queries": 3, "max_answer_tokens": 80},
+                  "fusion_queries": 3, "max_answer_tokens": 60},
         "grid": {"chunk_size": [96, 192], "top_k": [2, 4], "retrieval": ["dense", "fusion"]},
         "baseline": {"chunk_size": 96, "top_k": 2, "retrieval": "dense"},
         "metrics": ["span_hit_rate", "span_recall", "span_precision", "span_mrr", "span_ndcg",
