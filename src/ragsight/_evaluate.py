@@ -43,6 +43,7 @@ class RunOptions:
     preflight: bool = True
     backend: str = "local"
     ray_address: str | None = None
+    api_version: str | None = None  # Azure OpenAI's, for an azure: judge
 
     @property
     def embedder_url(self) -> str | None:
@@ -92,6 +93,7 @@ async def aevaluate(
     backend: str = "local",
     ray_address: str | None = None,
     judge_concurrency: int | None = None,
+    api_version: str | None = None,
 ) -> EvaluationResult:
     """Async form of :func:`evaluate`. ``notice`` receives one-line messages for the user;
     ``run_id`` names the new run (default: a timestamp and a random suffix)."""
@@ -104,7 +106,7 @@ async def aevaluate(
     opts = RunOptions(judge=judge, embedder=embedder, base_url=base_url,
                       embedder_base_url=embedder_base_url, cache=cache, concurrency=concurrency,
                       judge_concurrency=judge_concurrency, policy=policy, preflight=preflight,
-                      backend=backend, ray_address=ray_address)
+                      backend=backend, ray_address=ray_address, api_version=api_version)
     own_store = not isinstance(store, Store)
     st = store if isinstance(store, Store) else Store(store if store is not None else ":memory:")
     try:
@@ -144,7 +146,7 @@ async def _run(
     if need_judge:
         # A fresh wrapper for this run (its cache, stats and memo); a Judge passed in is not changed.
         judge = make_judge(judge_spec, base_url=base_url, policy=opts.policy, notice=notice,
-                           max_concurrency=opts.judge_concurrency).for_run(
+                           max_concurrency=opts.judge_concurrency, api_version=opts.api_version).for_run(
             cache=(SQLiteCallCache(st) if st.path != ":memory:" else MemoryCallCache()) if cache else None)
     emb = make_embedder(embedder_spec, base_url=opts.embedder_url, notice=notice) if need_embedder else None
     try:
@@ -167,6 +169,7 @@ async def _run(
             "base_url": display_url(base_url) if base_url else None,
             "embedder_base_url": display_url(embedder_base_url) if embedder_base_url else None,
             "backend": backend,
+            "api_version": opts.api_version,
         }
         if fresh:
             st.create_run(run_id, dataset=source, judge=judge.name if judge else None,
@@ -273,6 +276,7 @@ async def _resume(
         concurrency=opts.concurrency or cfg.get("concurrency"),
         base_url=opts.base_url or cfg.get("base_url"),
         embedder_base_url=opts.embedder_base_url or cfg.get("embedder_base_url"),
+        api_version=opts.api_version or cfg.get("api_version"),
     )
     return await _run(st, run_id, samples, [], info.dataset or "", chosen, opts, settings=settings,
                       metadata=info.metadata, progress=progress, notice=notice, fresh=False)
@@ -297,14 +301,17 @@ def evaluate(
     backend: str = "local",
     ray_address: str | None = None,
     judge_concurrency: int | None = None,
+    api_version: str | None = None,
 ) -> EvaluationResult:
     """Evaluate a RAG data set.
 
     ``data``: a path (.jsonl, .json, .csv, .parquet), a pandas DataFrame, a list of dicts or a
     :class:`Dataset`. ``metrics``: names, groups (``retrieval``, ``generation``,
     ``reference-free``, ``lexical``, ``ir``), ``all``, or None for the core metrics the data's
-    fields allow. ``judge``: ``"openai:MODEL"``, ``"local"``, ``"local:PATH.gguf"``, a provider,
-    or None for the embedded judge. ``store``: a SQLite path (runs, evidence, cache; default in
+    fields allow. ``judge``: ``"openai:MODEL"``, ``"local"``, ``"local:PATH.gguf"``,
+    ``"anthropic:MODEL"``, ``"gemini:MODEL"``, ``"bedrock:MODEL"``, ``"azure:DEPLOYMENT"`` (with
+    ``base_url`` and ``api_version``; these need ``ragsight[litellm]``), a provider, or None for
+    the embedded judge. ``store``: a SQLite path (runs, evidence, cache; default in
     memory for the API, ``./ragsight.db`` for the CLI). ``backend``: ``"local"`` (this process)
     or ``"ray"`` (a Ray cluster at ``ray_address``; needs ``ragsight[ray]``, see docs/scale.md).
 
@@ -319,4 +326,5 @@ def evaluate(
         concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
         base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
         backend=backend, ray_address=ray_address, judge_concurrency=judge_concurrency,
+        api_version=api_version,
     ))

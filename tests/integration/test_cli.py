@@ -90,10 +90,10 @@ def test_unusable_input_exits_2_with_a_clear_message(tmp_path: Path, capsys: pyt
     code, _, stderr = run(capsys, "evaluate", str(tmp_path / "missing.jsonl"), "--store", str(tmp_path / "s.db"))
     assert code == 2 and "no such file" in stderr
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"question": "q", "contexts": "one string", "response": "r"}\n')
+    bad.write_text('{"question": "q", "contexts": [1, 2], "response": "r"}\n')
     code, _, stderr = run(capsys, "evaluate", str(bad), "--store", str(tmp_path / "s.db"))
     assert code == 2
-    assert "row 1" in stderr and "contexts" in stderr and "list of strings" in stderr
+    assert "row 1" in stderr and "contexts" in stderr and "not a string" in stderr
     assert "Traceback" not in stderr
 
 

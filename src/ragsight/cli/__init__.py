@@ -35,7 +35,7 @@ from ..report import fmt as _fmt
 from ..report import print_repeats
 from ..result import EvaluationResult, load_result
 from ..store import FORMATS, Store, export_run
-from . import _report, _testset
+from . import _report, _sweep, _testset, _traces
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
 from ._common import add_store as _add_store
 
@@ -47,12 +47,15 @@ EVALUATE_EPILOG = """examples:
   ragsight evaluate data.jsonl --metrics faithfulness,context_recall
   ragsight evaluate data.jsonl --judge openai:gpt-4o-mini --embedder openai:text-embedding-3-small
   ragsight evaluate data.csv --judge openai:qwen2.5-7b --base-url http://localhost:8000/v1 --out results.jsonl
+  ragsight evaluate data.jsonl --judge anthropic:claude-3-5-haiku-latest
+  ragsight evaluate data.jsonl --judge azure:my-gpt4o --base-url https://RES.openai.azure.com --api-version 2024-10-21
   ragsight evaluate data.jsonl --metrics retrieval,ir --store runs.db --metadata chunk_size=512 --metadata top_k=5
   ragsight evaluate --resume last
 metrics: names (faithfulness, answer_relevancy, context_precision, context_recall, ...), groups
 (retrieval, generation, reference-free, lexical, ir) or all; parameters in brackets, e.g.
 "factual_correctness(mode=recall)". Default: the core metrics the data's fields allow.
-The API key is read from OPENAI_API_KEY."""
+The API key is read from OPENAI_API_KEY (ANTHROPIC_API_KEY, GEMINI_API_KEY, AZURE_API_KEY, the AWS
+credentials for bedrock:)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,8 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("data", nargs="?", help="data file: .jsonl, .json, .csv or .parquet")
     ev.add_argument("--example", action="store_true", help="evaluate the bundled example data set")
     ev.add_argument("--metrics", help="comma-separated metric names or groups (default: core metrics)")
-    ev.add_argument("--judge", help="openai:MODEL, local (default), local:qwen2.5-coder-0.5b or local:PATH.gguf")
+    ev.add_argument("--judge", help="openai:MODEL, local (default), local:qwen2.5-coder-0.5b, local:PATH.gguf; "
+                    "anthropic:MODEL, gemini:MODEL, bedrock:MODEL, azure:DEPLOYMENT (pip install 'ragsight[litellm]')")
     ev.add_argument("--base-url", help="OpenAI-compatible base URL for the judge (and the embedder)")
+    ev.add_argument("--api-version", help="Azure OpenAI API version for --judge azure:DEPLOYMENT, e.g. 2024-10-21 "
+                    "(default: $AZURE_API_VERSION; the key is read from AZURE_API_KEY)")
     ev.add_argument("--embedder", help="openai:MODEL, local (default), local:e5-small or local:minilm")
     ev.add_argument("--embedder-base-url", help="base URL for the embedder, if not --base-url")
     _add_store(ev)
@@ -127,6 +133,8 @@ def _parser() -> argparse.ArgumentParser:
 
     _report.register(sub)
     _testset.register(sub)
+    _traces.register(sub)
+    _sweep.register(sub)
     return p
 
 
@@ -197,7 +205,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     base_url=args.base_url, embedder_base_url=args.embedder_base_url,
                     progress=progress, notice=notice, run_id=None if args.resume else run_id,
                     backend=args.backend, ray_address=args.ray_address,
-                    judge_concurrency=args.judge_concurrency,
+                    judge_concurrency=args.judge_concurrency, api_version=args.api_version,
                 ))
         except KeyboardInterrupt:
             rid = progress.run_id or run_id

@@ -76,7 +76,7 @@ def metric_names() -> list[str]:
 
 def _load_optional() -> None:
     # IR and lexical metrics register themselves on import.
-    from . import ir, lexical, rubric, similarity_mrr  # noqa: F401
+    from . import ir, lexical, rubric, similarity_mrr, span_ir  # noqa: F401
 
 
 _SPEC = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(?:\((.*)\))?\s*$")
