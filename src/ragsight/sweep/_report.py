@@ -490,8 +490,15 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
             line += f" (tied: {', '.join(rep.configs[j].short for j in idx[1:])})"
         c.print(Text(line))
     if rep.best_overall:
-        x = rep.configs[rep.best_overall[0]]
+        i = rep.best_overall[0]
+        x = rep.configs[i]
         c.print(Text(f"Best overall: {x.short} ({x.label}), overall {fmt(x.overall)}.", style="bold"))
+        for m in rep.metrics:
+            cmp = rep.comparison(m, i)
+            if cmp is not None and cmp.difference.diff is not None:
+                d = cmp.difference
+                c.print(Text(f"  vs {base.short} on {m}: {fmt_signed(d.diff)} "
+                             f"{fmt_ci(d.ci_low, d.ci_high, signed=True)} p {fmt_p(cmp.p_holm)}"))
 
     if rep.effects:
         c.print(Text("Effect of each parameter (mean [95% CI] per value):", style="bold"))
