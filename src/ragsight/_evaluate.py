@@ -21,7 +21,7 @@ from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, make_judg
 from .metrics import Metric, resolve_metrics
 from .prompts import load_prompt, prompt_ids
 from .result import EvaluationResult
-from .sample import Dataset, RowProblem, Sample
+from .sample import Dataset, RowProblem, Sample, group_problems
 from .store import SQLiteCallCache, Store
 
 __all__ = ["RunOptions", "aevaluate", "evaluate", "new_run_id"]
@@ -114,7 +114,7 @@ async def aevaluate(
             return await _resume(st, resume, opts, progress=progress, notice=notice)
         ds = Dataset.load(data)
         if not ds.samples:
-            details = "; ".join(str(p) for p in ds.errors[:5])
+            details = "; ".join(g.line() for g in group_problems(ds.errors)[:5])  # one per kind
             raise ConfigError(f"no usable sample in {ds.source}" + (f": {details}" if details else ""))
         chosen = _metrics(metrics, ds.samples)
         return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen, opts,
@@ -150,6 +150,8 @@ async def _run(
             cache=(SQLiteCallCache(st) if st.path != ":memory:" else MemoryCallCache()) if cache else None)
     emb = make_embedder(embedder_spec, base_url=opts.embedder_url, notice=notice) if need_embedder else None
     try:
+        if not fresh:
+            _check_same_tools(st, run_id, judge, emb)
         if judge is not None and opts.preflight:
             await judge.provider.preflight()
         _check_generator(samples, judge)
@@ -175,6 +177,15 @@ async def _run(
                           config=config, metadata=dict(metadata), samples=samples, problems=problems)
         else:
             st.acquire(run_id)
+        # What earlier processes of this run paid; the heartbeat adds this process's spend as it
+        # goes (stats_now), so a kill loses at most the last second of it.
+        prev = {} if fresh else st.run(run_id).stats
+
+        def stats_now() -> dict[str, Any]:
+            current = judge.stats.to_dict() if judge else {}
+            return _merge_stats(prev, current) if prev else current
+
+        st.start_heartbeat(run_id, stats_now)
         done = st.finished_samples(run_id)
         todo = [s for s in samples if s.id not in done]
         if progress is not None:
@@ -198,10 +209,8 @@ async def _run(
                                   run_id=run_id, concurrency=conc, progress=progress)
             status = "completed"
         finally:
-            stats = judge.stats.to_dict() if judge else {}
-            prev = st.run(run_id).stats
-            if prev and not fresh:
-                stats = _merge_stats(prev, stats)
+            st.stop_heartbeat()
+            stats = stats_now()
             st.finish_run(run_id, status, stats)
         scores = st.scores(run_id)
         return EvaluationResult(run_id, samples, chosen, scores, stats, st.problems(run_id),
@@ -211,6 +220,25 @@ async def _run(
             await judge.aclose()
         if emb is not None:
             await emb.aclose()
+
+
+def _check_same_tools(st: Store, run_id: str, judge: Judge | None, emb: Embedder | None) -> None:
+    """A resumed run keeps the judge and embedder that began it: one run's scores come from one
+    judge. Refuses (ConfigError) before any call when the resume would use another."""
+    info = st.run(run_id)
+    now = {"judge": judge.name if judge is not None else None,
+           "embedder": getattr(emb, "name", None) if emb is not None else None}
+    then = {"judge": info.judge, "embedder": info.embedder}
+    changed = [k for k in ("judge", "embedder") if then[k] and now[k] and then[k] != now[k]]
+    if changed:
+        was = " and ".join(f"{k} {then[k]!r}" for k in changed)
+        new = " and ".join(f"{k} {now[k]!r}" for k in changed)
+        flags = " or ".join(f"--{k}" for k in changed)
+        raise ConfigError(
+            f"run {run_id} was made with {was}; resuming it with {new} would mix two "
+            f"{'models' if len(changed) > 1 else changed[0] + 's'} in one run. Resume without {flags} "
+            f"(the run's own is used), or start a new run with the new {' and '.join(changed)}."
+        )
 
 
 def replace_cache(settings: AnalysisSettings, cache: bool) -> AnalysisSettings:

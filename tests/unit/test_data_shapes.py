@@ -152,10 +152,8 @@ def test_deepeval_goldens_as_save_as_writes_them(name: str) -> None:
 
 
 def test_deepeval_faithfulness_is_judged_against_the_retrieved_context_not_the_gold_one() -> None:
-    script = RagScript()
-    script.claims["One cabin bag, up to 8 kg."] = ["Aurora allows one cabin bag.", "The bag may weigh 8 kg."]
-    script.verdicts[("Aurora allows one cabin bag.", "contexts")] = True
-    script.verdicts[("The bag may weigh 8 kg.", "contexts")] = True
+    script = RagScript()  # the response is one short statement: its own claim
+    script.verdicts[("One cabin bag, up to 8 kg.", "contexts")] = True
     judge = script.judge()
     rows = json.loads((SHAPES / "deepeval.json").read_text())[:1]
     result = ragsight.evaluate(rows, ["faithfulness"], judge=judge)

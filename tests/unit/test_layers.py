@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("judge",),
     ("embed",),
     ("sample", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
-     "_retry"),
+     "_retry", "_files"),
 )
 # Units of one layer that may import each other, as (importer, imported).
 SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("sample", "_score"), ("sample", "errors"),

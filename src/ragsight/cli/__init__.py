@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from typing import Any
 
@@ -23,6 +25,7 @@ from rich.text import Text
 
 from .. import __version__
 from .._evaluate import aevaluate, new_run_id
+from .._files import check_writable_target
 from .._repeats import evaluate_repeats
 from ..analyses import AnalysisSettings, describe_signals
 from ..engine import Progress
@@ -31,6 +34,7 @@ from ..judge import RetryPolicy
 from ..report import fmt as _fmt
 from ..report import print_repeats
 from ..result import EvaluationResult, load_result
+from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
 from . import _report, _sweep, _testset, _traces
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
@@ -172,6 +176,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
+    if args.out:
+        try:  # a missing folder is found now, not after the run
+            check_writable_target(args.out, "--out file")
+        except OSError as exc:
+            raise RagsightError(str(exc)) from None
     if args.repeats > 1:
         return _evaluate_repeats(args, data)
     store = Store(args.store)
@@ -185,7 +194,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     def notice(text: str) -> None:
         err.print(text, soft_wrap=True, markup=False)
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _sigterm_as_interrupt() as terminated:
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning
         try:
@@ -201,18 +210,48 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 ))
         except KeyboardInterrupt:
             rid = progress.run_id or run_id
-            err.print(f"\ninterrupted. Finished samples are saved in {args.store}; continue with:\n"
+            what = "terminated (SIGTERM)" if terminated else "interrupted"
+            err.print(f"\n{what}. Finished samples are saved in {args.store}; continue with:\n"
                       f"  ragsight evaluate --resume {rid} --store {args.store}")
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
         finally:
             store.close()
     print_summary(result)
     if args.out:
-        result.write_jsonl(args.out)
+        try:
+            result.write_jsonl(args.out)
+        except OSError as exc:
+            raise RagsightError(f"cannot write the --out file {args.out} ({exc}); the run is saved in "
+                                f"{args.store}: 'ragsight export {result.run_id} --store {args.store}'") from None
         out.print(f"Per-sample results: {args.out}")
     out.print(f"Run {result.run_id} saved in {args.store}. Evidence: "
               f"ragsight show {result.run_id} --sample {result.samples[0].id} --store {args.store}")
     return EXIT_OK
+
+
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[list[bool]]:
+    """Inside the block SIGTERM stops a run as Ctrl-C does: the samples in flight are dropped,
+    the finished ones are saved, the run is marked interrupted (resumable), and the caller sees
+    KeyboardInterrupt with the yielded list set to [True]."""
+    terminated: list[bool] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        terminated.append(True)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        yield terminated
+        return
+    try:
+        yield terminated
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _evaluate_repeats(args: argparse.Namespace, data: Any) -> int:
@@ -300,10 +339,11 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
         errors = [p for p in result.problems if not p.message.startswith("warning:")]
         if errors:
             c.print(f"[yellow]{len(errors)} input row(s) could not be used and were not evaluated:[/yellow]")
-            for p in errors[:20]:
-                c.print(f"  {p}", markup=False, soft_wrap=True)
-            if len(errors) > 20:
-                c.print(f"  ... and {len(errors) - 20} more (ragsight show {result.run_id})")
+            groups = group_problems(errors)  # one line per kind of problem, with its count
+            for g in groups[:20]:
+                c.print(f"  {g.line()}", markup=False, soft_wrap=True)
+            if len(groups) > 20:
+                c.print(f"  ... and {len(groups) - 20} more kinds (ragsight show {result.run_id})")
 
 
 # ---- show / runs / export ---------------------------------------------------------------------

@@ -85,7 +85,7 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
             raise ConfigError("--judge openai needs a model name: openai:MODEL, e.g. openai:gpt-4o-mini")
         timeout = policy.call_timeout_s if policy is not None else 60.0
         return Judge(OpenAIProvider(rest, base_url=base_url, timeout=timeout,
-                                 max_concurrency=max_concurrency or 16), policy=policy)
+                                 max_concurrency=max_concurrency or 16, notice=notice), policy=policy)
     if kind in LITELLM_KINDS:
         if not rest or (kind == "litellm" and "/" not in rest):
             example = "litellm:PROVIDER/MODEL" if kind == "litellm" else f"{kind}:MODEL"

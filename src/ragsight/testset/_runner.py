@@ -393,7 +393,7 @@ class HttpTarget:
             ) from None
         status = response.status_code
         if status >= 400 or status < 200:
-            detail = redact(error_text(response), self.secrets)
+            detail = error_text(response, self.secrets)  # redacted before it is cut
             retryable = status in (408, 409, 429) or status >= 500
             raise TargetError(
                 f"{self.name}: HTTP {status}" + (f": {detail}" if detail else ""),
@@ -403,7 +403,7 @@ class HttpTarget:
         try:
             data = response.json()
         except (ValueError, UnicodeDecodeError):
-            snippet = redact(" ".join(response.text.split())[:120], self.secrets)
+            snippet = redact(" ".join(response.text.split()), self.secrets)[:120]
             raise TargetError(
                 f"{self.name}: the reply is not JSON: {snippet!r}", retryable=False
             ) from None
