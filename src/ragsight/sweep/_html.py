@@ -55,7 +55,7 @@ def _axis(values: Sequence[float | None], pad: float = 0.05) -> tuple[float, flo
 
 def effect_svg(eff: Effect, lower: bool) -> str:
     """A metric against one parameter: the mean per value with its CI as a band."""
-    w, h, left, right, top, bottom = 300, 170, 40, 12, 14, 34
+    w, h, left, right, top, bottom = 300, 170, 40, 30, 14, 34
     pw, ph = w - left - right, h - top - bottom
     ys = [v for pair in eff.ci for v in pair] + list(eff.means)
     lo, hi = _axis([min(0.0, *(v for v in ys if v is not None)) if any(v is not None for v in ys) else 0.0,

@@ -206,10 +206,11 @@ def _load(store: Store, name: str) -> list[tuple[EvaluationResult, dict[str, Any
 
 def build_report(
     store: Store, name: str | None = None, *, run_ids: Sequence[str] | None = None,
-    quality: str | None = None, alpha: float = 0.05, seed: int = 0,
+    quality: str | None = None, alpha: float = 0.05, seed: int = 0, baseline: str | None = None,
 ) -> SweepReport:
     """The report of sweep ``name`` in ``store`` (default: the most recent sweep); or of the
-    given runs, in order (the one tagged baseline, else the first, is the baseline).
+    given runs, in order. The baseline is the run ``baseline`` names, else the run tagged as the
+    baseline when it ran (the latest such), else the first.
     ``quality``: the metric on the trade-off's quality axis (default: the overall score)."""
     if run_ids:
         loaded = []
@@ -229,7 +230,14 @@ def build_report(
             raise ConfigError(f"no runs of sweep '{name}' in {store.path}; sweeps there: {known}")
     results = [r for r, _, _ in loaded]
     metas = [m for _, m, _ in loaded]
-    base = next((i for i, m in enumerate(metas) if m.get("baseline") is True), 0)
+    ids = [r.run_id for r in results]
+    if baseline is not None:
+        if baseline not in ids:
+            raise ConfigError(f"baseline run {baseline} is not among the sweep's runs")
+        base = ids.index(baseline)
+    else:
+        tagged = [i for i, m in enumerate(metas) if m.get("baseline") is True]
+        base = tagged[-1] if tagged else 0
     skip = {"sweep", "sweep_config", "config_id", "baseline"}
     param_keys = list(dict.fromkeys(k for m in metas for k in m if k not in skip))
     params = [{k: m.get(k) for k in param_keys if k in m} for m in metas]
