@@ -433,14 +433,18 @@ class Store:
                 [(run_id, sample_id, s.metric, s.outcome.value, s.value, s.reason, _dumps(s.evidence.to_dict()), now)
                  for s in scores],
             )
+            rows = []
+            for sid, c in calls:
+                raw, parsed = self._answer_once(c)
+                rows.append((run_id, sid, c.step, c.attempt, c.prompt_id, c.prompt_version, c.prompt_hash, c.judge,
+                             c.model, c.kind, _dumps([{"role": m.role, "content": m.content} for m in c.messages]),
+                             raw, parsed, c.prompt_tokens, c.completion_tokens, c.latency_s, int(c.cached), c.error,
+                             c.structured, c.started_at))
             self.conn.executemany(
                 "INSERT INTO judge_calls (run_id, sample_id, step, attempt, prompt_id, prompt_version, prompt_hash,"
                 " judge, model, kind, messages, raw_output, parsed, prompt_tokens, completion_tokens, latency_s,"
                 " cached, error, structured, started_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, sid, c.step, c.attempt, c.prompt_id, c.prompt_version, c.prompt_hash, c.judge, c.model,
-                  c.kind, _dumps([{"role": m.role, "content": m.content} for m in c.messages]), c.raw_output,
-                  _dumps(c.parsed) if c.parsed is not None else None, c.prompt_tokens, c.completion_tokens,
-                  c.latency_s, int(c.cached), c.error, c.structured, c.started_at) for sid, c in calls],
+                rows,
             )
             self.conn.execute("UPDATE samples SET finished=1 WHERE run_id=? AND sample_id=?", (run_id, sample_id))
             self.conn.execute("UPDATE runs SET lock_heartbeat=? WHERE id=?", (now, run_id))
@@ -477,7 +481,27 @@ class Store:
             d["messages"] = json.loads(d["messages"])
             d["parsed"] = json.loads(d["parsed"]) if d["parsed"] is not None else None
             rows.append(d)
+        for d in rows:
+            if d["raw_output"] is None and d["error"] is None:  # the answer is kept once, in the cache
+                entry = self.cache_get(d["step"]) or {}
+                d["raw_output"] = entry.get("raw_output")
+                if d["parsed"] is None:
+                    d["parsed"] = entry.get("parsed")
         return rows
+
+    def _answer_once(self, call: JudgeCall) -> tuple[str | None, str | None]:
+        """(raw_output, parsed) to store in a call's row: None for both when the cache already
+        holds this very answer under the call's step (an answer is stored once; judge_calls()
+        reads it back from there), else the call's own."""
+        parsed = _dumps(call.parsed) if call.parsed is not None else None
+        if call.error is not None or call.raw_output is None:
+            return call.raw_output, parsed
+        entry = self.cache_get(call.step)
+        if entry is None or entry.get("raw_output") != call.raw_output:
+            return call.raw_output, parsed
+        if call.parsed is not None and entry.get("parsed") != call.parsed:
+            return call.raw_output, parsed
+        return None, None
 
     def problems(self, run_id: str) -> list[RowProblem]:
         return [RowProblem(*r) for r in self.conn.execute(
