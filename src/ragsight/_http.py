@@ -154,9 +154,22 @@ def make_client(
         headers=dict(headers),
         timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
         limits=limits,
+        verify=ssl_context(),
         transport=ShardedTransport(max_connections) if max_connections > POOL_SHARD else None,
         follow_redirects=False,
     )
+
+
+_SSL_CONTEXT: ssl.SSLContext | None = None
+
+
+def ssl_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's roots), made once per process: each costs 25-50 ms
+    of CPU to load, and a run makes a client for the judge and one for the embedder."""
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:
+        _SSL_CONTEXT = httpx.create_ssl_context()
+    return _SSL_CONTEXT
 
 
 # httpcore's connection pool (1.0) walks every connection for each queued request, and every idle
@@ -175,8 +188,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         k = -(-max_connections // shard)
         per = -(-max_connections // k)
         limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
-        ssl_context = httpx.create_ssl_context()  # one for all pools: each costs ~25 ms of CPU
-        self._pools = [httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits) for _ in range(k)]
+        self._pools = [httpx.AsyncHTTPTransport(verify=ssl_context(), limits=limits) for _ in range(k)]
         self._load = [0] * k
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

@@ -38,6 +38,15 @@ class Capacity:
         self.arrivals: list[float] = []
         self._lock = threading.Lock()
 
+    def halves(self) -> tuple[int, int]:
+        """Refusals in the first and the second half of the time between the first and the last
+        chat request."""
+        if not self.arrivals:
+            return 0, 0
+        mid = (self.arrivals[0] + self.arrivals[-1]) / 2
+        late = sum(1 for t in self.refusal_times if t >= mid)
+        return len(self.refusal_times) - late, late
+
     def __call__(self, request: RecordedRequest) -> Reply | None:
         if not request.path.endswith("/chat/completions"):
             return self.inner(request)

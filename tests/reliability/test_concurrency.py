@@ -48,16 +48,20 @@ def test_adaptive_limit_gets_far_fewer_refusals_than_a_fixed_one_with_the_same_s
         OpenAIProvider("m", base_url=url, max_concurrency=16), policy=POLICY, adaptive=False))
 
     gate = Capacity(JudgeWorld(latency=0.03), limit=8)
-    adaptive = run(gate, samples)  # the defaults: ceiling 256, starting at 32
+    adaptive = run(gate, samples)  # the defaults: ceiling 256, starting at 64
 
-    # the fixed limit of 16 keeps sending twice what fits (about 160 refusals in 400 calls); the
-    # adaptive one pays for its start (32) and a probe now and then (about 40)
-    assert fixed_gate.refused > 80
-    assert gate.refused <= fixed_gate.refused / 2, (gate.refused, fixed_gate.refused)
+    # The adaptive limit pays for its start (64 where 8 fit: some 60-90 refusals while it halves
+    # down) and then for a probe now and then; the fixed limit of 16 keeps sending twice what fits
+    # for the whole run (some 150-280 refusals, and steps that run out of attempts).
+    assert gate.refused <= fixed_gate.refused, (gate.refused, fixed_gate.refused)
+    early, late = gate.halves()
+    fixed_early, fixed_late = fixed_gate.halves()
+    assert fixed_late > 30
+    assert late <= 10 and late <= fixed_late / 4, ((early, late), (fixed_early, fixed_late))
     assert values(adaptive) == values(clean)  # refusals cost time, never a score
     conc = adaptive.judge_stats["concurrency"]
     assert conc["overloads"] == gate.refused
-    assert conc["cuts"] >= 2  # 32 -> 16 -> 8 at least
+    assert conc["cuts"] >= 3  # 64 -> 32 -> 16 -> 8 at least
     assert conc["min_limit"] <= 8
     assert conc["ceiling"] == 256 and conc["adaptive"] is True
     assert fixed.judge_stats["concurrency"]["adaptive"] is False
@@ -65,17 +69,17 @@ def test_adaptive_limit_gets_far_fewer_refusals_than_a_fixed_one_with_the_same_s
 
 def test_adaptive_limit_rises_to_use_a_large_server() -> None:
     samples = make_samples(60)
-    gate = Capacity(JudgeWorld(latency=0.15), limit=64)
+    gate = Capacity(JudgeWorld(latency=0.15), limit=128)
     result = run(gate, samples)
     conc = result.judge_stats["concurrency"]
     start = result.config["judge_concurrency"]["initial"]
-    assert start == 32
+    assert start == 64
     assert conc["max_limit"] > start
     assert gate.peak > start  # the server saw more calls at once than the start allowed
-    # probing above 64 costs refusals (a slow start can overshoot by up to 64 once), then the
-    # limit stays near the capacity: a limiter that did not back off would climb to 256 and be
-    # refused three calls in four
-    assert gate.refused < gate.accepted / 2, (gate.refused, gate.accepted)
+    # probing above 128 may cost refusals (a slow start can overshoot once), then the limit stays
+    # near the capacity: a limiter that did not back off would climb to 256 and be refused about
+    # one call in two
+    assert gate.refused < gate.accepted / 4, (gate.refused, gate.accepted)
     assert conc["cuts"] >= 1 or gate.refused == 0  # (on a loaded machine the server may never fill)
     assert all(s.outcome.value != "failed" for per in result.scores.values() for s in per.values())
 
@@ -152,4 +156,4 @@ def test_progress_line_shows_calls_in_flight_against_the_limit() -> None:
     judge = Judge(OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", max_concurrency=64))
     judge.limiter.stats.in_flight = 5
     p = Progress(total=20, done=3, judge_stats=judge.stats)
-    assert progress_text(p) == "failed 0  skipped 0  0 calls, 0 prompt tok  in flight 5/8"
+    assert progress_text(p) == "failed 0  skipped 0  0 calls, 0 prompt tok  in flight 5/16"
