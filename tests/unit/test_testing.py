@@ -115,7 +115,8 @@ def test_summary_lines_fit_80_columns(tmp_path: Path) -> None:
     assert lines == [
         "PASSED test_rag.py::test_office_hours_are_answered_from_the_handbook[office]",
         "       faithfulness 1.00 (>=0.9)",
-        "1 run saved in q.db; judge: 2 calls, 0 cache hits, " + lines[2].rsplit(", ", 1)[1],
+        f"1 run saved in q.db; judge: {result.judge_stats['calls']} calls, 0 cache hits, "
+        + lines[2].rsplit(", ", 1)[1],
         "HTML report of the session's runs: report.html",
     ]
     assert all(len(line) <= 80 for line in lines)
