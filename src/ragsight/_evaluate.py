@@ -21,7 +21,7 @@ from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, make_judg
 from .metrics import Metric, resolve_metrics
 from .prompts import load_prompt, prompt_ids
 from .result import EvaluationResult
-from .sample import Dataset, RowProblem, Sample
+from .sample import Dataset, RowProblem, Sample, group_problems
 from .store import SQLiteCallCache, Store
 
 __all__ = ["RunOptions", "aevaluate", "evaluate", "new_run_id"]
@@ -114,7 +114,7 @@ async def aevaluate(
             return await _resume(st, resume, opts, progress=progress, notice=notice)
         ds = Dataset.load(data)
         if not ds.samples:
-            details = "; ".join(str(p) for p in ds.errors[:5])
+            details = "; ".join(g.line() for g in group_problems(ds.errors)[:5])  # one per kind
             raise ConfigError(f"no usable sample in {ds.source}" + (f": {details}" if details else ""))
         chosen = _metrics(metrics, ds.samples)
         return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen, opts,

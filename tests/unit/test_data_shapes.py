@@ -53,7 +53,11 @@ def test_ragas_0_2_files_as_ragas_writes_them(name: str) -> None:
     assert ds.sources["contexts"] == ("retrieved_contexts",)
 
 
-def test_ragas_0_1_columns_from_a_hugging_face_dataset_and_its_csv(tmp_path: Path) -> None:
+def test_ragas_0_1_columns_from_a_hugging_face_dataset_and_its_csv(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+        monkeypatch.setenv(var, "1")  # no network, no telemetry, whatever the library would do
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     datasets = pytest.importorskip("datasets")
     hf = datasets.Dataset.from_dict({
         "question": [Q1], "answer": ["One cabin bag, up to 8 kg."], "contexts": [list(RETRIEVED_1)],
@@ -152,10 +156,8 @@ def test_deepeval_goldens_as_save_as_writes_them(name: str) -> None:
 
 
 def test_deepeval_faithfulness_is_judged_against_the_retrieved_context_not_the_gold_one() -> None:
-    script = RagScript()
-    script.claims["One cabin bag, up to 8 kg."] = ["Aurora allows one cabin bag.", "The bag may weigh 8 kg."]
-    script.verdicts[("Aurora allows one cabin bag.", "contexts")] = True
-    script.verdicts[("The bag may weigh 8 kg.", "contexts")] = True
+    script = RagScript()  # the response is one short statement: its own claim
+    script.verdicts[("One cabin bag, up to 8 kg.", "contexts")] = True
     judge = script.judge()
     rows = json.loads((SHAPES / "deepeval.json").read_text())[:1]
     result = ragsight.evaluate(rows, ["faithfulness"], judge=judge)

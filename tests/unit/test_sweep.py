@@ -74,6 +74,15 @@ class Killed(BaseException):
     """Stands for a kill: not an Exception, so nothing catches it as a judge failure."""
 
 
+def claims_handler(v: Mapping[str, Any]) -> dict:
+    return {"claims": [" ".join(v["raw_text"].split()[:4])]}
+
+
+def verify_handler(v: Mapping[str, Any]) -> dict:
+    return {"verdicts": [{"id": i + 1, "supported": True, "chunks": [1], "reason": "scripted"}
+                         for i, _ in enumerate(v["claim_list"])]}
+
+
 def judge_provider(kill_after: int | None = None) -> ScriptedProvider:
     count = {"n": 0}
 
@@ -84,12 +93,11 @@ def judge_provider(kill_after: int | None = None) -> ScriptedProvider:
 
     def claims(v: Mapping[str, Any]) -> dict:
         tick()
-        return {"claims": [" ".join(v["raw_text"].split()[:4])]}
+        return claims_handler(v)
 
     def verify(v: Mapping[str, Any]) -> dict:
         tick()
-        return {"verdicts": [{"id": i + 1, "supported": True, "chunks": [1], "reason": "scripted"}
-                             for i, _ in enumerate(v["claim_list"])]}
+        return verify_handler(v)
 
     return ScriptedProvider({"extract_claims": claims, "verify_claims": verify}, model="judge-model")
 
@@ -321,3 +329,44 @@ def test_sweep_definitions_are_checked_with_clear_errors(tmp_path: Path) -> None
     c = load_sweep({"name": "t", "documents": [str(docs)], "testset": str(ts), "grid": {"chunk_size": [40, 80]}})
     assert [x.id for x in a.configurations] == [x.id for x in b.configurations] == [x.id for x in c.configurations]
     assert [x.label for x in a.configurations] == ["chunk_size=40", "chunk_size=80"]
+
+
+def test_an_http_target_receives_the_configuration_in_its_request_template(tmp_path: Path) -> None:
+    from tests.fakes.openai_server import FakeOpenAIServer, RecordedRequest, Reply
+
+    _, ts = make_world(tmp_path)
+    text = DOCS["leave.md"]
+
+    def handle(req: RecordedRequest) -> Reply:
+        body = req.json
+        k = body["settings"]["k"]
+        assert isinstance(k, int) and body["settings"]["label"] == f"k={k}"
+        return Reply.json({"answer": "ok", "contexts": [
+            {"id": f"c{i}", "text": text[i * 50:(i + 1) * 50], "doc_id": "leave.md", "start": i * 50,
+             "end": (i + 1) * 50} for i in range(k)]})
+
+    with FakeOpenAIServer(handler=handle) as srv:
+        spec = {"name": "http", "testset": str(ts), "metrics": ["span_hit_rate", "span_recall"],
+                "pipeline": {"target": f"{srv.url}/ask",
+                             "request_template": {"q": "{question}", "settings": {"k": "{top_k}", "label": "k={top_k}"}}},
+                "grid": {"top_k": [1, 4]}}
+        result = sweep(spec, store=str(tmp_path / "s.db"))
+        seen = sorted({(r.json["q"], r.json["settings"]["k"]) for r in srv.requests})
+    assert result.target_calls == 10 and len(seen) == 10
+    assert {k for _, k in seen} == {1, 4}
+    with Store(tmp_path / "s.db") as st:
+        rep = build_report(st, "http")
+    assert [c.params["top_k"] for c in rep.configs] == [1, 4]
+    assert rep.configs[1].means["span_recall"] >= rep.configs[0].means["span_recall"]
+
+
+def test_the_example_dry_run_as_the_docs_show_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--example", "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "configurations: 8 (8 to run, 0 already in the store)" in text
+    assert "questions: 22 (4 out of scope)" in text
+    assert "22 RAG-fusion rewrites, 16 answers" in text
+    assert text.count("retrieval=fusion") == 4 and "(baseline)" in text
+    assert max(len(line) for line in text.splitlines()) <= 80

@@ -33,6 +33,7 @@ from ..judge import RetryPolicy
 from ..report import fmt as _fmt
 from ..report import print_repeats
 from ..result import EvaluationResult, load_result
+from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
 from . import _report, _sweep, _testset, _traces
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
@@ -340,10 +341,11 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
         errors = [p for p in result.problems if not p.message.startswith("warning:")]
         if errors:
             c.print(f"[yellow]{len(errors)} input row(s) could not be used and were not evaluated:[/yellow]")
-            for p in errors[:20]:
-                c.print(f"  {p}", markup=False, soft_wrap=True)
-            if len(errors) > 20:
-                c.print(f"  ... and {len(errors) - 20} more (ragsight show {result.run_id})")
+            groups = group_problems(errors)  # one line per kind of problem, with its count
+            for g in groups[:20]:
+                c.print(f"  {g.line()}", markup=False, soft_wrap=True)
+            if len(groups) > 20:
+                c.print(f"  ... and {len(groups) - 20} more kinds (ragsight show {result.run_id})")
 
 
 # ---- show / runs / export ---------------------------------------------------------------------

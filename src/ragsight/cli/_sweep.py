@@ -133,7 +133,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     err.print(f"sweep '{spec.name}': {len(result.runs)} configurations in {time.monotonic() - t0:.1f} s; "
               f"store {result.store_path}")
     with Store(args.store) as st:
-        rep = build_report(st, spec.name, run_ids=result.run_ids, quality=args.quality)
+        rep = build_report(st, spec.name, run_ids=result.run_ids, quality=args.quality,
+                           baseline=result.runs[spec.baseline_index].run_id)
     print_sweep_report(rep, out)
     if html:
         path = write_sweep_html(rep, html)

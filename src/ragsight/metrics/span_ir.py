@@ -145,7 +145,7 @@ def span_ir(
 class _SpanMetric(Metric):
     """Shared shape: the spans from the sample's metadata, the cut-off, the evidence."""
 
-    groups = frozenset({"ir", "retrieval"})
+    groups = frozenset({"retrieval"})
     value_of: ClassVar[str]
 
     def __init__(self, key: str | None = None, k: int | None = None, min_chars: int = 1) -> None:

@@ -194,6 +194,7 @@ class RagPipeline:
         self._given_generators = dict(generators or {})
         self._embedders: dict[str, Any] = {}
         self._generators: dict[str, Judge] = {}
+        self._ready: dict[str, asyncio.Task[None]] = {}
         self._own: list[Any] = []
         self._chunkings: dict[tuple[int, int], _Chunking] = {}
         self.base_url = base_url
@@ -320,6 +321,12 @@ class RagPipeline:
 
     async def _ask(self, gen: Judge, prompt: Prompt, values: Mapping[str, str], validate: Any,
                    *, count: int | None = None, max_tokens: int) -> tuple[Any, dict[str, Any]]:
+        # load the model (the embedded one) before the first call, so its loading time is not
+        # recorded as the cost of an answer
+        ready = self._ready.get(gen.name)
+        if ready is None:
+            ready = self._ready[gen.name] = asyncio.ensure_future(gen.provider.preflight())
+        await asyncio.shield(ready)
         t0 = time.monotonic()
         try:
             answer = await gen.ask(prompt, values, validate, count=count, max_tokens=max_tokens)
@@ -329,7 +336,8 @@ class RagPipeline:
         key = f"cost/{answer.step}"
         fresh = [c for c in answer.calls if not c.cached]
         if fresh:
-            record = {"latency_s": round(elapsed, 4),
+            # the calls' own time (from when each could go out), not the wait for the generator
+            record = {"latency_s": round(sum(c.latency_s for c in fresh), 4),
                       "prompt_tokens": sum(c.prompt_tokens for c in fresh),
                       "completion_tokens": sum(c.completion_tokens for c in fresh)}
             self.cache.put(key, record)

@@ -25,14 +25,14 @@ def _handbook() -> str:
     return str(resources.files("ragsight").joinpath("data").joinpath("handbook"))
 
 
-def example_spec(judge_questions: int = 2, judge_out_of_scope: int = 1) -> dict[str, Any]:
+def example_spec(judge_questions: int = 2, judge_out_of_scope: int = 0) -> dict[str, Any]:
     """The example sweep as a dict (the same as a TOML or YAML file)."""
     return {
         "name": EXAMPLE_NAME,
         "documents": [_handbook()],
         "testset": example_testset(),
         "fixed": {"chunk_overlap": 16, "generator": "local", "embedder": "local",
-                  "fusion_queries": 3, "max_answer_tokens": 80},
+                  "fusion_queries": 3, "max_answer_tokens": 60},
         "grid": {"chunk_size": [96, 192], "top_k": [2, 4], "retrieval": ["dense", "fusion"]},
         "baseline": {"chunk_size": 96, "top_k": 2, "retrieval": "dense"},
         "metrics": ["span_hit_rate", "span_recall", "span_precision", "span_mrr", "span_ndcg",

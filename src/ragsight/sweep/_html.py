@@ -55,7 +55,7 @@ def _axis(values: Sequence[float | None], pad: float = 0.05) -> tuple[float, flo
 
 def effect_svg(eff: Effect, lower: bool) -> str:
     """A metric against one parameter: the mean per value with its CI as a band."""
-    w, h, left, right, top, bottom = 300, 170, 40, 12, 14, 34
+    w, h, left, right, top, bottom = 300, 170, 40, 30, 14, 34
     pw, ph = w - left - right, h - top - bottom
     ys = [v for pair in eff.ci for v in pair] + list(eff.means)
     lo, hi = _axis([min(0.0, *(v for v in ys if v is not None)) if any(v is not None for v in ys) else 0.0,
@@ -204,7 +204,11 @@ def render_sweep_html(rep: SweepReport) -> str:
     out.append("</tbody></table>")
     if rep.best_overall:
         c = rep.configs[rep.best_overall[0]]
-        out.append(f"<p><b>Best overall:</b> {e(c.short)} ({e(c.label)}), overall score {fmt(c.overall)}.</p>")
+        out.append(f"<p><b>Best overall:</b> {e(c.short)} ({e(c.label)}), overall score {fmt(c.overall)}")
+        diffs = [(m, rep.comparison(m, rep.best_overall[0])) for m in rep.metrics]
+        parts = [f"{e(m)} {fmt_signed(x.difference.diff)} {fmt_ci(x.difference.ci_low, x.difference.ci_high, signed=True)}"
+                 f" (p Holm {fmt_p(x.p_holm)})" for m, x in diffs if x is not None and x.difference.diff is not None]
+        out.append((": against the baseline " + "; ".join(parts) if parts else "") + ".</p>")
     # effects
     if rep.effects:
         out.append("<h2>Effect of each parameter</h2><p class='muted'>Mean per value with its 95% CI as a band. "

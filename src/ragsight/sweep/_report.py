@@ -206,10 +206,11 @@ def _load(store: Store, name: str) -> list[tuple[EvaluationResult, dict[str, Any
 
 def build_report(
     store: Store, name: str | None = None, *, run_ids: Sequence[str] | None = None,
-    quality: str | None = None, alpha: float = 0.05, seed: int = 0,
+    quality: str | None = None, alpha: float = 0.05, seed: int = 0, baseline: str | None = None,
 ) -> SweepReport:
     """The report of sweep ``name`` in ``store`` (default: the most recent sweep); or of the
-    given runs, in order (the one tagged baseline, else the first, is the baseline).
+    given runs, in order. The baseline is the run ``baseline`` names, else the run tagged as the
+    baseline when it ran (the latest such), else the first.
     ``quality``: the metric on the trade-off's quality axis (default: the overall score)."""
     if run_ids:
         loaded = []
@@ -229,7 +230,14 @@ def build_report(
             raise ConfigError(f"no runs of sweep '{name}' in {store.path}; sweeps there: {known}")
     results = [r for r, _, _ in loaded]
     metas = [m for _, m, _ in loaded]
-    base = next((i for i, m in enumerate(metas) if m.get("baseline") is True), 0)
+    ids = [r.run_id for r in results]
+    if baseline is not None:
+        if baseline not in ids:
+            raise ConfigError(f"baseline run {baseline} is not among the sweep's runs")
+        base = ids.index(baseline)
+    else:
+        tagged = [i for i, m in enumerate(metas) if m.get("baseline") is True]
+        base = tagged[-1] if tagged else 0
     skip = {"sweep", "sweep_config", "config_id", "baseline"}
     param_keys = list(dict.fromkeys(k for m in metas for k in m if k not in skip))
     params = [{k: m.get(k) for k in param_keys if k in m} for m in metas]
@@ -399,10 +407,16 @@ def _findings(configs: Sequence[ConfigSummary], effects: Sequence[Effect],
                 f"{fmt_ci(lo, hi)} ({'better' if good else 'worse'}; "
                 f"p Holm {fmt_p(s.p_holm)}; n={d.n}; other settings {e.mode.replace('held at', 'at')})"
             )
-    quiet = sorted({f"{e.parameter}/{e.metric}" for e in effects for s in e.steps
-                    if s.p_holm is not None and s.p_holm >= alpha})
+    quiet: dict[str, list[str]] = {}
+    for e in effects:
+        if e.steps and all(s.p_holm is not None and s.p_holm >= alpha for s in e.steps):
+            quiet.setdefault(e.parameter, []).append(e.metric)
     if quiet:
-        out.append(f"No detectable effect (Holm p >= {alpha:g}): " + ", ".join(quiet) + ".")
+        parts = []
+        for p, ms in quiet.items():
+            every = len(ms) == len({e.metric for e in effects if e.parameter == p})
+            parts.append(f"{p} on {'any metric' if every else ', '.join(ms)}")
+        out.append(f"No detectable effect (Holm p >= {alpha:g}) of " + "; of ".join(parts) + ".")
     for k in metrics:
         wins = [c for c in comparisons if c.metric == k and c.better]
         if wins:
@@ -462,34 +476,45 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
     if rep.overall_metrics:
         c.print(Text("overall: harmonic mean of " + ", ".join(rep.overall_metrics)))
 
-    c.print(Text("Best per metric, against the baseline " + base.short + " (95% bootstrap CI of the "
-                 "paired difference; p Holm-adjusted over all comparisons):", style="bold"))
+    best = Table(title=f"Best per metric vs the baseline {base.short} (paired; 95% CI; p Holm)",
+                 title_justify="left")
+    for col in ("metric", "best", "mean", "diff", "CI of diff", "p"):
+        best.add_column(col, justify="left" if col in ("metric", "best") else "right")
     for m in rep.metrics:
         idx = rep.best.get(m, ())
         if not idx:
             continue
         i = idx[0]
         x = rep.configs[i]
-        lo, hi = x.ci[m]
-        line = f"  {m}: {x.short} {fmt(x.means[m])} {fmt_ci(lo, hi)}"
+        who = x.short + (f" +{len(idx) - 1} tied" if len(idx) > 1 else "")
         cmp = rep.comparison(m, i)
         if cmp is not None and cmp.difference.diff is not None:
             d = cmp.difference
-            line += f"; vs {base.short} {fmt_signed(d.diff)} {fmt_ci(d.ci_low, d.ci_high, signed=True)} p {fmt_p(cmp.p_holm)}"
-        elif i == rep.baseline:
-            line += " (the baseline)"
-        if len(idx) > 1:
-            line += f" (tied: {', '.join(rep.configs[j].short for j in idx[1:])})"
-        c.print(Text(line))
+            best.add_row(_short_metric(m), who, fmt(x.means[m]), fmt_signed(d.diff),
+                         fmt_ci(d.ci_low, d.ci_high, 2, signed=True), fmt_p(cmp.p_holm))
+        else:
+            best.add_row(_short_metric(m), who, fmt(x.means[m]), "base" if i == rep.baseline else "–", "", "")
+    c.print(best)
     if rep.best_overall:
-        x = rep.configs[rep.best_overall[0]]
+        i = rep.best_overall[0]
+        x = rep.configs[i]
         c.print(Text(f"Best overall: {x.short} ({x.label}), overall {fmt(x.overall)}.", style="bold"))
 
-    if rep.effects:
-        c.print(Text("Effect of each parameter (mean [95% CI] per value):", style="bold"))
-        for e in rep.effects:
-            pts = "  ".join(f"{v}: {fmt(mn, 2)} {fmt_ci(lo, hi, 2)}" for v, mn, (lo, hi) in zip(e.values, e.means, e.ci))
-            c.print(Text(f"  {e.metric} vs {e.parameter} ({e.mode}): {pts}"))
+    for p in rep.varied:
+        effs = [e for e in rep.effects if e.parameter == p]
+        if not effs:
+            continue
+        t2 = Table(title=f"Effect of {p} ({effs[0].mode}; mean [95% CI])", title_justify="left")
+        t2.add_column("metric")
+        for v in effs[0].values:
+            t2.add_column(str(v), justify="right")
+        t2.add_column("last step, p Holm", justify="right")
+        for e in effs:
+            cells = [f"{fmt(mn, 2)} {fmt_ci(lo, hi, 2)}" for mn, (lo, hi) in zip(e.means, e.ci)]
+            step = e.steps[-1] if e.steps else None
+            last = "" if step is None else f"{fmt_signed(step.difference.diff, 2)} {fmt_p(step.p_holm)}"
+            t2.add_row(_short_metric(e.metric), *cells, last)
+        c.print(t2)
 
     unit = "tokens/question" if rep.cost_axis == "tokens" else "s/question"
     tr = Table(title=f"Quality / cost ({unit}; P = on the Pareto front)", title_justify="left")

@@ -148,8 +148,9 @@ class SweepPlan:
             "completion tokens"
         )
         steps = "unknown for these metrics" if self.judge_steps is None else str(self.judge_steps)
-        out.append(f"judge: {self.judge_samples} samples, {steps} judge steps with a remote judge "
-                   "(the embedded judge makes one call per claim verdict: more)")
+        out.append(f"judge: {self.judge_samples} samples, at most {steps} judge steps with a remote judge "
+                   "(an answer of one short sentence needs no claim extraction; the embedded judge "
+                   "makes one call per claim verdict: more)")
         out.extend(self.notes)
         return out
 
@@ -455,7 +456,10 @@ async def asweep(
             known = {r.id: r.status for r in st.runs()}
             meta = {"sweep": spec.name, "sweep_config": config.label, "config_id": config.id,
                     "baseline": i == spec.baseline_index, **dict(config.params)}
-            common: dict[str, Any] = dict(judge=eval_judge, embedder=shared_emb, store=st, backend=backend,
+            # a Ray cluster's workers build their own judge and embedder from the specs
+            on_ray = backend == "ray"
+            common: dict[str, Any] = dict(judge=judge_spec if on_ray else eval_judge,
+                                          embedder=emb_spec if on_ray else shared_emb, store=st, backend=backend,
                                           ray_address=ray_address, progress=eval_progress, notice=notice,
                                           preflight=preflight, base_url=spec.base_url)
             if known.get(run.run_id) == "completed":
