@@ -370,3 +370,30 @@ def test_the_example_dry_run_as_the_docs_show_it(tmp_path: Path, monkeypatch: py
     assert "22 RAG-fusion rewrites, 16 answers" in text
     assert text.count("retrieval=fusion") == 4 and "(baseline)" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+async def test_the_report_is_the_same_in_every_process(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    docs, ts = make_world(tmp_path)
+    # 40 questions: enough differences that the permutation test samples (more than 16 differ)
+    rows = [json.loads(line) for line in ts.read_text().splitlines()][:4]
+    many = [{**r, "id": f"{r['id']}-{n}", "question": f"{r['question']} ({n})"} for n in range(10) for r in rows]
+    ts.write_text("".join(json.dumps(r) + "\n" for r in many), "utf-8")
+    store = Store(tmp_path / "s.db")
+    gen, emb = generator_provider(), TableEmbedder(dim=12)
+    await asweep(load_sweep(spec_dict(docs, ts, metrics=["span_recall", "span_mrr"])), store=store, embedder=emb,
+                 pipeline=pipeline(docs, store, gen, emb))
+    store.close()
+    root = Path(__file__).resolve().parents[2]
+    outs = []
+    for seed in ("1", "2"):  # string hashing, hence set order, differs between these processes
+        env = {**os.environ, "PYTHONHASHSEED": seed,
+               "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root), os.environ.get("PYTHONPATH", "")])}
+        code = ("import json, sys; from ragsight import Store; from ragsight.sweep import build_report; "
+                "print(json.dumps(build_report(Store(sys.argv[1]), 't').to_dict(), default=str))")
+        proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s.db")], capture_output=True,
+                              text=True, env=env, check=True)
+        outs.append(json.loads(proc.stdout))
+    assert outs[0]["effects"] and outs[0] == outs[1]

@@ -373,7 +373,10 @@ def _effects(configs: Sequence[ConfigSummary], results: Sequence[EvaluationResul
             for g in groups:
                 maps = [scores[results[i].run_id][k] for i in g]
                 common = set(maps[0]).intersection(*maps[1:]) if maps else set()
-                per_value.append({s: sum(m[s] for m in maps) / len(maps) for s in common})
+                # in the samples' order: the bootstrap and the permutation test draw by position,
+                # so an order that changed between processes (a set's) would change the CI and p
+                order = [sid for sid in maps[0] if sid in common] if maps else []
+                per_value.append({s: sum(m[s] for m in maps) / len(maps) for s in order})
             sums = [summarize(list(d.values()), seed=seed) for d in per_value]
             if all(s.mean is None for s in sums):
                 continue
