@@ -53,7 +53,11 @@ def test_ragas_0_2_files_as_ragas_writes_them(name: str) -> None:
     assert ds.sources["contexts"] == ("retrieved_contexts",)
 
 
-def test_ragas_0_1_columns_from_a_hugging_face_dataset_and_its_csv(tmp_path: Path) -> None:
+def test_ragas_0_1_columns_from_a_hugging_face_dataset_and_its_csv(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+        monkeypatch.setenv(var, "1")  # no network, no telemetry, whatever the library would do
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     datasets = pytest.importorskip("datasets")
     hf = datasets.Dataset.from_dict({
         "question": [Q1], "answer": ["One cabin bag, up to 8 kg."], "contexts": [list(RETRIEVED_1)],

@@ -33,8 +33,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "_retry", "_files"),
 )
 # Units of one layer that may import each other, as (importer, imported).
-SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("sample", "_score"), ("sample", "errors"),
-            ("sample", "_shapes"), ("_http", "errors"),
+SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("testing", "report"), ("sample", "_score"),
+            ("sample", "errors"), ("sample", "_shapes"), ("_http", "errors"),
             ("_budget", "prompts"), ("prompts", "errors"), ("_score", "errors"), ("sample", "_text"),
             ("_budget", "_text"), ("_http", "_retry"), ("_retry", "errors")}
 # The package's own __init__ sits on top: it only re-exports.

@@ -9,7 +9,9 @@ from .._score import Score
 from ..analyses import Need, SampleAnalyses
 from ..sample import Sample
 
-__all__ = ["Metric"]
+__all__ = ["OUT_OF_SCOPE_SKIP", "Metric"]
+
+OUT_OF_SCOPE_SKIP = "out-of-scope question: no relevant context to retrieve (see abstention)"
 
 
 class Metric(ABC):
@@ -20,7 +22,9 @@ class Metric(ABC):
     ``needs_judge`` / ``needs_embedder``: what the run must provide;
     ``needs``: shared analyses this metric needs planned for the run (``Need`` members);
     ``groups``: selection groups (retrieval, generation, reference-free, lexical, ir);
-    ``lower_is_better``: enters the overall score as 1 - value.
+    ``lower_is_better``: enters the overall score as 1 - value;
+    ``in_scope_only``: ``skipped`` on an out-of-scope question (``Sample.out_of_scope``): a
+    retrieval metric measured against a reference has nothing relevant to find there.
     Instances are immutable after construction; parameters are set in ``__init__``.
     """
 
@@ -33,6 +37,7 @@ class Metric(ABC):
     groups: ClassVar[frozenset[str]] = frozenset()
     lower_is_better: ClassVar[bool] = False
     core: ClassVar[bool] = False  # part of the default selection
+    in_scope_only: ClassVar[bool] = False
 
     def __init__(self, key: str | None = None) -> None:
         self.key = key or self.name  # the name results are reported under
@@ -43,6 +48,8 @@ class Metric(ABC):
 
     def missing(self, sample: Sample) -> str | None:
         """Why this metric cannot run on the sample (a skip reason), or None."""
+        if self.in_scope_only and sample.out_of_scope:
+            return OUT_OF_SCOPE_SKIP
         absent = [f for f in self.requires if not sample.has(f)]
         for group in self.requires_any:
             if not any(sample.has(f) for f in group):
