@@ -83,6 +83,10 @@ def verify_handler(v: Mapping[str, Any]) -> dict:
                          for i, _ in enumerate(v["claim_list"])]}
 
 
+def declines_handler(v: Mapping[str, Any]) -> dict:
+    return {"reason": "scripted", "declines": "Answer to" not in v.get("response", "")}
+
+
 def judge_provider(kill_after: int | None = None) -> ScriptedProvider:
     count = {"n": 0}
 
@@ -99,7 +103,8 @@ def judge_provider(kill_after: int | None = None) -> ScriptedProvider:
         tick()
         return verify_handler(v)
 
-    return ScriptedProvider({"extract_claims": claims, "verify_claims": verify}, model="judge-model")
+    return ScriptedProvider({"extract_claims": claims, "verify_claims": verify, "declines_json": declines_handler},
+                            model="judge-model")
 
 
 def generator_provider() -> ScriptedProvider:
@@ -120,7 +125,8 @@ def spec_dict(docs: Path, ts: Path, **extra: Any) -> dict[str, Any]:
         "fixed": {"chunk_overlap": 0, "fusion_queries": 2, "generator": "gen"},
         "grid": {"chunk_size": [12, 30], "retrieval": ["dense", "fusion"]},
         "baseline": {"chunk_size": 12, "retrieval": "dense"},
-        "metrics": ["span_hit_rate", "span_recall", "span_mrr", "span_ndcg", "faithfulness"],
+        "metrics": ["span_hit_rate", "span_recall", "span_mrr", "span_ndcg", "faithfulness",
+                    "abstention(scope=out_of_scope)"],
         "judge_questions": 2, "judge_out_of_scope": 1, **extra,
     }
 
@@ -161,9 +167,10 @@ async def test_every_configuration_is_a_paired_run_and_the_dry_run_counts_it(tmp
     assert len(steps) == plan.generator_rewrites * 2 + plan.generator_answers  # rewrites asked by 2 configs
     assert len(gen.requests) == len(set(steps))  # every distinct step sent once, repeats cached
     assert result.generator_calls == len(gen.requests)
-    # judge: 2 steps (claims, verdicts) per judged sample, as the plan says
+    # judge: 2 steps (claims, verdicts) per judged sample and one abstention step on the
+    # out-of-scope one, as the plan says
     judge_steps = sum(r.result.judge_stats.get("steps", 0) for r in result.runs if r.result)
-    assert plan.judge_steps == judge_steps == 4 * 3 * 2
+    assert plan.judge_steps == judge_steps == 4 * (3 * 2 + 1)
     # pairing: the same question ids in every run, tagged with the sweep and configuration
     ids = {tuple(s.id for s in r.result.samples) for r in result.runs if r.result}
     assert ids == {("q1", "q2", "q3", "q4", "q5")}
@@ -179,6 +186,10 @@ async def test_every_configuration_is_a_paired_run_and_the_dry_run_counts_it(tmp
     assert scores["q5"]["span_recall"].outcome.value == "skipped"  # out of scope
     assert scores["q3"]["faithfulness"].outcome.value == "skipped"  # not judged
     assert scores["q1"]["faithfulness"].value == 1.0
+    # the out-of-scope question is answered and scored for declining (the scripted generator
+    # answers everything, so it did not decline: 0); in-scope questions skip it
+    assert scores["q5"]["abstention(scope=out_of_scope)"].value == 0.0
+    assert scores["q1"]["abstention(scope=out_of_scope)"].outcome.value == "skipped"
     # retrieved chunks carry spans that lie in their documents
     s1 = next(s for s in base.samples if s.id == "q1")
     assert len(s1.metadata["retrieved_spans"]) == 5 and s1.metadata["judged"] is True  # default top_k
@@ -367,7 +378,7 @@ def test_the_example_dry_run_as_the_docs_show_it(tmp_path: Path, monkeypatch: py
     text = capsys.readouterr().out
     assert "configurations: 8 (8 to run, 0 already in the store)" in text
     assert "questions: 22 (4 out of scope)" in text
-    assert "22 RAG-fusion rewrites, 16 answers" in text
+    assert "22 RAG-fusion rewrites, 24 answers" in text
     assert text.count("retrieval=fusion") == 4 and "(baseline)" in text
     assert max(len(line) for line in text.splitlines()) <= 80
 
