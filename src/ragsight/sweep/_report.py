@@ -436,7 +436,8 @@ def _findings(configs: Sequence[ConfigSummary], effects: Sequence[Effect],
 
 
 def _short_metric(name: str) -> str:
-    return name.replace("span_", "").replace("context_", "ctx_").replace("answer_", "ans_")[:12]
+    short = name.replace("(scope=out_of_scope)", "(oos)").replace("(scope=in_scope)", "(in)")
+    return short.replace("span_", "").replace("context_", "ctx_").replace("answer_", "ans_")[:15]
 
 
 def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None:
