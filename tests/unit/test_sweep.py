@@ -408,3 +408,21 @@ async def test_the_report_is_the_same_in_every_process(tmp_path: Path) -> None:
                               text=True, env=env, check=True)
         outs.append(json.loads(proc.stdout))
     assert outs[0]["effects"] and outs[0] == outs[1]
+
+
+def test_the_sweep_files_in_the_docs_parse_as_shown(tmp_path: Path) -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "sweep.md").read_text("utf-8")
+    specs = []
+    for n, block in enumerate(re.findall(r"```toml\n(.*?)```", docs, re.S)):
+        path = tmp_path / f"doc{n}.toml"
+        path.write_text(block, "utf-8")
+        specs.append(load_sweep(path))
+    first, thesis = specs[0], next(s for s in specs if s.name == "thesis-table-3")
+    assert len(first.configurations) == 8 and first.baseline.params["chunk_size"] == 256
+    assert "abstention(scope=out_of_scope)" in first.metrics
+    # Table 3: ten experiments, the first the baseline, the seventh RAG-fusion
+    assert len(thesis.configurations) == 10 and thesis.baseline_index == 0
+    assert [c.params.get("retrieval", "dense") for c in thesis.configurations].count("fusion") == 1
+    assert thesis.configurations[6].params["retrieval"] == "fusion"
+    assert {c.params["top_k"] for c in thesis.configurations} == {3, 5, 10}
+    assert set(thesis.varied) == {"top_k", "chunk_size", "chunk_overlap", "generator", "retrieval"}
