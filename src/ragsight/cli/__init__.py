@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE",
                     help="run metadata (configuration), e.g. chunk_size=512; repeatable")
     ev.add_argument("--judge-concurrency", type=int, metavar="N",
-                    help="calls in flight to a remote judge, for the whole run or cluster (default 16)")
+                    help="the most calls in flight to a remote judge, for the whole run or cluster; "
+                         "below it the limit adapts to what the judge accepts (default 256)")
     ev.add_argument("--timeout", type=float, default=120.0, help="seconds per judge call (default 120)")
     ev.add_argument("--max-retries", type=int, default=3, help="retries per judge call (default 3)")
     ev.add_argument("--explain", choices=["none", "unsupported", "all"], default="unsupported",
@@ -302,15 +303,38 @@ class _ProgressBar:
         return self
 
     def _update(self, p: Progress) -> None:
-        st = p.judge_stats
-        spend = f"{st.calls} calls, {st.prompt_tokens:,} prompt tok" if st is not None else ""
-        o = p.outcomes
-        desc = f"failed {o['failed']}  skipped {o['skipped']}  {spend}"
-        self._bar.update(self._task, completed=p.done, total=p.total, description=desc)
+        self._bar.update(self._task, completed=p.done, total=p.total, description=progress_text(p))
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
+
+
+def progress_text(p: Progress) -> str:
+    """What the progress line says after the bar: outcomes, the judge's spend, and its calls in
+    flight against the limit in effect (the limit adapts; see docs/scale.md)."""
+    st = p.judge_stats
+    o = p.outcomes
+    text = f"failed {o['failed']}  skipped {o['skipped']}"
+    if st is not None:
+        text += f"  {st.calls} calls, {st.prompt_tokens:,} prompt tok"
+        lim = st.limiter
+        if lim is not None and lim.ceiling > 1:
+            text += f"  in flight {lim.in_flight}/{lim.limit}"
+    return text
+
+
+def concurrency_note(stats: dict[str, Any]) -> str | None:
+    """One line when the judge refused or dropped calls (HTTP 429/503, time-outs): what the
+    limit did about it. None when nothing happened."""
+    c = stats.get("concurrency") if stats else None
+    if not isinstance(c, dict) or not (c.get("overloads") or c.get("timeouts")):
+        return None
+    text = (f"judge: {c.get('overloads', 0)} calls refused as overloaded, {c.get('timeouts', 0)} timed "
+            f"out; limit {c.get('min_limit')}-{c.get('max_limit')} of {c.get('ceiling')}")
+    if c.get("paused_s"):
+        text += f", paused {c['paused_s']:.1f} s as asked"
+    return text
 
 
 def print_summary(result: EvaluationResult, console: Console | None = None) -> None:
@@ -332,6 +356,9 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
         c.print(f"judge: {st.get('calls', 0)} calls, {st.get('prompt_tokens', 0):,} prompt + "
                 f"{st.get('completion_tokens', 0):,} completion tokens, {st.get('cache_hits', 0)} cache hits, "
                 f"{st.get('retries', 0)} retries, {st.get('reasks', 0)} re-asks, {st.get('failed_steps', 0)} failed steps")
+        note = concurrency_note(st)
+        if note is not None:
+            c.print(note, markup=False)
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
             c.print(f"skipped {key} on {n} sample(s): {reason}", markup=False)

@@ -94,7 +94,7 @@ class OpenAIProvider:
         api_key: str | None = None,
         *,
         timeout: float = 60.0,
-        max_concurrency: int = 16,
+        max_concurrency: int = 256,
         context_window: int | None = None,
         extra_headers: Mapping[str, str] | None = None,
         logprobs: bool = True,
