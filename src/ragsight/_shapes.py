@@ -806,6 +806,26 @@ def _is_span(row: Any) -> bool:
         "span_kind" in row or "attributes.openinference.span.kind" in row)
 
 
+def _top_openinference_span(spans: Sequence[Mapping[str, Any]], kind: Any) -> Mapping[str, Any] | None:
+    """The earliest span with an OpenInference kind and none above it (not a retriever when
+    another one qualifies)."""
+    by_id = {str(r.get("context.span_id")): r for r in spans if not is_missing(r.get("context.span_id"))}
+
+    def known_above(r: Mapping[str, Any]) -> bool:
+        seen: set[str] = set()
+        parent = r.get("parent_id")
+        while not is_missing(parent) and str(parent) in by_id and str(parent) not in seen:
+            seen.add(str(parent))
+            if kind(by_id[str(parent)]) not in ("", "UNKNOWN"):
+                return True
+            parent = by_id[str(parent)].get("parent_id")
+        return False
+
+    ordered = sorted(spans, key=lambda r: str(r.get("start_time") or ""))
+    tops = [r for r in ordered if kind(r) not in ("", "UNKNOWN") and not known_above(r)]
+    return next((r for r in tops if kind(r) != "RETRIEVER"), tops[0] if tops else None)
+
+
 def merge_phoenix_spans(rows: Sequence[Any], numbers: Sequence[int]) -> tuple[list[Any], list[int]]:
     """A Phoenix spans DataFrame (``get_spans_dataframe()``) as one row per trace: the root
     span's input and output, the documents of the trace's retriever spans in order. Rows that
@@ -823,6 +843,8 @@ def merge_phoenix_spans(rows: Sequence[Any], numbers: Sequence[int]) -> tuple[li
 
         roots = [r for _, r in spans if is_missing(r.get("parent_id"))]
         root = roots[0] if roots else spans[0][1]
+        if kind(root) in ("", "UNKNOWN"):  # a web server's span above the RAG chain: the request is
+            root = _top_openinference_span([r for _, r in spans], kind) or root  # the chain below it
         docs: list[Any] = []
         for _, r in sorted(spans, key=lambda p: str(p[1].get("start_time") or "")):
             if kind(r) == "RETRIEVER":

@@ -374,3 +374,23 @@ def test_a_list_cell_is_never_evaluated_as_code(tmp_path: Path) -> None:
     ds = Dataset.load([{"question": Q1, "contexts": cell}])
     assert not marker.exists()
     assert ds.errors and "does not parse" in ds.errors[0].message
+
+
+def test_phoenix_spans_dataframe_under_a_web_server_span_reads_the_chain() -> None:
+    """An app that sends every OpenTelemetry span to Phoenix has the web framework's span
+    (span_kind UNKNOWN, no input.value) above the chain: the chain is the request."""
+    docs = [{"document.id": "d1", "document.content": RETRIEVED_1[0]}]
+    spans = pd.DataFrame([
+        {"name": "POST /chat", "span_kind": "UNKNOWN", "parent_id": None, "start_time": "2025-05-01T10:00:00",
+         "context.trace_id": "t1", "attributes.input.value": None, "attributes.output.value": None,
+         "attributes.retrieval.documents": None},
+        {"name": "query", "span_kind": "CHAIN", "parent_id": "s0", "start_time": "2025-05-01T10:00:00.1",
+         "context.trace_id": "t1", "attributes.input.value": Q1, "attributes.output.value": "One cabin bag.",
+         "attributes.retrieval.documents": None},
+        {"name": "retrieve", "span_kind": "RETRIEVER", "parent_id": "s1", "start_time": "2025-05-01T10:00:01",
+         "context.trace_id": "t1", "attributes.input.value": "cabin bag allowance", "attributes.output.value": None,
+         "attributes.retrieval.documents": docs},
+    ], index=pd.Index(["s0", "s1", "s2"], name="context.span_id"))
+    (s,) = Dataset.load(spans).samples
+    assert (s.question, s.response, s.contexts) == (Q1, "One cabin bag.", (RETRIEVED_1[0],))
+    assert s.metadata["span_id"] == "s1"
