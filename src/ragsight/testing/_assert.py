@@ -5,6 +5,7 @@ writes at the end of a session."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import sys
 import textwrap
@@ -152,7 +153,14 @@ def _keys(thresholds: Mapping[str, float]) -> dict[str, float]:
     for spec, value in thresholds.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"threshold for {spec!r} must be a number, not {value!r}")
-        out[resolve_metrics([spec])[0].key] = float(value)
+        key = resolve_metrics([spec])[0].key
+        if not math.isfinite(value):  # every comparison with NaN is false: every sample would pass
+            raise ConfigError(f"threshold for {spec!r} is {value!r}; give a number between 0 and 1")
+        if not -1.0 <= value <= 1.0:  # scores are fractions (cosine metrics: -1 to 1)
+            hint = f"; did you mean {value / 100:g}?" if 1 < value <= 100 else ""
+            raise ConfigError(f"threshold {value:g} for {spec!r} is outside the range of its scores (0 to 1), "
+                              f"so every sample would fail, or pass, whatever it scored{hint}")
+        out[key] = float(value)
     return out
 
 
