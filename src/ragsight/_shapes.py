@@ -752,6 +752,21 @@ def _shape_of(raw: Mapping[str, Any]) -> str:
     return "ragsight"
 
 
+def _without_result_columns(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The row without the results ragsight itself wrote beside the inputs, so that an export
+    (``ragsight export``, ``--out``) or ``result.to_pandas()`` loads back as the same samples:
+    per metric ``m``, ``m`` / ``m__outcome`` / ``m__reason``; JSONL's ``scores`` and ``evidence``
+    objects; the ``run_id`` beside them. Columns of other tools' scores stay in metadata."""
+    keys = {k for k in raw if isinstance(k, str)}
+    metrics = {k[: -len("__outcome")] for k in keys if k.endswith("__outcome") and k[: -len("__outcome")] in keys}
+    drop = {c for m in metrics for c in (m, f"{m}__outcome", f"{m}__reason")}
+    if isinstance(raw.get("scores"), Mapping) and isinstance(raw.get("evidence"), Mapping) and "run_id" in keys:
+        drop |= {"scores", "evidence"}
+    if drop and "run_id" in keys:
+        drop.add("run_id")
+    return {k: v for k, v in raw.items() if k not in drop} if drop else dict(raw)
+
+
 def read_row(raw: Mapping[str, Any]) -> RowFields:
     """Read one row into ragsight's fields. Raises FieldError for an unusable field."""
     for key in raw:
@@ -761,7 +776,7 @@ def read_row(raw: Mapping[str, Any]) -> RowFields:
                              "in two; rename the field.")
     out = RowFields(shape=_shape_of(raw))
     overrides: dict[str, str] = {}
-    items: dict[str, Any] = dict(raw)
+    items: dict[str, Any] = _without_result_columns(raw)
     if out.shape == "promptfoo":
         items, overrides = _promptfoo(raw)
     elif out.shape == "trulens":
