@@ -197,6 +197,25 @@ def test_deepeval_camel_case_names_from_the_confident_api() -> None:
     assert s.metadata == {"k": 1}
 
 
+def test_a_deepeval_test_run_file(tmp_path: Path) -> None:
+    """DeepEval's saved test run (TestRun.model_dump(by_alias=True), as in
+    .deepeval/.latest_test_run.json): the cases under testCases, camelCase, context gold."""
+    run = {"testFile": "test_rag.py", "testCases": [
+        {"name": "test_case_0", "input": Q1, "actualOutput": "One.", "expectedOutput": "One cabin bag.",
+         "retrievalContext": list(RETRIEVED_1), "context": list(GOLD_1), "success": True,
+         "metricsData": [{"name": "Faithfulness", "threshold": 0.5, "success": True, "score": 1.0,
+                          "reason": "ok", "strictMode": False, "evaluationModel": "gpt-4o"}],
+         "runDuration": 2.1, "evaluationCost": 0.001, "order": 0}],
+        "conversationalTestCases": [], "metricsScores": [], "hyperparameters": None, "testPassed": 1,
+        "testFailed": 0, "runDuration": 3.2, "evaluationCost": 0.001}
+    (tmp_path / "latest_test_run.json").write_text(json.dumps(run))
+    ds = Dataset.load(tmp_path / "latest_test_run.json")
+    assert ds.problems == []
+    (s,) = ds.samples
+    assert core(s) == (Q1, RETRIEVED_1, "One.", "One cabin bag.", GOLD_1)
+    assert s.metadata["metricsData"][0]["score"] == 1.0
+
+
 # ---- TruLens -------------------------------------------------------------------------------------
 
 
