@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._evaluate import aevaluate
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..judge import Judge, JudgeProvider, make_judge
 from ..metrics import resolve_metrics
 from ..report import RunData, render_report, save_html
@@ -26,6 +26,7 @@ __all__ = [
     "PLUGIN_MODULE",
     "RunRecord",
     "ScoresBelowThresholdError",
+    "UnusableRow",
     "aassert_scores",
     "assert_scores",
     "cases",
@@ -115,7 +116,27 @@ def _session_judge(judge: Any, base_url: str | None) -> Any:
 # ---- data ----------------------------------------------------------------------------------------
 
 
+class UnusableRow:
+    """A row of a ``cases()`` file that could not be used: its test case fails with the row
+    problem (file, row, field, how to fix it) instead of leaving the suite unseen."""
+
+    __module__ = "ragsight.testing"
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+    def __repr__(self) -> str:
+        return f"UnusableRow({self.problem!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise InputError(f"this case's row could not be used: {self.problem}")
+
+
 def _dataset(data: Any) -> Dataset:
+    if isinstance(data, UnusableRow):
+        raise InputError(f"this case's row could not be used: {data.problem}")
     if isinstance(data, Sample):
         return Dataset([data], source="<sample>")
     if isinstance(data, Mapping):
@@ -140,7 +161,9 @@ def cases(data: Any) -> list[Any]:
     if not dataset.samples:
         raise ConfigError(f"no usable sample in {dataset.source}"
                           + (f": {dataset.errors[0]}" if dataset.errors else ""))
-    return [pytest.param(s, id=s.id) for s in dataset]
+    # an unusable row is a case that fails with its problem: dropped, it left the gate unseen
+    return [pytest.param(s, id=s.id) for s in dataset] + [
+        pytest.param(UnusableRow(str(p)), id=f"row-{p.row}") for p in dataset.errors]
 
 
 # ---- the assertion -------------------------------------------------------------------------------
