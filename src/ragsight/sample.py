@@ -531,7 +531,8 @@ class Dataset:
             inner = data.get("results")
             if isinstance(inner, Mapping) and isinstance(inner.get("results"), list):
                 return cls.from_records(inner["results"], src)  # promptfoo eval --output results.json
-            for key in ("samples", "data", "rows", "records", "results", "test_cases", "goldens"):
+            # testCases: a DeepEval test run (.deepeval/.latest_test_run.json, TestRun by alias)
+            for key in ("samples", "data", "rows", "records", "results", "test_cases", "testCases", "goldens"):
                 if isinstance(data.get(key), list):
                     return cls.from_records(data[key], src)
             return cls.from_records(_columns_to_rows(data, src), src)
