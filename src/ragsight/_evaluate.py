@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ._http import display_url
+from ._limiter import merge_limiter_stats
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .embed import Embedder, make_embedder
@@ -156,9 +157,11 @@ async def _run(
             await judge.provider.preflight()
         _check_generator(samples, judge)
         settings = settings_for(chosen, replace_cache(settings, cache))
-        conc = opts.concurrency or (1 if judge is not None and judge.supports_choices else 16)
+        conc = opts.concurrency or default_concurrency(judge)
         config = {
             "settings": settings.to_dict(), "concurrency": conc, "cache": cache,
+            "judge_concurrency": ({"ceiling": judge.max_concurrency, "initial": judge.limiter.limit,
+                                   "adaptive": judge.limiter.adaptive} if judge else None),
             "prompts": {pid: load_prompt(pid).version for pid in prompt_ids()},
             "prompt_hashes": {pid: load_prompt(pid).hash for pid in prompt_ids()},
             "ragsight_version": __version__,
@@ -222,6 +225,17 @@ async def _run(
             await emb.aclose()
 
 
+def default_concurrency(judge: Judge | None) -> int:
+    """Samples in flight by default: one for a judge that scores choices in this process (the
+    embedded model); for a remote judge enough to fill its ceiling of calls in flight (a sample
+    has two to five calls out at once), at least 16."""
+    if judge is None:
+        return 16
+    if judge.supports_choices:
+        return 1
+    return max(16, judge.max_concurrency // 2)
+
+
 def _check_same_tools(st: Store, run_id: str, judge: Judge | None, emb: Embedder | None) -> None:
     """A resumed run keeps the judge and embedder that began it: one run's scores come from one
     judge. Refuses (ConfigError) before any call when the resume would use another."""
@@ -248,7 +262,9 @@ def replace_cache(settings: AnalysisSettings, cache: bool) -> AnalysisSettings:
 def _merge_stats(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = dict(a)
     for k, v in b.items():
-        if isinstance(v, (int, float)) and isinstance(a.get(k), (int, float)):
+        if k == "concurrency" and isinstance(v, dict) and isinstance(a.get(k), dict):
+            out[k] = merge_limiter_stats(a[k], v)
+        elif isinstance(v, (int, float)) and isinstance(a.get(k), (int, float)):
             out[k] = a[k] + v
         elif isinstance(v, dict) and isinstance(a.get(k), dict):
             out[k] = _merge_stats(a[k], v)

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import io
 import json
 import math
@@ -152,7 +153,12 @@ class RowFields:
 
 def norm_key(key: Any) -> str:
     """'actualOutput' -> 'actual_output', ' Retrieved Contexts' -> 'retrieved_contexts'."""
-    k = _CAMEL.sub("_", str(key).strip())
+    return _norm_key(str(key))
+
+
+@functools.lru_cache(maxsize=4096)  # a data set repeats its few names on every row
+def _norm_key(key: str) -> str:
+    k = _CAMEL.sub("_", key.strip())
     return re.sub(r"[\s\-]+", "_", k).lower()
 
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import signal
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Sequence
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -41,6 +40,8 @@ from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
 from ._common import add_store as _add_store
 
 __all__ = ["main"]
+
+T = TypeVar("T")
 
 
 EVALUATE_EPILOG = """examples:
@@ -93,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE",
                     help="run metadata (configuration), e.g. chunk_size=512; repeatable")
     ev.add_argument("--judge-concurrency", type=int, metavar="N",
-                    help="calls in flight to a remote judge, for the whole run or cluster (default 16)")
+                    help="the most calls in flight to a remote judge, for the whole run or cluster; "
+                         "below it the limit adapts to what the judge accepts (default 256)")
     ev.add_argument("--timeout", type=float, default=120.0, help="seconds per judge call (default 120)")
     ev.add_argument("--max-retries", type=int, default=3, help="retries per judge call (default 3)")
     ev.add_argument("--explain", choices=["none", "unsupported", "all"], default="unsupported",
@@ -194,12 +196,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     def notice(text: str) -> None:
         err.print(text, soft_wrap=True, markup=False)
 
-    with warnings.catch_warnings(), _sigterm_as_interrupt() as terminated:
+    terminated: list[bool] = []
+    with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning
         try:
             with bar:
-                result = asyncio.run(aevaluate(
+                result = asyncio.run(_cancel_on_sigterm(terminated, aevaluate(
                     data, args.metrics, judge=args.judge, embedder=args.embedder, store=store,
                     cache=not args.no_cache, resume=args.resume, concurrency=args.concurrency,
                     settings=settings, policy=policy, metadata=_metadata(args.metadata),
@@ -207,8 +210,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     progress=progress, notice=notice, run_id=None if args.resume else run_id,
                     backend=args.backend, ray_address=args.ray_address,
                     judge_concurrency=args.judge_concurrency, api_version=args.api_version,
-                ))
-        except KeyboardInterrupt:
+                )))
+        except (KeyboardInterrupt, asyncio.CancelledError):
             rid = progress.run_id or run_id
             what = "terminated (SIGTERM)" if terminated else "interrupted"
             err.print(f"\n{what}. Finished samples are saved in {args.store}; continue with:\n"
@@ -232,26 +235,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[list[bool]]:
-    """Inside the block SIGTERM stops a run as Ctrl-C does: the samples in flight are dropped,
-    the finished ones are saved, the run is marked interrupted (resumable), and the caller sees
-    KeyboardInterrupt with the yielded list set to [True]."""
-    terminated: list[bool] = []
+async def _cancel_on_sigterm(terminated: list[bool], work: Awaitable[T]) -> T:
+    """``await work``; SIGTERM meanwhile stops it as Ctrl-C does (the task is cancelled: the
+    samples in flight are dropped, the finished ones are saved, the run is marked interrupted,
+    so it can be resumed) and appends True to ``terminated``."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
 
-    def handler(signum: int, frame: Any) -> None:
+    def on_sigterm() -> None:
         terminated.append(True)
-        raise KeyboardInterrupt
+        if task is not None:
+            task.cancel()
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave SIGTERM alone
-        yield terminated
-        return
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
+        return await work
     try:
-        yield terminated
+        return await work
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _evaluate_repeats(args: argparse.Namespace, data: Any) -> int:
@@ -300,15 +303,38 @@ class _ProgressBar:
         return self
 
     def _update(self, p: Progress) -> None:
-        st = p.judge_stats
-        spend = f"{st.calls} calls, {st.prompt_tokens:,} prompt tok" if st is not None else ""
-        o = p.outcomes
-        desc = f"failed {o['failed']}  skipped {o['skipped']}  {spend}"
-        self._bar.update(self._task, completed=p.done, total=p.total, description=desc)
+        self._bar.update(self._task, completed=p.done, total=p.total, description=progress_text(p))
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
+
+
+def progress_text(p: Progress) -> str:
+    """What the progress line says after the bar: outcomes, the judge's spend, and its calls in
+    flight against the limit in effect (the limit adapts; see docs/scale.md)."""
+    st = p.judge_stats
+    o = p.outcomes
+    text = f"failed {o['failed']}  skipped {o['skipped']}"
+    if st is not None:
+        text += f"  {st.calls} calls, {st.prompt_tokens:,} prompt tok"
+        lim = st.limiter
+        if lim is not None and lim.ceiling > 1:
+            text += f"  in flight {lim.in_flight}/{lim.limit}"
+    return text
+
+
+def concurrency_note(stats: dict[str, Any]) -> str | None:
+    """One line when the judge refused or dropped calls (HTTP 429/503, time-outs): what the
+    limit did about it. None when nothing happened."""
+    c = stats.get("concurrency") if stats else None
+    if not isinstance(c, dict) or not (c.get("overloads") or c.get("timeouts")):
+        return None
+    text = (f"judge: {c.get('overloads', 0)} calls refused as overloaded, {c.get('timeouts', 0)} timed "
+            f"out; limit {c.get('min_limit')}-{c.get('max_limit')} of {c.get('ceiling')}")
+    if c.get("paused_s"):
+        text += f", paused {c['paused_s']:.1f} s as asked"
+    return text
 
 
 def print_summary(result: EvaluationResult, console: Console | None = None) -> None:
@@ -330,6 +356,9 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
         c.print(f"judge: {st.get('calls', 0)} calls, {st.get('prompt_tokens', 0):,} prompt + "
                 f"{st.get('completion_tokens', 0):,} completion tokens, {st.get('cache_hits', 0)} cache hits, "
                 f"{st.get('retries', 0)} retries, {st.get('reasks', 0)} re-asks, {st.get('failed_steps', 0)} failed steps")
+        note = concurrency_note(st)
+        if note is not None:
+            c.print(note, markup=False)
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
             c.print(f"skipped {key} on {n} sample(s): {reason}", markup=False)
