@@ -188,7 +188,6 @@ async def _run(
             current = judge.stats.to_dict() if judge else {}
             return _merge_stats(prev, current) if prev else current
 
-        st.start_heartbeat(run_id, stats_now)
         done = st.finished_samples(run_id)
         todo = [s for s in samples if s.id not in done]
         if progress is not None:
@@ -197,6 +196,7 @@ async def _run(
             progress.run_id = run_id
             progress.judge_stats = judge.stats if judge is not None else None
         status = "interrupted"
+        st.start_heartbeat(run_id, stats_now)
         try:
             if backend == "ray":
                 from .engine import run_samples_ray

@@ -24,7 +24,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 import ragsight
 from ragsight.errors import MissingExtraError
-from ragsight.integrations import answer_with_langchain
+from ragsight.integrations import PipelineWarning, answer_with_langchain
 from tests.fakes.offline import loopback_only
 from tests.scripted import RagScript
 
@@ -145,7 +145,12 @@ def test_a_failing_question_is_recorded_and_the_rest_go_on(tmp_path: Path) -> No
             raise RuntimeError("the LLM provider is down")
         return "fine"
 
-    run = answer_with_langchain(RunnableLambda(flaky), TESTSET)
+    with pytest.warns(PipelineWarning) as said:
+        run = answer_with_langchain(RunnableLambda(flaky), TESTSET)
+    assert str(said[0].message) == (
+        "langchain:flaky: 1 of 3 questions raised in the pipeline (RuntimeError: the LLM provider is "
+        "down); their rows have no response and the error in metadata.error (run.failed lists them)")
+    assert run.failed == [run.rows[1]]
     assert [r["metadata"]["error"] for r in run.rows] == [
         None, "RuntimeError: the LLM provider is down", None]
     assert [r.get("response") for r in run.rows] == ["fine", None, "fine"]

@@ -107,3 +107,20 @@ def test_the_entry_point_names_the_plugin_module() -> None:
     import _ragsight_pytestplugin as plugin
 
     assert callable(plugin.pytest_addoption) and callable(plugin.pytest_terminal_summary)
+
+
+def test_an_unusable_golden_row_is_a_failing_case_not_a_case_gone(suite: pytest.Pytester) -> None:
+    """A row of golden.jsonl the loader cannot use was dropped from cases(): the suite ran one
+    case fewer, green. It is now a case of its own that fails with the row's problem."""
+    golden = suite.path / "golden.jsonl"
+    golden.write_text(golden.read_text(encoding="utf-8")
+                      + '{"id": "typo", "question": "Q?", "contexts": [1, 2], "response": "x"}\n', encoding="utf-8")
+    lines = golden.read_text(encoding="utf-8").splitlines()
+    with FakeOpenAIServer(handler=JudgeWorld()) as srv:
+        result = _run(suite, srv.url)
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.fnmatch_lines([
+        f"E   ragsight.errors.InputError: this case's row could not be used: *golden.jsonl, row {len(lines)}, "
+        "field 'contexts': item 0 is int, not a string. Every item must be text.",
+        f"FAILED test_rag.py::test_golden_answers_are_grounded[[]row-{len(lines)}[]] - ragsight.errors*",
+    ])

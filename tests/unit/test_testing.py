@@ -112,10 +112,29 @@ def test_summary_lines_fit_80_columns(tmp_path: Path) -> None:
     record = RunRecord("tests/test_rag.py::test_office_hours_are_answered_from_the_handbook[office]", result,
                        {"faithfulness": 0.9}, "q.db", True)
     lines = summary_lines([record], "report.html")
+    calls, tokens = result.judge_stats["calls"], result.judge_stats["prompt_tokens"] + result.judge_stats[
+        "completion_tokens"]
+    assert calls > 0
     assert lines == [
         "PASSED test_rag.py::test_office_hours_are_answered_from_the_handbook[office]",
         "       faithfulness 1.00 (>=0.9)",
-        "1 run saved in q.db; judge: 2 calls, 0 cache hits, " + lines[2].rsplit(", ", 1)[1],
+        f"1 run saved in q.db; judge: {calls} calls, 0 cache hits, {tokens} tokens",
         "HTML report of the session's runs: report.html",
     ]
     assert all(len(line) <= 80 for line in lines)
+
+
+def test_a_threshold_no_score_can_cross_is_a_config_error_not_a_silent_pass(tmp_path: Path) -> None:
+    """A percentage for a fraction ("noise_sensitivity at most 30", meaning 30%) passed every
+    sample whatever it scored, and NaN compares false with everything: both passed silently."""
+    rows = [{"id": "r", "question": "Who?", "contexts": ["Ann."], "response": "Ann.", "reference": "Ann."}]
+    for thresholds in ({"noise_sensitivity": 30}, {"token_f1": 80}, {"token_f1": float("nan")},
+                       {"token_f1": float("inf")}, {"token_f1": -2}):
+        with pytest.raises(ConfigError, match=r"token_f1|noise_sensitivity") as caught:
+            assert_scores(rows, thresholds, store=tmp_path / "q.db")
+    assert "did you mean" not in str(caught.value)
+    with pytest.raises(ConfigError, match=r"outside the range of its scores \(0 to 1\).*did you mean 0.8\?"):
+        assert_scores(rows, {"token_f1": 80}, store=tmp_path / "q.db")
+    with pytest.raises(ConfigError, match="is nan"):
+        assert_scores(rows, {"token_f1": float("nan")}, store=tmp_path / "q.db")
+    assert assert_scores(rows, {"token_f1": 1, "exact_match": 0}, store=tmp_path / "q.db").summary["token_f1"].mean == 1

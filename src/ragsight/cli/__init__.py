@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import signal
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Sequence
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -41,6 +40,8 @@ from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
 from ._common import add_store as _add_store
 
 __all__ = ["main"]
+
+T = TypeVar("T")
 
 
 EVALUATE_EPILOG = """examples:
@@ -195,12 +196,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     def notice(text: str) -> None:
         err.print(text, soft_wrap=True, markup=False)
 
-    with warnings.catch_warnings(), _sigterm_as_interrupt() as terminated:
+    terminated: list[bool] = []
+    with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning
         try:
             with bar:
-                result = asyncio.run(aevaluate(
+                result = asyncio.run(_cancel_on_sigterm(terminated, aevaluate(
                     data, args.metrics, judge=args.judge, embedder=args.embedder, store=store,
                     cache=not args.no_cache, resume=args.resume, concurrency=args.concurrency,
                     settings=settings, policy=policy, metadata=_metadata(args.metadata),
@@ -208,8 +210,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     progress=progress, notice=notice, run_id=None if args.resume else run_id,
                     backend=args.backend, ray_address=args.ray_address,
                     judge_concurrency=args.judge_concurrency, api_version=args.api_version,
-                ))
-        except KeyboardInterrupt:
+                )))
+        except (KeyboardInterrupt, asyncio.CancelledError):
             rid = progress.run_id or run_id
             what = "terminated (SIGTERM)" if terminated else "interrupted"
             err.print(f"\n{what}. Finished samples are saved in {args.store}; continue with:\n"
@@ -233,26 +235,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[list[bool]]:
-    """Inside the block SIGTERM stops a run as Ctrl-C does: the samples in flight are dropped,
-    the finished ones are saved, the run is marked interrupted (resumable), and the caller sees
-    KeyboardInterrupt with the yielded list set to [True]."""
-    terminated: list[bool] = []
+async def _cancel_on_sigterm(terminated: list[bool], work: Awaitable[T]) -> T:
+    """``await work``; SIGTERM meanwhile stops it as Ctrl-C does (the task is cancelled: the
+    samples in flight are dropped, the finished ones are saved, the run is marked interrupted,
+    so it can be resumed) and appends True to ``terminated``."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
 
-    def handler(signum: int, frame: Any) -> None:
+    def on_sigterm() -> None:
         terminated.append(True)
-        raise KeyboardInterrupt
+        if task is not None:
+            task.cancel()
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave SIGTERM alone
-        yield terminated
-        return
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    except (NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
+        return await work
     try:
-        yield terminated
+        return await work
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _evaluate_repeats(args: argparse.Namespace, data: Any) -> int:

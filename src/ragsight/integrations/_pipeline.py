@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,11 @@ from typing import Any
 from ..errors import ConfigError, InputError
 from ..sample import Dataset, Sample
 
-__all__ = ["Capture", "PipelineRun", "answer_each", "testset_rows"]
+__all__ = ["Capture", "PipelineRun", "PipelineWarning", "answer_each", "testset_rows"]
+
+
+class PipelineWarning(UserWarning):
+    """Some questions of the test set raised in the pipeline: their rows have no response."""
 
 
 @dataclass
@@ -128,4 +133,13 @@ async def answer_each(
         return _out_row(row, pipeline, capture, error, latency)
 
     out = await asyncio.gather(*(one(r) for r in rows))
-    return PipelineRun(pipeline, list(out), time.monotonic() - t0)
+    run = PipelineRun(pipeline, list(out), time.monotonic() - t0)
+    if run.failed:  # said here: evaluate only sees rows without a response ("sample has no response")
+        errors = dict.fromkeys(str(r["metadata"]["error"]) for r in run.failed)
+        first = next(iter(errors))
+        warnings.warn(
+            f"{pipeline}: {len(run.failed)} of {len(rows)} questions raised in the pipeline "
+            f"({first[:200]}" + (f"; and {len(errors) - 1} other error(s)" if len(errors) > 1 else "")
+            + "); their rows have no response and the error in metadata.error (run.failed lists them)",
+            PipelineWarning, stacklevel=2)
+    return run

@@ -41,7 +41,12 @@ from ..report import (
 from ..result import EvaluationResult, load_result
 from ..store import Store
 
+MIN_OVERALL_N = 5
+"""A metric enters the overall score when every configuration scored it on this many questions (or
+on as many as the best-measured metric, when that is fewer)."""
+
 __all__ = [
+    "MIN_OVERALL_N",
     "ConfigSummary",
     "Effect",
     "EffectStep",
@@ -252,10 +257,15 @@ def build_report(
                 lower[key] = s.lower_is_better
     scores = {r.run_id: {m: _scored(r, m) for m in metrics} for r in results}
 
-    # configurations
+    # configurations; the overall score takes the metrics every configuration measured on at
+    # least MIN_OVERALL_N questions (a mean of one or two judged questions would decide it)
     configs: list[ConfigSummary] = []
-    shared = [m for m in metrics if all(r.summary.get(m) is not None and r.summary[m].mean is not None
-                                        for r in results)]
+    measured = [m for m in metrics if all(r.summary.get(m) is not None and r.summary[m].mean is not None
+                                          for r in results)]
+    most = max((r.summary[m].n for r in results for m in measured), default=0)
+    floor = min(MIN_OVERALL_N, most)  # a test set of 4 questions still has an overall score
+    shared = [m for m in measured if all(r.summary[m].n >= floor for r in results)]
+    thin = [m for m in measured if m not in shared]
     for i, (r, m) in enumerate(zip(results, metas)):
         means = {k: (r.summary[k].mean if k in r.summary else None) for k in metrics}
         ov = None
@@ -329,6 +339,9 @@ def build_report(
     ))
 
     notes: list[str] = []
+    if thin:
+        notes.append(f"The overall score leaves out {', '.join(thin)}: measured on fewer than "
+                     f"{floor} questions in some configuration.")
     judged = {sum(1 for s in r.samples if s.metadata.get("judged")) for r in results}
     questions = {len(r.samples) for r in results}
     judged_note = ""
@@ -373,7 +386,10 @@ def _effects(configs: Sequence[ConfigSummary], results: Sequence[EvaluationResul
             for g in groups:
                 maps = [scores[results[i].run_id][k] for i in g]
                 common = set(maps[0]).intersection(*maps[1:]) if maps else set()
-                per_value.append({s: sum(m[s] for m in maps) / len(maps) for s in common})
+                # in the samples' order: the bootstrap and the permutation test draw by position,
+                # so an order that changed between processes (a set's) would change the CI and p
+                order = [sid for sid in maps[0] if sid in common] if maps else []
+                per_value.append({s: sum(m[s] for m in maps) / len(maps) for s in order})
             sums = [summarize(list(d.values()), seed=seed) for d in per_value]
             if all(s.mean is None for s in sums):
                 continue
@@ -433,7 +449,8 @@ def _findings(configs: Sequence[ConfigSummary], effects: Sequence[Effect],
 
 
 def _short_metric(name: str) -> str:
-    return name.replace("span_", "").replace("context_", "ctx_").replace("answer_", "ans_")[:12]
+    short = name.replace("(scope=out_of_scope)", "(oos)").replace("(scope=in_scope)", "(in)")
+    return short.replace("span_", "").replace("context_", "ctx_").replace("answer_", "ans_")[:15]
 
 
 def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None:

@@ -5,6 +5,7 @@ writes at the end of a session."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import sys
 import textwrap
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._evaluate import aevaluate
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..judge import Judge, JudgeProvider, make_judge
 from ..metrics import resolve_metrics
 from ..report import RunData, render_report, save_html
@@ -25,6 +26,7 @@ __all__ = [
     "PLUGIN_MODULE",
     "RunRecord",
     "ScoresBelowThresholdError",
+    "UnusableRow",
     "aassert_scores",
     "assert_scores",
     "cases",
@@ -114,7 +116,27 @@ def _session_judge(judge: Any, base_url: str | None) -> Any:
 # ---- data ----------------------------------------------------------------------------------------
 
 
+class UnusableRow:
+    """A row of a ``cases()`` file that could not be used: its test case fails with the row
+    problem (file, row, field, how to fix it) instead of leaving the suite unseen."""
+
+    __module__ = "ragsight.testing"
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+    def __repr__(self) -> str:
+        return f"UnusableRow({self.problem!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise InputError(f"this case's row could not be used: {self.problem}")
+
+
 def _dataset(data: Any) -> Dataset:
+    if isinstance(data, UnusableRow):
+        raise InputError(f"this case's row could not be used: {data.problem}")
     if isinstance(data, Sample):
         return Dataset([data], source="<sample>")
     if isinstance(data, Mapping):
@@ -139,7 +161,9 @@ def cases(data: Any) -> list[Any]:
     if not dataset.samples:
         raise ConfigError(f"no usable sample in {dataset.source}"
                           + (f": {dataset.errors[0]}" if dataset.errors else ""))
-    return [pytest.param(s, id=s.id) for s in dataset]
+    # an unusable row is a case that fails with its problem: dropped, it left the gate unseen
+    return [pytest.param(s, id=s.id) for s in dataset] + [
+        pytest.param(UnusableRow(str(p)), id=f"row-{p.row}") for p in dataset.errors]
 
 
 # ---- the assertion -------------------------------------------------------------------------------
@@ -152,7 +176,14 @@ def _keys(thresholds: Mapping[str, float]) -> dict[str, float]:
     for spec, value in thresholds.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"threshold for {spec!r} must be a number, not {value!r}")
-        out[resolve_metrics([spec])[0].key] = float(value)
+        key = resolve_metrics([spec])[0].key
+        if not math.isfinite(value):  # every comparison with NaN is false: every sample would pass
+            raise ConfigError(f"threshold for {spec!r} is {value!r}; give a number between 0 and 1")
+        if not -1.0 <= value <= 1.0:  # scores are fractions (cosine metrics: -1 to 1)
+            hint = f"; did you mean {value / 100:g}?" if 1 < value <= 100 else ""
+            raise ConfigError(f"threshold {value:g} for {spec!r} is outside the range of its scores (0 to 1), "
+                              f"so every sample would fail, or pass, whatever it scored{hint}")
+        out[key] = float(value)
     return out
 
 
