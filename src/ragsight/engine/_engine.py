@@ -44,6 +44,7 @@ class Progress:
 class SampleOutcome:
     sample_id: str
     scores: tuple[Score, ...]
+    node: str | None = None  # with the Ray backend: the id of the cluster node that evaluated it
 
 
 def settings_for(metrics: Sequence[Metric], base: AnalysisSettings) -> AnalysisSettings:
