@@ -268,3 +268,15 @@ def test_json_values_read_back_exactly(values: list[Any]) -> None:
     conn.execute("COMMIT")
     w.committed()
     assert [texts.decode_json(e) for e in encoded] == values
+
+
+def test_a_converted_store_keeps_the_order_calls_were_saved_in(tmp_path: Path) -> None:
+    samples = [sample(i) for i in range(3)]
+    path = tmp_path / "old.db"
+    v1 = V1Store(path)
+    v1.create_run("old", samples)
+    for i in (2, 0, 1):  # saved as they finished, not in data order
+        v1.save_sample("old", f"s{i}", [], [call(10 * i + k) for k in range(2)])
+    v1.close()
+    with Store(path) as st:
+        assert [c["step"] for c in st.judge_calls("old")] == [f"{n:064x}" for n in (20, 21, 0, 1, 10, 11)]

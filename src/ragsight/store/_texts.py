@@ -101,11 +101,28 @@ class PackWriter:
         self.sources: set[int] = set()  # the loose packs they came from
         self.new: dict[bytes, int] = {}  # hash -> id of the texts this writer stored
         self.moved: list[int] = []  # loose packs emptied into this one
+        self.absent: set[bytes] = set()  # hashes looked up and not stored (this transaction)
         self._next_text = 0
+
+    def prefetch(self, texts: Iterable[str]) -> None:
+        """Look the texts about to be referenced up in one query (instead of one each): the
+        stored ones become known, the others are known to be absent for this transaction."""
+        wanted = {text_hash(t) for t in texts if len(t) >= TEXT_MIN}
+        wanted = {h for h in wanted if h not in self.new and h not in self.store._known}
+        found: dict[bytes, int] = {}
+        hashes = sorted(wanted)
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i:i + 500]
+            found.update((bytes(h), int(tid)) for h, tid in self.conn.execute(
+                f"SELECT hash, id FROM texts WHERE hash IN ({','.join('?' * len(chunk))})", chunk))
+        self.store.remember(found)
+        self.absent |= wanted - set(found)
 
     def ref(self, text: str) -> int:
         h = text_hash(text)
-        tid = self.new.get(h) or self.store.known_id(h)
+        tid = self.new.get(h)
+        if tid is None and h not in self.absent:
+            tid = self.store.known_id(h)
         if tid is not None:
             return tid
         tid = self._append(h, text.encode("utf-8"))
