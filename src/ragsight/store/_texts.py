@@ -98,7 +98,8 @@ class PackWriter:
         self.size = 0
         self.rows: list[tuple[int, bytes | None, int, int]] = []  # new texts: id, hash, start, size
         self.moves: list[tuple[int, int, int]] = []  # adopted texts: id, start, size
-        self.sources: set[int] = set()  # the loose packs they came from
+        self.sources: dict[int, int] = {}  # the loose packs they came from: bytes moved
+        self.emptied: list[int] = []  # ... whose bytes have all moved
         self.new: dict[bytes, int] = {}  # hash -> id of the texts this writer stored
         self.moved: list[int] = []  # loose packs emptied into this one
         self.absent: set[bytes] = set()  # hashes looked up and not stored (this transaction)
@@ -167,11 +168,16 @@ class PackWriter:
                 f" WHERE p.loose = 1 AND t.id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         for tid, pack, start, size in rows:
             self._open()
-            data = self.store.pack_bytes(pack)[start:start + size]
+            whole = self.store.pack_bytes(pack)
+            data = whole[start:start + size]
             self.moves.append((tid, self.size, len(data)))
             self.parts.append(data)
             self.size += len(data)
-            self.sources.add(pack)
+            # a pack's texts lie side by side and fill it: once their bytes have all moved, the
+            # pack is empty (counted here, not looked up: texts has no index on pack)
+            self.sources[pack] = self.sources.get(pack, 0) + len(data)
+            if self.sources[pack] >= len(whole):
+                self.emptied.append(pack)
 
     def finish(self) -> None:
         if self.pack is None:
@@ -189,10 +195,9 @@ class PackWriter:
                               [(tid, h, self.pack, st, sz) for tid, h, st, sz in self.rows])
         self.conn.executemany("UPDATE texts SET pack=?, start=?, size=? WHERE id=?",
                               [(self.pack, st, sz, tid) for tid, st, sz in self.moves])
-        for pack in sorted(self.sources):
-            if self.conn.execute("SELECT 1 FROM texts WHERE pack=? LIMIT 1", (pack,)).fetchone() is None:
-                self.conn.execute("DELETE FROM packs WHERE id=?", (pack,))
-                self.moved.append(pack)
+        for pack in self.emptied:
+            self.conn.execute("DELETE FROM packs WHERE id=?", (pack,))
+            self.moved.append(pack)
         if zdict is None and self.dictionary_source and len(raw) >= _DICT_MIN:
             self.store.make_dictionary(self.pack)
 
