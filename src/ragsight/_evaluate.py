@@ -209,7 +209,7 @@ async def _run(
                 )
             else:
                 await run_samples(todo, chosen, judge=judge, embedder=emb, settings=settings, store=st,
-                                  run_id=run_id, concurrency=conc, progress=progress)
+                                  run_id=run_id, concurrency=conc, progress=progress, keep_results=False)
             status = "completed"
         finally:
             st.stop_heartbeat()

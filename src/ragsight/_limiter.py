@@ -10,8 +10,11 @@ backend runs one for the whole cluster). With ``adaptive`` on, the limit it allo
   more;
 * **halves** when a call is refused as overloaded (HTTP 429, 503, 529) or times out, once per
   round trip: only a call sent after the last cut can cut again, so a burst of refusals of calls
-  sent together counts as one signal. After the first cut it grows by one per round trip
-  (additive increase), probing the server's capacity without bursts;
+  sent together counts as one signal. After a refusal without Retry-After (a server that refuses
+  calls beyond a capacity) it grows back at once, as in a slow start, to the most calls that
+  succeeded at one moment since the refusal before (what the server was seen to serve); otherwise (a time-out, a rate limit that says when to come
+  back) it stays at half. Above that it grows by one per round trip, and next to the limit that
+  was refused by one per four, probing the server's capacity without bursts;
 * **holds** (does not grow) while the recent latency is more than twice its recent minimum (and
   50 ms above it): a server that queues calls instead of refusing them answers slower before it
   answers worse;
@@ -35,7 +38,8 @@ import heapq
 import itertools
 import math
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,6 +155,11 @@ class Limiter:
         self._pause_until = 0.0
         self._wake_handle: asyncio.TimerHandle | None = None
         self._last_cut = -math.inf
+        # the calls that succeeded since the last refusal: (granted, ended), for how many the
+        # server served at once
+        self._served: deque[tuple[float, float]] = deque(maxlen=512)
+        self._refusable = False
+        self._wmax = math.inf  # the limit when the last cut came
         self._short: float | None = None  # latency EWMA over ~5 calls
         self._base: float | None = None  # its recent minimum
         self.retry_after_cap_s = retry_after_cap_s
@@ -210,6 +219,13 @@ class Limiter:
         # in use: calls waiting, or at least half the places taken (as Linux judges a TCP window
         # in use: calls that end together free the places one by one)
         in_use = self.waiting > 0 or 2 * self._in_flight >= self.limit
+        if failure is None:
+            self._served.append((permit.granted, time.monotonic()))
+            if self._refusable and len(self._served) % 8 == 0:
+                # after a refusal without Retry-After: grow back at once (a slow start) to what
+                # the server was seen to serve at one moment since, short of what it refused
+                served = _most_at_once(self._served)
+                self._ssthresh = max(self._ssthresh, min(float(served), self._wmax - 1))
         self._in_flight = max(0, self._in_flight - 1)
         self.stats.in_flight = self._in_flight
         cut = False
@@ -243,6 +259,8 @@ class Limiter:
             return
         if self._limit < self._ssthresh:
             self._limit += 1.0  # slow start: one more per call
+        elif self._limit + 1 >= self._wmax:
+            self._limit += 0.25 / self._limit  # next to the limit that was refused: a probe per 4 trips
         else:
             self._limit += 1.0 / self._limit  # about one more per round trip
         self._limit = min(self._limit, float(self.ceiling))
@@ -257,6 +275,7 @@ class Limiter:
             self.stats.overloads += 1
         else:
             self.stats.timeouts += 1
+        self._served.clear()
         now = time.monotonic()
         if failure.retry_after is not None and failure.retry_after > 0:
             until = now + min(failure.retry_after, self.retry_after_cap_s)
@@ -265,8 +284,14 @@ class Limiter:
                 self._pause_until = until
         if not self.adaptive or permit.granted < self._last_cut:
             return False  # sent before the last cut: the same burst, already answered
-        self._ssthresh = max(float(self.floor), math.floor(self._limit / 2))
-        self._limit = self._ssthresh
+        cut = max(float(self.floor), math.floor(self._limit / 2))
+        self._wmax = self._limit
+        # a server that refuses calls beyond a capacity (no Retry-After): it may be grown back to
+        # what it is seen to serve (above); a time-out or a rate limit that says when to come
+        # back: stay down
+        self._refusable = kind == "overload" and failure.retry_after is None
+        self._ssthresh = cut
+        self._limit = cut
         self._last_cut = now
         self.stats.cuts += 1
         self.stats.limit = self.limit
@@ -290,6 +315,16 @@ class Limiter:
     def _resume(self) -> None:
         self._wake_handle = None
         self._wake()
+
+
+def _most_at_once(spans: Iterable[tuple[float, float]]) -> int:
+    """The most of these (start, end) spans that overlap at one moment."""
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], e[1]))
+    most = now = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
 
 
 def merge_limiter_stats(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ priority order and cancellation."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -115,7 +116,33 @@ def test_a_burst_of_refusals_cuts_once_and_growth_is_then_additive() -> None:
     assert after_burst == 32
     assert cuts == [True] + [False] * 19
     assert overloads == 20
-    assert later == [33, 34, 35, 36]  # additive: one more per round trip, no doubling
+    # the server served the other 44 at once: back to them, then one more per round trip
+    assert later[0] >= 44 and all(b - a == 1 for a, b in itertools.pairwise(later)), later
+
+
+@pytest.mark.parametrize("signal", ["probe refused", "time-out"])
+def test_after_a_refused_probe_the_limit_grows_back_to_what_the_server_served(signal: str) -> None:
+    """65 calls out where the server serves 64: the 65th is refused at once, the 64 succeed. A
+    refusal without Retry-After says the server has a capacity and it was seen to serve 64: the
+    limit halves, then grows back to 64 in one round trip and probes above it slowly. A time-out
+    says the server is overloaded: the limit stays at half and grows by one per round trip."""
+    async def main() -> list[int]:
+        lim = Limiter(256, initial=65)
+        permits = await asyncio.gather(*(lim.acquire() for _ in range(65)))
+        lim.release(permits[-1], overload() if signal == "probe refused" else timeout())
+        assert lim.limit == 32
+        for p in permits[:-1]:
+            lim.release(p, None, 0.3)
+        d = Demand(lim)
+        seen = [await d.round() for _ in range(6)]
+        d.close()
+        return seen
+
+    seen = asyncio.run(main())
+    if signal == "probe refused":
+        assert seen[0] >= 63 and max(seen) <= 66, seen
+    else:
+        assert seen[0] <= 35 and all(b - a == 1 for a, b in itertools.pairwise(seen)), seen
 
 
 def test_a_call_sent_after_the_cut_can_cut_again_down_to_the_floor() -> None:

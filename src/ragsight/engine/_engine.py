@@ -108,8 +108,11 @@ async def run_samples(
     concurrency: int,
     progress: Progress | None = None,
     on_sample: Callable[[SampleOutcome], None] | None = None,
+    keep_results: bool = True,
 ) -> dict[str, tuple[Score, ...]]:
     """Evaluate ``samples``; each finished sample is saved before the next result is reported.
+    The scores are returned by sample id; ``keep_results=False`` returns nothing and keeps
+    nothing in memory (the store has them: a long run's memory stays flat).
 
     Cancellation (Ctrl-C) stops the samples in flight; everything finished is already saved.
     """
@@ -126,7 +129,8 @@ async def run_samples(
             scores = await score_sample(sample, metrics, judge, embedder, settings)
         if store is not None:
             store.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
-        results[sample.id] = scores
+        if keep_results:
+            results[sample.id] = scores
         if progress is not None:
             progress.done += 1
             for s in scores:

@@ -9,17 +9,18 @@ verdict prompt after the extraction that produced it. The store keeps each such 
   other record repeats (a score's evidence, a call's list of message segments) has no hash: it is
   stored in its record's pack without being looked up by content;
 * ``packs``: the texts first written by one transaction (a sample's save, a cache entry), one
-  after the other, compressed together with zlib (with the store's preset dictionary, its first
-  large pack, once it has one): the texts of one sample share words with each
-  other (the claims of an answer, its verdicts, the evidence that quotes both) far more than with
-  the rest of the store. A text written ahead of its sample (a cache entry's raw output, stored
-  as soon as its step succeeds) sits alone in a *loose* pack until its sample is saved, which
-  moves it into the sample's pack.
+  after the other, compressed together with zlib, with the store's preset dictionary (the first
+  sample's texts) once it has one: the texts of one sample share words with each other (the
+  claims of an answer, its verdicts, the evidence that quotes both) far more than with the rest
+  of the store. A text written ahead of its sample (a cache entry's raw output, stored as soon
+  as its step succeeds) sits alone in a *loose* pack until its sample is saved, which moves it
+  into the sample's pack.
 
 Records refer to texts by id (an integer). A message is stored as a list of segments, each either
 a text id or a short literal: its content split into lines, each line of :data:`TEXT_MIN`
 characters or more (its line break left out) a text of its own (a context, an instruction, a
-claim), the rest (tags, blank lines, line breaks) kept inline. Joining the segments gives the content back byte for byte.
+claim), the rest (tags, blank lines, line breaks) kept inline. Joining the segments gives the
+content back byte for byte.
 
 JSON values (a sample's fields, a cache entry) are stored with their long strings replaced by
 ``{"$t": id}``; a dict of the value that has a key ``$t`` or ``$d`` is wrapped as ``{"$d": dict}``,
