@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from .._http import display_url
 from .._retry import Backoff, Failure, classify
 from ..errors import ConfigError, JudgeError
 from ..prompts import Prompt
@@ -235,9 +236,33 @@ class _DeadlineReached(Exception):
     """The step's deadline passed while the call waited for a concurrency slot."""
 
 
-def step_key(judge_model: str, request: JudgeRequest, prompt_hash: str, kind: str, extra: Any = None) -> str:
+def provider_identity(provider: Any) -> dict[str, Any]:
+    """What of a provider changes its answers, for the cache key and the run's record: the
+    provider's own ``identity`` mapping when it has one (the embedded judge: its model file),
+    else its name, model and server (``base_url`` without user info or query)."""
+    own = getattr(provider, "identity", None)
+    if callable(own):
+        own = own()
+    if isinstance(own, Mapping):
+        return {str(k): v for k, v in own.items()}
+    ident: dict[str, Any] = {"provider": provider.name, "model": provider.model}
+    base = getattr(provider, "base_url", None)
+    if isinstance(base, str) and base:
+        ident["base_url"] = display_url(base)
+    return ident
+
+
+def step_key(
+    judge_model: str, request: JudgeRequest, prompt_hash: str, kind: str, extra: Any = None,
+    identity: Mapping[str, Any] | None = None,
+) -> str:
+    """The cache key of one judge step: the provider's identity (server, model, model file:
+    :func:`provider_identity`), the prompt and its hash, the rendered messages, the output
+    schema, the sampling settings and the kind of step. Two servers that serve different models
+    under one name therefore never share an answer."""
     basis = {
         "model": judge_model,
+        "provider": dict(identity) if identity is not None else None,
         "prompt": [request.prompt_id, request.prompt_version, prompt_hash],
         "messages": [[m.role, m.content] for m in request.messages],
         "schema": request.schema,
@@ -245,7 +270,7 @@ def step_key(judge_model: str, request: JudgeRequest, prompt_hash: str, kind: st
         "kind": kind,
         "extra": extra,
     }
-    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
 class Judge:
@@ -269,6 +294,7 @@ class Judge:
         temperature: float = 0.0,
     ) -> None:
         self.provider = provider
+        self.identity = provider_identity(provider)
         self.cache = cache
         self.policy = policy or RetryPolicy()
         limit = max_concurrency or provider.max_concurrency
@@ -370,7 +396,7 @@ class Judge:
         """Render ``prompt``, call the judge, parse one JSON object and pass it to ``validate``,
         which returns the value or raises OutputError (ValueError) saying what is wrong."""
         request = self.request(prompt, values, count=count, max_tokens=max_tokens)
-        key = step_key(self.model, request, prompt.hash, "json")
+        key = step_key(self.model, request, prompt.hash, "json", identity=self.identity)
         return await self._dedup(key, lambda: self._ask(prompt, request, key, validate, use_cache))
 
     def _reuse(self, result: Any) -> Any:
@@ -586,7 +612,7 @@ class Judge:
     ) -> Answer[dict[str, float]]:
         """P(choice) for each choice, from next-token log-probabilities (embedded judge)."""
         request = self.request(prompt, values, max_tokens=1, schema=False)
-        key = step_key(self.model, request, prompt.hash, "choices", list(choices))
+        key = step_key(self.model, request, prompt.hash, "choices", list(choices), identity=self.identity)
         return await self._dedup(key, lambda: self._choose(prompt, request, key, choices, use_cache))
 
     async def _choose(

@@ -20,7 +20,9 @@ class Metric(ABC):
     ``needs_judge`` / ``needs_embedder``: what the run must provide;
     ``needs``: shared analyses this metric needs planned for the run (``Need`` members);
     ``groups``: selection groups (retrieval, generation, reference-free, lexical, ir);
-    ``lower_is_better``: enters the overall score as 1 - value.
+    ``lower_is_better``: enters the overall score as 1 - value;
+    ``packages``: optional packages it imports, as (module, extra) pairs: a run checks them
+    before its first judge call and names the extra to install.
     Instances are immutable after construction; parameters are set in ``__init__``.
     """
 
@@ -32,6 +34,7 @@ class Metric(ABC):
     needs: ClassVar[frozenset[Need]] = frozenset()
     groups: ClassVar[frozenset[str]] = frozenset()
     lower_is_better: ClassVar[bool] = False
+    packages: ClassVar[tuple[tuple[str, str], ...]] = ()
     core: ClassVar[bool] = False  # part of the default selection
 
     def __init__(self, key: str | None = None) -> None:

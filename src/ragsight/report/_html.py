@@ -326,11 +326,20 @@ def _summary_table(result: EvaluationResult) -> str:
             f"<td>{c.get('failed', 0)}</td><td>{c.get('skipped', 0)}</td></tr>"
         )
     rows.append("</tbody></table>")
-    overall = result.overall
-    if overall is not None:
+    ov = result.overall_detail
+    if ov.mean is not None:
         rows.append(
-            f'<p><b>overall score {overall:.3f}</b> <span class="muted">harmonic mean of '
-            f"the metric means; ↓ metrics enter as 1 − mean</span></p>"
+            f'<p><b>overall score {ov.mean:.3f}</b> <span class="muted">the mean of the '
+            f"{len(ov.entries)} metric means (↓ metrics enter as 1 − mean, each clamped to "
+            f"[0, 1]); harmonic mean {fmt(ov.harmonic)} (0 whenever one metric mean is 0)"
+            + (f"; clamped: {e(', '.join(ov.clamped))}" if ov.clamped else "")
+            + "</span></p>"
+        )
+    if ov.left_out:
+        items = "".join(f"<li><b>{e(k)}</b>: {e(why)}</li>" for k, why in ov.left_out.items())
+        rows.append(
+            f'<div class="warn"><strong>The overall leaves out {len(ov.left_out)} metric(s) '
+            f"with no mean:</strong><ul>{items}</ul></div>"
         )
     rows.append(
         '<p class="muted">Means and CIs over scored samples only (95% percentile bootstrap '
@@ -549,7 +558,7 @@ def _comparison_section(cmp: Comparison) -> str:
         )
 
     parts.append(
-        "<h3>Experiment table</h3><table><thead><tr><th>metric</th>"
+        '<h3>Experiment table</h3><div class="scroll"><table><thead><tr><th>metric</th>'
         + "".join(f"<th>{e(r.label)}</th>" for r in cmp.runs)
         + "</tr></thead><tbody>"
     )
@@ -562,18 +571,23 @@ def _comparison_section(cmp: Comparison) -> str:
         )
     if cmp.overall_metrics:
         overall = "".join(_cell(fmt(v), i in cmp.overall_best) for i, v in enumerate(cmp.overall))
-        parts.append(f"<tr><td><b>overall</b> (harmonic mean)</td>{overall}</tr>")
-    parts.append("</tbody></table>")
+        parts.append(f"<tr><td><b>overall</b> (mean of means)</td>{overall}</tr>")
+        if cmp.overall_harmonic:
+            harmonic = "".join(f"<td>{fmt(v)}</td>" for v in cmp.overall_harmonic)
+            parts.append(f'<tr><td class="muted">harmonic mean</td>{harmonic}</tr>')
+    parts.append("</tbody></table></div>")
     parts.append(
         '<p class="muted">★ best value per metric (ties all marked, compared at 3 decimals). '
-        "Means over each run's own scored samples. ↑ higher is better, ↓ lower is better."
-        + (
-            f" Overall over the metrics every run has: {e(', '.join(cmp.overall_metrics))}."
-            if len(cmp.overall_metrics) < len(cmp.table) and cmp.overall_metrics
-            else ""
-        )
-        + "</p>"
+        "Means over each run's own scored samples. ↑ higher is better, ↓ lower is better. "
+        "Overall: the mean of the metric means every run has (↓ as 1 − mean, each clamped to "
+        "[0, 1]); the harmonic mean beside it is 0 whenever one metric mean is 0.</p>"
     )
+    if cmp.overall_left_out:
+        items = "".join(f"<li><b>{e(k)}</b>: {e(why)}</li>" for k, why in cmp.overall_left_out)
+        parts.append(
+            f'<div class="warn"><strong>The overall leaves out {len(cmp.overall_left_out)} '
+            f"metric(s):</strong><ul>{items}</ul></div>"
+        )
 
     parts.append("<h3>Paired differences</h3>")
     parts.append(
