@@ -40,10 +40,10 @@ from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, make_judg
 from .metrics import Metric, resolve_metrics
 from .prompts import load_prompt, prompt_ids
 from .result import EvaluationResult
-from .sample import Dataset, RowProblem, Sample
+from .sample import Dataset, RowProblem, Sample, group_problems
 from .store import SQLiteCallCache, Store
 
-__all__ = ["RunOptions", "aevaluate", "evaluate", "new_run_id", "run_sync"]
+__all__ = ["RunInterrupted", "RunOptions", "aevaluate", "evaluate", "new_run_id", "run_sync"]
 
 T = TypeVar("T")
 
@@ -69,6 +69,7 @@ class RunOptions:
     preflight: bool = True
     backend: str = "local"
     ray_address: str | None = None
+    api_version: str | None = None  # Azure OpenAI's, for an azure: judge
 
     @property
     def embedder_url(self) -> str | None:
@@ -119,6 +120,7 @@ async def aevaluate(
     ray_address: str | None = None,
     judge_concurrency: int | None = None,
     show_progress: bool | str | None = None,
+    api_version: str | None = None,
 ) -> EvaluationResult:
     """Async form of :func:`evaluate` (in a notebook: ``result = await aevaluate(...)``).
 
@@ -134,7 +136,7 @@ async def aevaluate(
     opts = RunOptions(judge=judge, embedder=embedder, base_url=base_url,
                       embedder_base_url=embedder_base_url, cache=cache, concurrency=concurrency,
                       judge_concurrency=judge_concurrency, policy=policy, preflight=preflight,
-                      backend=backend, ray_address=ray_address)
+                      backend=backend, ray_address=ray_address, api_version=api_version)
     mode = _display_mode(show_progress, given=progress is not None)
     counters = progress if progress is not None else Progress()
     with ProgressDisplay(counters, mode):
@@ -142,15 +144,27 @@ async def aevaluate(
             return await _resume(store, resume, opts, progress=counters, notice=notice)
         ds = Dataset.load(data)
         if not ds.samples:
-            details = "; ".join(str(p) for p in ds.errors[:5])
+            details = "; ".join(g.line() for g in group_problems(ds.errors)[:5])  # one per kind
             raise ConfigError(f"no usable sample in {ds.source}" + (f": {details}" if details else ""))
         chosen = _metrics(metrics, ds.samples)
-        if not isinstance(store, Store):
-            check_store_path(store)
-        parts = await _prepare(chosen, opts, notice)
+        # A store that exists is opened (and checked: schema, damage, read-only) before the
+        # preflight; a new one is created only after it, so a failed preflight leaves no file.
+        own_store = not isinstance(store, Store)
+        path = None if isinstance(store, Store) else (":memory:" if store is None else str(store))
+        st = store if isinstance(store, Store) else None
+        if path is not None:
+            check_store_path(path)
+            if path != ":memory:" and Path(path).exists():
+                st = Store(path)
         try:
-            own_store = not isinstance(store, Store)
-            st = store if isinstance(store, Store) else Store(store if store is not None else ":memory:")
+            parts = await _prepare(chosen, opts, notice)
+        except BaseException:
+            if own_store and st is not None:
+                st.close()
+            raise
+        try:
+            if st is None:
+                st = Store(path or ":memory:")
         except BaseException:
             await parts.aclose()
             raise
@@ -192,21 +206,20 @@ def _metrics(metrics: Sequence[str | Metric] | str | None, samples: Sequence[Sam
 
 
 def check_store_path(store: str | os.PathLike[str] | None) -> None:
-    """Raise StoreError when a store cannot be created or written at ``store`` (checked
-    without creating anything)."""
+    """Raise StoreError when no store can be created at ``store`` (checked without creating
+    anything). A file that exists is left to :class:`Store` to check when it is opened."""
     if store is None or str(store) == ":memory:":
         return
     path = Path(store)
     folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise StoreError(f"the store {path} is a folder; give a file path with --store")
     if path.exists():
-        if path.is_dir():
-            raise StoreError(f"the store {path} is a folder; give a file path with --store")
-        if not os.access(path, os.R_OK | os.W_OK):
-            raise StoreError(f"cannot write the store {path}: permission denied")
-    elif not folder.is_dir():
+        return  # opening it checks the rest (schema, damage, read-only) without changing it
+    if not folder.is_dir():
         raise StoreError(f"cannot create the store {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise StoreError(f"cannot write the store {path}: folder {folder} is not writable")
+        raise StoreError(f"cannot create the store {path}: folder {folder} is not writable")
 
 
 def check_packages(chosen: Sequence[Metric]) -> None:
@@ -278,20 +291,25 @@ async def preflight_embedder(emb: Any, users: Sequence[str]) -> None:
         ) from exc
 
 
-async def _prepare(chosen: Sequence[Metric], opts: RunOptions, notice: Any) -> _Parts:
+async def _prepare(chosen: Sequence[Metric], opts: RunOptions, notice: Any,
+                   check: Callable[[Judge | None, Any], None] | None = None) -> _Parts:
     """Build the judge and the embedder the chosen metrics need and check them (the
-    preflight). Nothing is written; on failure whatever was opened is closed."""
+    preflight; ``check`` first, before any call). Nothing is written; on failure whatever was
+    opened is closed."""
     if opts.preflight:
         check_packages(chosen)
     need_judge = any(m.needs_judge for m in chosen)
     need_embedder = [m.key for m in chosen if m.needs_embedder]
     judge = (make_judge(opts.judge, base_url=opts.base_url, policy=opts.policy, notice=notice,
-                        max_concurrency=opts.judge_concurrency) if need_judge else None)
+                        max_concurrency=opts.judge_concurrency, api_version=opts.api_version)
+             if need_judge else None)
     emb_spec, emb_url = _embedder_choice(opts, judge, notice)
     parts = _Parts(judge, None, emb_spec, emb_url)
     try:
         if need_embedder:
             parts.embedder = make_embedder(emb_spec, base_url=emb_url, notice=notice)
+        if check is not None:
+            check(judge, parts.embedder)
         if opts.preflight:
             if judge is not None:
                 await judge.provider.preflight()
@@ -339,6 +357,7 @@ async def _run(
             "embedder_base_url": display_url(parts.embedder_url)
             if parts.embedder_url and parts.embedder_url != base_url else None,
             "backend": backend,
+            "api_version": opts.api_version,
         }
         if fresh:
             st.create_run(run_id, dataset=source, judge=judge.name if judge else None,
@@ -346,6 +365,15 @@ async def _run(
                           config=config, metadata=dict(metadata), samples=samples, problems=problems)
         else:
             st.acquire(run_id)
+        # What earlier processes of this run paid; the heartbeat adds this process's spend as it
+        # goes (stats_now), so a kill loses at most the last second of it.
+        prev = {} if fresh else st.run(run_id).stats
+
+        def stats_now() -> dict[str, Any]:
+            current = judge.stats.to_dict() if judge else {}
+            return _merge_stats(prev, current) if prev else current
+
+        st.start_heartbeat(run_id, stats_now)
         done = st.finished_samples(run_id)
         todo = [s for s in samples if s.id not in done]
         if progress is not None:
@@ -369,10 +397,8 @@ async def _run(
                                   run_id=run_id, concurrency=conc, progress=progress)
             status = "completed"
         finally:
-            stats = judge.stats.to_dict() if judge else {}
-            prev = st.run(run_id).stats
-            if prev and not fresh:
-                stats = _merge_stats(prev, stats)
+            st.stop_heartbeat()
+            stats = stats_now()
             st.finish_run(run_id, status, stats)
         scores = st.scores(run_id)
         return EvaluationResult(run_id, samples, chosen, scores, stats, st.problems(run_id),
@@ -381,6 +407,25 @@ async def _run(
         if judge is not None:
             await judge.aclose()
         await parts.aclose()
+
+
+def _check_same_tools(st: Store, run_id: str, judge: Judge | None, emb: Embedder | None) -> None:
+    """A resumed run keeps the judge and embedder that began it: one run's scores come from one
+    judge. Refuses (ConfigError) before any call when the resume would use another."""
+    info = st.run(run_id)
+    now = {"judge": judge.name if judge is not None else None,
+           "embedder": getattr(emb, "name", None) if emb is not None else None}
+    then = {"judge": info.judge, "embedder": info.embedder}
+    changed = [k for k in ("judge", "embedder") if then[k] and now[k] and then[k] != now[k]]
+    if changed:
+        was = " and ".join(f"{k} {then[k]!r}" for k in changed)
+        new = " and ".join(f"{k} {now[k]!r}" for k in changed)
+        flags = " or ".join(f"--{k}" for k in changed)
+        raise ConfigError(
+            f"run {run_id} was made with {was}; resuming it with {new} would mix two "
+            f"{'models' if len(changed) > 1 else changed[0] + 's'} in one run. Resume without {flags} "
+            f"(the run's own is used), or start a new run with the new {' and '.join(changed)}."
+        )
 
 
 def replace_cache(settings: AnalysisSettings, cache: bool) -> AnalysisSettings:
@@ -426,8 +471,10 @@ async def _resume(
             concurrency=opts.concurrency or cfg.get("concurrency"),
             base_url=opts.base_url or cfg.get("base_url"),
             embedder_base_url=opts.embedder_base_url or cfg.get("embedder_base_url"),
+            api_version=opts.api_version or cfg.get("api_version"),
         )
-        parts = await _prepare(chosen, opts, notice)
+        parts = await _prepare(chosen, opts, notice,
+                               check=lambda judge, emb: _check_same_tools(st, run_id, judge, emb))
         return await _run(st, run_id, samples, [], info.dataset or "", chosen, opts, parts,
                           settings=settings, metadata=info.metadata, progress=progress, fresh=False)
     finally:
@@ -455,14 +502,17 @@ def evaluate(
     ray_address: str | None = None,
     judge_concurrency: int | None = None,
     show_progress: bool | str | None = None,
+    api_version: str | None = None,
 ) -> EvaluationResult:
     """Evaluate a RAG data set.
 
     ``data``: a path (.jsonl, .json, .csv, .parquet), a pandas DataFrame, a list of dicts or a
     :class:`Dataset`. ``metrics``: names, groups (``retrieval``, ``generation``,
     ``reference-free``, ``lexical``, ``ir``), ``all``, or None for the core metrics the data's
-    fields allow. ``judge``: ``"openai:MODEL"``, ``"local"``, ``"local:PATH.gguf"``, a provider,
-    or None for the embedded judge. ``store``: a SQLite path (runs, evidence, cache; default in
+    fields allow. ``judge``: ``"openai:MODEL"``, ``"local"``, ``"local:PATH.gguf"``,
+    ``"anthropic:MODEL"``, ``"gemini:MODEL"``, ``"bedrock:MODEL"``, ``"azure:DEPLOYMENT"`` (with
+    ``base_url`` and ``api_version``; these need ``ragsight[litellm]``), a provider, or None for
+    the embedded judge. ``store``: a SQLite path (runs, evidence, cache; default in
     memory for the API, ``./ragsight.db`` for the CLI). ``backend``: ``"local"`` (this process)
     or ``"ray"`` (a Ray cluster at ``ray_address``; needs ``ragsight[ray]``, see docs/scale.md).
     ``show_progress``: None shows a progress bar on a terminal and in a notebook and nothing
@@ -485,61 +535,77 @@ def evaluate(
         base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
         backend=backend, ray_address=ray_address, judge_concurrency=judge_concurrency,
         show_progress=show_progress,
+        api_version=api_version,
     ))
 
 
 # ---- running the async core from synchronous code ----------------------------------------
 
 
-def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by a signal (``signum``: SIGINT for Ctrl-C, SIGTERM) after its tasks
+    unwound: the finished samples are saved and the run is marked interrupted."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]], *, sigterm: bool = False) -> T:
     """Run the coroutine ``make()`` to its end from synchronous code and return its result.
 
     With no event loop running in this thread, on a new loop here; Ctrl-C then cancels the
     coroutine (a run saves its finished samples and marks itself interrupted), waits for its
     tasks to unwind without printing the tracebacks of the calls that were in flight, and
-    raises KeyboardInterrupt; a second Ctrl-C stops at once. Inside a running loop (Jupyter,
-    an async application), on a new loop in a worker thread while this thread waits: no
-    ``nest_asyncio``, no patching of the running loop.
+    raises :class:`RunInterrupted` (a KeyboardInterrupt); a second Ctrl-C stops at once.
+    ``sigterm``: SIGTERM does the same (the command line's choice; a library leaves SIGTERM
+    alone). Inside a running loop (Jupyter, an async application), on a new loop in a worker
+    thread while this thread waits: no ``nest_asyncio``, no patching of the running loop.
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _run_here(make())
+        return _run_here(make(), sigterm=sigterm)
     return _run_in_thread(make)
 
 
 def _run_here(coro: Coroutine[Any, Any, T], *, interrupted: threading.Event | None = None,
-              on_loop: Callable[[Any, Any], None] | None = None) -> T:
+              on_loop: Callable[[Any, Any], None] | None = None, sigterm: bool = False) -> T:
     loop = asyncio.new_event_loop()
     interrupted = interrupted or threading.Event()
+    stopped_by: list[int] = []
     main = loop.create_task(coro)
     if on_loop is not None:
         on_loop(loop, main)
 
-    def on_sigint(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: Any) -> None:
         if interrupted.is_set():
-            raise KeyboardInterrupt  # the second Ctrl-C: stop now
+            raise KeyboardInterrupt  # the second one: stop now
+        stopped_by.append(signum)
         interrupted.set()
         loop.call_soon_threadsafe(main.cancel)
 
-    handler_installed = False
-    if (threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-        signal.signal(signal.SIGINT, on_sigint)
-        handler_installed = True
+    installed: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        wanted: dict[int, Any] = {signal.SIGINT: signal.default_int_handler}
+        if sigterm:
+            wanted[signal.SIGTERM] = signal.SIG_DFL
+        for signum, default in wanted.items():
+            if signal.getsignal(signum) is default:  # an application's own handler stays
+                installed[signum] = signal.signal(signum, on_signal)
     try:
         try:
             return loop.run_until_complete(main)
         except asyncio.CancelledError:
             if interrupted.is_set():
-                raise KeyboardInterrupt from None
+                raise RunInterrupted(stopped_by[0] if stopped_by else signal.SIGINT) from None
             raise
         except KeyboardInterrupt:
             interrupted.set()
             raise
     finally:
-        if handler_installed:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        for signum, previous in installed.items():
+            signal.signal(signum, previous)
         if not interrupted.is_set():
             _shutdown(loop)
         else:

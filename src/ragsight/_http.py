@@ -28,7 +28,9 @@ from .errors import ConfigError, ProviderError
 __all__ = [
     "CONNECT_TIMEOUT",
     "DEFAULT_BASE_URL",
+    "MIN_SECRET_CHARS",
     "build_headers",
+    "clip",
     "display_url",
     "error_from_response",
     "error_from_transport",
@@ -37,6 +39,7 @@ __all__ = [
     "parse_json_body",
     "parse_retry_after",
     "redact",
+    "redact_answer",
     "resolve_api_key",
     "resolve_base_url",
     "secrets_of",
@@ -113,6 +116,21 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return _SK_TOKEN.sub("sk-***", text)
 
 
+MIN_SECRET_CHARS = 8
+
+
+def redact_answer(text: str, secrets: Iterable[str]) -> str:
+    """A successful answer (content, model name) with each secret of at least
+    :data:`MIN_SECRET_CHARS` characters replaced by ``***``: a server that echoes the key in
+    what it answers must not get it stored. Only the exact secrets are replaced (an answer may
+    rightly say "Bearer bonds" or "sk-learn"); shorter keys are placeholders that local servers
+    accept (``EMPTY``, ``ollama``), and replacing them would corrupt ordinary words."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_CHARS and secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
 def display_url(url: str | httpx.URL) -> str:
     """``url`` fit for a message: no user info, query or fragment (they can carry keys)."""
     try:
@@ -176,22 +194,27 @@ def _as_seconds(value: str) -> float | None:
     return max(0.0, seconds)
 
 
-def error_text(response: httpx.Response) -> str:
+def error_text(response: httpx.Response, secrets: Iterable[str] = ()) -> str:
     """The server's own error message from a response body (OpenAI ``{"error": {"message"}}``,
-    ``{"error": "..."}``, FastAPI ``{"detail": ...}`` or plain text), one line, not redacted."""
+    ``{"error": "..."}``, FastAPI ``{"detail": ...}`` or plain text), one line, redacted with
+    :func:`redact` *before* it is cut to 300 characters (cutting first could keep part of a key
+    that straddles the cut)."""
     try:
         body: Any = response.json()
     except (ValueError, UnicodeDecodeError):
         text = response.text
     else:
         text = _message_of(body)
-    text = " ".join(text.split())
-    if len(text) > _DETAIL_LIMIT:
-        text = text[: _DETAIL_LIMIT - 3] + "..."
-    return text
+    return clip(redact(" ".join(text.split()), secrets), _DETAIL_LIMIT)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with "..." (redact before clipping, never after)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _message_of(body: Any) -> str:
+    """The message of an error body, whole (the caller redacts, then cuts)."""
     if isinstance(body, Mapping):
         for key in ("error", "detail", "message"):
             if key in body:
@@ -201,11 +224,11 @@ def _message_of(body: Any) -> str:
                     code = inner.get("code") or inner.get("type")
                     if code and str(code) not in parts[0]:
                         parts.append(f"[{code}]")
-                    return " ".join(p for p in parts if p) or json.dumps(inner)[:_DETAIL_LIMIT]
+                    return " ".join(p for p in parts if p) or json.dumps(inner)
                 if isinstance(inner, str):
                     return inner
-                return json.dumps(inner)[:_DETAIL_LIMIT]
-    return json.dumps(body)[:_DETAIL_LIMIT]
+                return json.dumps(inner)
+    return json.dumps(body)
 
 
 def error_from_response(
@@ -224,7 +247,7 @@ def error_from_response(
     is fatal: no wait will help); other statuses are neither.
     """
     status = response.status_code
-    detail = redact(error_text(response), secrets)
+    detail = error_text(response, secrets)
     said = f" Server said: {detail}" if detail else ""
     retry_after = parse_retry_after(response.headers)
     where = display_url(base_url)
@@ -361,7 +384,7 @@ def error_from_transport(
         )
     return ProviderError(
         f"the connection to the {role} at {where} failed ({type(exc).__name__}: "
-        f"{redact(str(exc))[:_DETAIL_LIMIT]}).",
+        f"{clip(redact(str(exc)), _DETAIL_LIMIT)}).",
         retryable=True,
     )
 
@@ -379,7 +402,7 @@ def parse_json_body(response: httpx.Response, *, role: str, secrets: Iterable[st
     try:
         return response.json()
     except (ValueError, UnicodeDecodeError):
-        start = redact(" ".join(response.text[:80].split()), secrets)
+        start = clip(redact(" ".join(response.text[:4000].split()), secrets), 80)
         raise ProviderError(
             f"the {role} answered HTTP {response.status_code} with a body that is not JSON "
             f"(starts with {start!r}).",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "EmbeddingError",
     "InputError",
     "JudgeError",
     "JudgeSameAsGeneratorWarning",
@@ -35,6 +36,20 @@ class JudgeError(RagsightError):
 
 class JudgeUnavailableError(ConfigError):
     """The judge cannot be reached or rejects the credentials (found by the preflight call)."""
+
+
+class EmbeddingError(RagsightError):
+    """Embedding texts failed: the server failed after the embedder's own retries, or the vectors
+    cannot be used (NaN, infinity, all zeros, wrong shape). ``status`` is the last HTTP status
+    (None for connection failures and unusable vectors), ``fatal`` tells whether retrying later
+    can help, ``attempts`` how many requests were made for the failing batch."""
+
+    def __init__(self, message: str, *, status: int | None = None, fatal: bool = False,
+                 attempts: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.fatal = fatal
+        self.attempts = attempts
 
 
 class StoreError(RagsightError):
@@ -69,6 +84,7 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         fatal: bool = False,
+        too_large: bool = False,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
@@ -76,6 +92,9 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         # fatal: no later call can succeed either (bad key, unknown model); stops the run early
         self.fatal = fatal
+        # the answer was larger than the provider reads; it was cut there and not used (counted
+        # by the Judge as answers_too_large)
+        self.too_large = too_large
 
 
 class OutputError(ValueError):

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._files import atomic_write, strict_json
 from ._score import Outcome, Score
 from ._stats import harmonic_mean, summarize
 from .errors import MissingExtraError
 from .metrics import Metric, resolve_metrics
 from .sample import RowProblem, Sample
-from .store import Store
+from .store import INPUT_COLUMNS, Store, input_columns
 
 __all__ = [
     "EvaluationResult",
@@ -238,36 +238,43 @@ class EvaluationResult:
         return self.summary[metric]
 
     def records(self) -> list[dict[str, Any]]:
-        """One dict per sample, in input order: {"id", "run_id", "scores": {metric: {...}}}."""
+        """One dict per sample, in input order: {"id", "run_id", the inputs (question, contexts,
+        response, reference, reference_contexts, retrieved_ids, relevant_ids, metadata),
+        "scores": {metric: {...}}}."""
         out = []
         for s in self.samples:
             per = self.scores.get(s.id, {})
-            out.append({"id": s.id, "run_id": self.run_id,
+            out.append({"id": s.id, "run_id": self.run_id, **input_columns(s, "json"),
                         "scores": {k: per[k].to_dict() for k in self.metric_keys if k in per}})
         return out
 
     def write_jsonl(self, path: str | os.PathLike[str]) -> None:
-        with open(path, "w", encoding="utf-8") as f:
+        """Write :meth:`records` as strict JSON lines, to a temporary file renamed over ``path``
+        when complete (a write killed midway leaves the previous file whole)."""
+        with atomic_write(path) as f:
             for rec in self.records():
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                f.write(strict_json(rec) + "\n")
 
     def to_pandas(self) -> Any:
-        """A DataFrame with one row per sample: id, question, and for each metric its value,
-        ``<metric>__outcome`` and ``<metric>__reason``."""
+        """A DataFrame with one row per sample: the inputs (``id``, ``question``, ``contexts``,
+        ``response``, ``reference``, ``reference_contexts``, ``retrieved_ids``, ``relevant_ids``,
+        ``metadata``, as Python lists and dicts), then for each metric its value,
+        ``<metric>__outcome`` and ``<metric>__reason``. So a filter reads
+        ``df[df.faithfulness < 0.5][["question", "contexts"]]``."""
         try:
             import pandas as pd
         except ImportError as exc:
             raise MissingExtraError("to_pandas()", "pandas", "pandas") from exc
         rows = []
         for s in self.samples:
-            row: dict[str, Any] = {"id": s.id, "question": s.question, "response": s.response}
+            row: dict[str, Any] = {"id": s.id, **input_columns(s, "python")}
             for k in self.metric_keys:
                 sc = self.scores.get(s.id, {}).get(k)
                 row[k] = sc.value if sc else None
                 row[f"{k}__outcome"] = sc.outcome.value if sc else None
                 row[f"{k}__reason"] = sc.reason if sc else None
             rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows, columns=list(rows[0]) if rows else ["id", *INPUT_COLUMNS])
 
     def __repr__(self) -> str:
         parts = []

@@ -54,11 +54,12 @@ class RecordedRequest:
 class Reply:
     """How to answer one request. Build with the class methods, not the constructor."""
 
-    kind: str  # "http" | "reset" | "hang" | "trickle" | "default"
+    kind: str  # "http" | "reset" | "hang" | "trickle" | "huge" | "default"
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes = b""
     interval: float = 0.0
+    size: int = 0  # "huge": the content's length in bytes
 
     @classmethod
     def chat(
@@ -186,6 +187,14 @@ class Reply:
         )
 
     @classmethod
+    def huge(cls, size: int, *, model: str = DEFAULT_MODEL) -> Reply:
+        """A chat completion whose content is ``size`` bytes of filler, generated as it is sent
+        (the server never holds it), with a correct Content-Length: a server that ignores
+        ``max_tokens``. The client may hang up at any point."""
+        return cls(kind="huge", size=int(size), headers=(("Content-Type", "application/json"),),
+                   body=model.encode())
+
+    @classmethod
     def default(cls) -> Reply:
         """Whatever the server does for this path when nothing is scripted."""
         return cls(kind="default")
@@ -300,6 +309,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.rfile.close()  # drop the makefile reference so close() really closes
             self.connection.close()
             return
+        if reply.kind == "huge":
+            self._send_huge(reply)
+            return
         if reply.kind == "default":
             reply = self.server.owner._default(request)
         self.send_response(reply.status)
@@ -317,6 +329,28 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         else:
             self.wfile.write(reply.body)
+
+
+    def _send_huge(self, reply: Reply) -> None:
+        head = ('{"id": "chatcmpl-huge", "object": "chat.completion", "created": 1700000000, '
+                f'"model": {json.dumps(reply.body.decode())}, "choices": [{{"index": 0, '
+                '"message": {"role": "assistant", "content": "').encode()
+        tail = b'"}, "finish_reason": "stop", "logprobs": null}]}'
+        self.send_response(reply.status)
+        for name, value in reply.headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(head) + reply.size + len(tail)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(head)
+        block = b"filler " * (65536 // 7)
+        left = reply.size
+        stopping = self.server.owner._state.stopping
+        while left > 0 and not stopping.is_set():
+            piece = block[:left]
+            self.wfile.write(piece)
+            left -= len(piece)
+        self.wfile.write(tail)
 
 
 class FakeOpenAIServer:

@@ -144,7 +144,10 @@ def test_a_failure_cause_is_shown_whole(tmp_path: Path, judge: FakeOpenAIServer,
 # ---- Ctrl-C (item 7) ----------------------------------------------------------------------------
 
 
-def test_ctrl_c_prints_one_line_and_the_resume_command(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("signum", "code", "what"), [(signal.SIGINT, 130, "interrupted"),
+                                                      (signal.SIGTERM, 143, r"terminated \(SIGTERM\)")])
+def test_ctrl_c_prints_one_line_and_the_resume_command(signum: int, code: int, what: str,
+                                                       tmp_path: Path) -> None:
     data = write(tmp_path / "d.jsonl", make_samples(60))
     store = tmp_path / "s.db"
     env = {**__import__("os").environ, "OPENAI_API_KEY": "sk-x"}
@@ -168,13 +171,13 @@ def test_ctrl_c_prints_one_line_and_the_resume_command(tmp_path: Path) -> None:
                 except sqlite3.OperationalError:
                     pass
         assert proc.poll() is None and done >= 2, f"the run did not get going ({done} finished)"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     lines = stderr.splitlines()
     # on main: about 170 lines of tracebacks of the calls in flight before the hint
     assert len(lines) == 2, stderr
-    assert re.fullmatch(r"interrupted: \d+ of 60 samples are saved in .*s\.db\. Continue with:", lines[0])
+    assert re.fullmatch(rf"{what}: \d+ of 60 samples are saved in .*s\.db\. Continue with:", lines[0])
     run_id = re.fullmatch(r"  ragsight evaluate --resume (\S+) --store \S+", lines[1])
     assert run_id is not None, lines[1]
     with Store(store) as st:

@@ -119,7 +119,8 @@ def test_claims_are_extracted_once_and_shared_across_metrics() -> None:
     )
     assert result.scores["py"]["faithfulness"].value == pytest.approx(2 / 3)
     assert result.scores["py"]["context_recall"].value == 1.0
-    assert len(judge.calls_for("extract_claims")) == 2  # response and reference, once each
+    # the response once; the reference is one short statement, its own claim (no call)
+    assert [r.variables["raw_text"] for r in judge.calls_for("extract_claims")] == [PY_RESPONSE]
     assert len(judge.calls_for("verify_claims")) == 1  # all four claims in one call
     assert judge.calls_for("verify_claims")[0].schema["properties"]["verdicts"]["minItems"] == 4
 

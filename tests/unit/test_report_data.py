@@ -98,7 +98,7 @@ HOSTILE_CONTEXT = (
     '<script>document.title="pwned"</script> The script element embeds executable '
     'code in a page. <img src=x onerror="document.body.dataset.pwned=1">'
 )
-HOSTILE_RESPONSE = "The script element embeds executable code. </details><b>bold</b>"
+HOSTILE_RESPONSE = "The script element embeds executable code. It runs. </details><b>bold</b>"
 HOSTILE_CLAIMS = ["The script element embeds executable code in a page."]
 
 RAG_ROWS: list[dict[str, Any]] = [

@@ -60,6 +60,9 @@ class AnalysisSettings:
     # A reference whose shortest alias has at most SHORT_ANSWER_WORDS words is graded as a whole
     # (question, response, every alias) instead of being split into claims; False turns this off.
     short_answers: bool = True
+    # A response or reference that is one sentence of at most 25 words is its own claim, with no
+    # extraction call (analyses/_claims.py); False always asks the judge to extract claims.
+    own_claim: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -30,7 +31,8 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import __version__
-from .._evaluate import aevaluate, check_store_path, new_run_id, run_sync
+from .._evaluate import RunInterrupted, aevaluate, check_store_path, new_run_id, run_sync
+from .._files import check_writable_target
 from .._repeats import evaluate_repeats
 from ..analyses import AnalysisSettings, describe_signals
 from ..engine import Progress, ProgressDisplay
@@ -39,13 +41,15 @@ from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
 from ..report import fmt as _fmt
 from ..result import EvaluationResult, load_result
+from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
-from . import _report, _testset
+from . import _report, _sweep, _testset, _traces
 from ._common import (
     DEFAULT_STORE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     close_name,
     err,
@@ -63,6 +67,8 @@ EVALUATE_EPILOG = """examples:
   ragsight evaluate data.jsonl --metrics faithfulness,context_recall
   ragsight evaluate data.jsonl --judge openai:gpt-4o-mini --embedder openai:text-embedding-3-small
   ragsight evaluate data.csv --judge openai:qwen2.5-7b --base-url http://localhost:8000/v1 --out results.jsonl
+  ragsight evaluate data.jsonl --judge anthropic:claude-3-5-haiku-latest
+  ragsight evaluate data.jsonl --judge azure:my-gpt4o --base-url https://RES.openai.azure.com --api-version 2024-10-21
   ragsight evaluate data.jsonl --metrics retrieval,ir --store runs.db --metadata chunk_size=512 --metadata top_k=5
   ragsight evaluate data.jsonl --fail-under faithfulness=0.8 --fail-under context_recall=0.7
   ragsight evaluate --resume last
@@ -73,7 +79,8 @@ live in pyproject.toml: [tool.ragsight] fail-under = { faithfulness = 0.8 }. Exi
 metrics: names (faithfulness, answer_relevancy, context_precision, context_recall, ...), groups
 (retrieval, generation, reference-free, lexical, ir) or all; parameters in brackets, e.g.
 "factual_correctness(mode=recall)". Default: the core metrics the data's fields allow.
-The API key is read from OPENAI_API_KEY."""
+The API key is read from OPENAI_API_KEY (ANTHROPIC_API_KEY, GEMINI_API_KEY, AZURE_API_KEY, the AWS
+credentials for bedrock:)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -91,8 +98,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--example", action="store_true", help="evaluate the bundled example data set")
     ev.add_argument("--metrics", action="append",
                     help="comma-separated metric names or groups (default: core metrics); repeatable")
-    ev.add_argument("--judge", help="openai:MODEL, local (default), local:qwen2.5-coder-0.5b or local:PATH.gguf")
+    ev.add_argument("--judge", help="openai:MODEL, local (default), local:qwen2.5-coder-0.5b, local:PATH.gguf; "
+                    "anthropic:MODEL, gemini:MODEL, bedrock:MODEL, azure:DEPLOYMENT (pip install 'ragsight[litellm]')")
     ev.add_argument("--base-url", help="OpenAI-compatible base URL for the judge (and the embedder)")
+    ev.add_argument("--api-version", help="Azure OpenAI API version for --judge azure:DEPLOYMENT, e.g. 2024-10-21 "
+                    "(default: $AZURE_API_VERSION; the key is read from AZURE_API_KEY)")
     ev.add_argument("--embedder", help="openai:MODEL, local (default), local:e5-small or local:minilm")
     ev.add_argument("--embedder-base-url", help="base URL for the embedder, if not --base-url")
     _add_store(ev)
@@ -156,6 +166,8 @@ def _parser() -> argparse.ArgumentParser:
 
     _report.register(sub)
     _testset.register(sub)
+    _traces.register(sub)
+    _sweep.register(sub)
     return p
 
 
@@ -205,6 +217,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
     metrics = _metric_specs(args.metrics)
     thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
+    if args.out:
+        try:  # a missing folder is found now, not after the run
+            check_writable_target(args.out, "--out file")
+        except OSError as exc:
+            raise RagsightError(str(exc)) from None
     if args.repeats > 1:
         if thresholds:
             raise ConfigError("--fail-under/--fail-over gate one run; leave out --repeats")
@@ -232,20 +249,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     base_url=args.base_url, embedder_base_url=args.embedder_base_url,
                     progress=progress, notice=notice, run_id=None if args.resume else run_id,
                     backend=args.backend, ray_address=args.ray_address,
-                    judge_concurrency=args.judge_concurrency,
-                ))
-        except KeyboardInterrupt:
+                    judge_concurrency=args.judge_concurrency, api_version=args.api_version,
+                ), sigterm=True)
+        except KeyboardInterrupt as stop:
             rid = progress.run_id or run_id
+            terminated = isinstance(stop, RunInterrupted) and stop.signum == signal.SIGTERM
+            what, code = ("terminated (SIGTERM)", EXIT_TERMINATED) if terminated else ("interrupted", EXIT_INTERRUPTED)
             if not progress.run_id:
-                err.print("interrupted before the run started; nothing was saved.")
-                return EXIT_INTERRUPTED
-            err.print(f"interrupted: {progress.done} of {progress.total} samples are saved in "
+                err.print(f"{what} before the run started; nothing was saved.", markup=False)
+                return code
+            err.print(f"{what}: {progress.done} of {progress.total} samples are saved in "
                       f"{args.store}. Continue with:", soft_wrap=True, markup=False)
             err.print(f"  {_resume_command(rid, args.store)}", soft_wrap=True, markup=False)
-            return EXIT_INTERRUPTED
+            return code
     print_summary(result)
     if args.out:
-        result.write_jsonl(args.out)
+        try:
+            result.write_jsonl(args.out)
+        except OSError as exc:
+            raise RagsightError(f"cannot write the --out file {args.out} ({exc}); the run is saved in "
+                                f"{args.store}: 'ragsight export {result.run_id} --store {args.store}'") from None
         out.print(f"Per-sample results: {args.out}", soft_wrap=True)
     print_evidence_hint(result, args.store)
     gate = check_gate(result, thresholds)
@@ -361,10 +384,11 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
         errors = [p for p in result.problems if not p.message.startswith("warning:")]
         if errors:
             c.print(f"[yellow]{len(errors)} input row(s) could not be used and were not evaluated:[/yellow]")
-            for p in errors[:20]:
-                c.print(f"  {p}", markup=False, soft_wrap=True)
-            if len(errors) > 20:
-                c.print(f"  ... and {len(errors) - 20} more (ragsight show {result.run_id})")
+            groups = group_problems(errors)  # one line per kind of problem, with its count
+            for g in groups[:20]:
+                c.print(f"  {g.line()}", markup=False, soft_wrap=True)
+            if len(groups) > 20:
+                c.print(f"  ... and {len(groups) - 20} more kinds (ragsight show {result.run_id})")
 
 
 # ---- show / runs / export ---------------------------------------------------------------------

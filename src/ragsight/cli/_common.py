@@ -17,6 +17,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "add_store",
     "close_name",
@@ -29,6 +30,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # ran, but a threshold was missed or nothing worked (see the cli docstring)
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
 
 DEFAULT_STORE = "ragsight.db"
 

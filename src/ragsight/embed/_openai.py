@@ -30,25 +30,13 @@ from .._http import (
     timeout_error,
 )
 from .._retry import Backoff, Failure, RetryExhaustedError, classify, retry
-from ..errors import ConfigError, ProviderError, RagsightError
+from ..errors import ConfigError, EmbeddingError, ProviderError
 
 __all__ = ["EmbeddingError", "OpenAIEmbedder"]
 
 _ROLE = "embedding server"
 # No jitter: the embedder's batches are few; a server's Retry-After is honoured up to 60 s.
 _BACKOFF = Backoff(base_s=0.5, max_s=8.0, jitter=0.0, retry_after_cap_s=60.0)
-
-
-class EmbeddingError(RagsightError):
-    """Embedding texts failed after the embedder's own retries. ``status`` is the last HTTP
-    status (None for connection failures), ``fatal`` tells whether retrying later can help,
-    ``attempts`` how many requests were made for the failing batch."""
-
-    def __init__(self, message: str, *, status: int | None, fatal: bool, attempts: int) -> None:
-        super().__init__(message)
-        self.status = status
-        self.fatal = fatal
-        self.attempts = attempts
 
 
 class OpenAIEmbedder:
@@ -126,8 +114,9 @@ class OpenAIEmbedder:
         await self.aclose()
 
     async def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
-        """Return an array of shape (len(texts), dim), rows L2-normalised (a zero vector stays
-        zero). ``kind`` is ignored: OpenAI-style embedding models are symmetric. Empty strings,
+        """Return an array of shape (len(texts), dim), rows L2-normalised. A vector that cannot
+        give a similarity (NaN, infinite, beyond float32, all zeros) is refused like a failed
+        request: retried, then EmbeddingError with the cause. ``kind`` is ignored: OpenAI-style embedding models are symmetric. Empty strings,
         which OpenAI rejects, are sent as a single space. For no texts the result has shape
         (0, dim), with dim 0 while it is still unknown. Raises EmbeddingError."""
         if isinstance(texts, str):
@@ -142,8 +131,12 @@ class OpenAIEmbedder:
         )
         matrix = np.concatenate(results, axis=0) if len(results) > 1 else results[0]
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-        return unit
+        if np.all(np.isfinite(norms)) and np.all(norms > 0):
+            unit: np.ndarray = matrix / norms
+            return unit
+        # squares of very large (or very small) float32 values overflow (underflow): in float64
+        wide = matrix.astype(np.float64)
+        return (wide / np.linalg.norm(wide, axis=1, keepdims=True)).astype(np.float32)
 
     async def aclose(self) -> None:
         """Close the HTTP client. The embedder can still be used afterwards."""
@@ -260,26 +253,55 @@ class OpenAIEmbedder:
         return np.asarray(ordered, dtype=np.float32)
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _vector(raw: Any) -> np.ndarray:
+    """One embedding as float32, refused (ProviderError, retryable) when it cannot give a
+    similarity: non-numeric, NaN or infinite values (also inside base64), values beyond float32,
+    or all zeros."""
     if isinstance(raw, str):  # encoding_format="base64": little-endian float32
         try:
-            return np.frombuffer(base64.b64decode(raw, validate=True), dtype="<f4")
+            data = base64.b64decode(raw, validate=True)
         except ValueError:
             raise ProviderError(
                 f"the {_ROLE} returned an embedding that is not valid base64.", retryable=True
             ) from None
-    if not isinstance(raw, list):
+        if len(data) % 4:
+            raise ProviderError(
+                f"the {_ROLE} returned a base64 embedding of {len(data)} bytes, not a whole "
+                "number of float32 values.", retryable=True
+            )
+        wide = np.frombuffer(data, dtype="<f4").astype(np.float64)
+    elif isinstance(raw, list):
+        try:
+            wide = np.asarray(raw, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            raise ProviderError(
+                f"the {_ROLE} returned an embedding with non-numeric values.", retryable=True
+            ) from None
+        if wide.ndim != 1 or wide.dtype.kind not in "fiu":
+            raise ProviderError(
+                f"the {_ROLE} returned an embedding that is not a flat list of numbers.",
+                retryable=True,
+            )
+    else:
         raise ProviderError(
             f"the {_ROLE} returned an embedding that is not a list.", retryable=True
         )
-    try:
-        vector = np.asarray(raw, dtype=np.float32)
-    except (TypeError, ValueError):
+    if not np.all(np.isfinite(wide)):
+        kind = "NaN" if np.any(np.isnan(wide)) else "infinite"
         raise ProviderError(
-            f"the {_ROLE} returned an embedding with non-numeric values.", retryable=True
-        ) from None
-    if vector.ndim != 1 or not np.all(np.isfinite(vector)):
-        raise ProviderError(
-            f"the {_ROLE} returned an embedding with non-finite values.", retryable=True
+            f"the {_ROLE} returned an embedding with {kind} values.", retryable=True
         )
-    return vector
+    if wide.size and float(np.max(np.abs(wide))) > _F32_MAX:
+        raise ProviderError(
+            f"the {_ROLE} returned an embedding with values beyond the float32 range "
+            f"(largest {float(np.max(np.abs(wide))):.3g}).", retryable=True
+        )
+    if wide.size and not np.any(wide):
+        raise ProviderError(
+            f"the {_ROLE} returned an all-zero embedding (it has no direction: no similarity "
+            "can be taken from it).", retryable=True
+        )
+    return wide.astype(np.float32)

@@ -19,6 +19,7 @@ from typing import Any
 from .._score import Evidence, JudgeCallRef, Outcome, Score
 from ..analyses import AnalysisSettings, SampleAnalyses
 from ..embed import Embedder
+from ..errors import EmbeddingError, StoreError
 from ..judge import Judge, JudgeCall, JudgeFailedError, record_calls
 from ..metrics import Metric
 from ..sample import Sample
@@ -58,6 +59,9 @@ def _failed(metric: Metric, exc: BaseException) -> Score:
         last = next((c.error for c in reversed(calls) if c.error), None) or str(exc)
         return Score.failed(metric.key, f"judge step {calls[0].prompt_id if calls else '?'} failed: {last}",
                             Evidence(details={"attempts": len(calls)}, calls=refs))
+    if isinstance(exc, EmbeddingError):
+        return Score.failed(metric.key, f"embedding failed: {exc}",
+                            Evidence(details={"attempts": exc.attempts} if exc.attempts else {}))
     return Score.failed(
         metric.key, f"internal error: {type(exc).__name__}: {exc}",
         Evidence(details={"traceback": "".join(traceback.format_exception(exc))[-2000:]}),
@@ -73,6 +77,8 @@ async def score_sample(
     async def one(m: Metric) -> Score:
         try:
             return await m.score(ctx)
+        except StoreError:
+            raise  # the store cannot be read or written: the run stops, it is not this metric's fault
         except Exception as exc:
             return _failed(m, exc)
 

@@ -18,6 +18,7 @@ from ._judge import (
     record_calls,
     step_key,
 )
+from ._litellm import LITELLM_KINDS, LiteLLMProvider, litellm_model
 from ._local import LocalProvider
 from ._model_files import DEFAULT_MODEL
 from ._openai import OpenAIProvider
@@ -37,6 +38,7 @@ __all__ = [
     "JudgeProvider",
     "JudgeRequest",
     "JudgeStats",
+    "LiteLLMProvider",
     "LocalProvider",
     "MemoryCallCache",
     "Message",
@@ -64,10 +66,14 @@ def _say(notice: Any, text: str) -> None:
 
 
 def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPolicy | None = None,
-               notice: Any = None, max_concurrency: int | None = None) -> Judge:
+               notice: Any = None, max_concurrency: int | None = None,
+               api_version: str | None = None) -> Judge:
     """A Judge from a spec: ``"openai:MODEL"``, ``"local"``, ``"local:NAME"``,
-    ``"local:PATH.gguf"``, a provider, or a Judge (returned as is). None means the embedded judge.
-    ``max_concurrency`` bounds the calls in flight to a remote judge (default 16)."""
+    ``"local:PATH.gguf"``, ``"anthropic:MODEL"``, ``"gemini:MODEL"``, ``"bedrock:MODEL"``,
+    ``"azure:DEPLOYMENT"``, ``"vertex_ai:MODEL"``, ``"mistral:MODEL"``,
+    ``"litellm:PROVIDER/MODEL"`` (those through LiteLLM, ``ragsight[litellm]``), a provider, or a
+    Judge (returned as is). None means the embedded judge. ``max_concurrency`` bounds the calls
+    in flight to a remote judge (default 16); ``api_version`` is Azure OpenAI's."""
     if isinstance(spec, Judge):
         return spec
     if spec is not None and not isinstance(spec, str):
@@ -81,7 +87,15 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
             raise ConfigError("--judge openai needs a model name: openai:MODEL, e.g. openai:gpt-4o-mini")
         timeout = policy.call_timeout_s if policy is not None else 60.0
         return Judge(OpenAIProvider(rest, base_url=base_url, timeout=timeout,
-                                 max_concurrency=max_concurrency or 16), policy=policy)
+                                 max_concurrency=max_concurrency or 16, notice=notice), policy=policy)
+    if kind in LITELLM_KINDS:
+        if not rest or (kind == "litellm" and "/" not in rest):
+            example = "litellm:PROVIDER/MODEL" if kind == "litellm" else f"{kind}:MODEL"
+            raise ConfigError(f"--judge {kind} needs a model name: {example}")
+        timeout = policy.call_timeout_s if policy is not None else 60.0
+        return Judge(LiteLLMProvider(litellm_model(kind, rest), api_base=base_url, api_version=api_version,
+                                     name=text, timeout=timeout, max_concurrency=max_concurrency or 16),
+                     policy=policy)
     if kind == "local":
         provider = LocalProvider(rest or None)
         if spec is None:
@@ -89,7 +103,9 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         return Judge(provider, policy=policy)
     raise ConfigError(
         f"unknown judge '{text}'. Use openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp, LiteLLM), "
-        "local (the embedded judge), local:qwen2.5-coder-0.5b, or local:PATH.gguf."
+        "anthropic:MODEL, gemini:MODEL, bedrock:MODEL, azure:DEPLOYMENT, litellm:PROVIDER/MODEL "
+        "(pip install 'ragsight[litellm]'), local (the embedded judge), local:qwen2.5-coder-0.5b, "
+        "or local:PATH.gguf."
     )
 
 

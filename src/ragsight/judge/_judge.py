@@ -212,6 +212,7 @@ class JudgeStats:
     retries: int = 0
     reasks: int = 0
     failed_steps: int = 0
+    answers_too_large: int = 0  # answers cut at the provider's size cap and not used
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
@@ -225,6 +226,7 @@ class JudgeStats:
             "retries": self.retries,
             "reasks": self.reasks,
             "failed_steps": self.failed_steps,
+            "answers_too_large": self.answers_too_large,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "latency_s": round(self.latency_s, 3),
@@ -561,6 +563,8 @@ class Judge:
                 if not isinstance(exc, (ProviderError, asyncio.TimeoutError, OSError, *also_retry)):
                     raise
                 failure = classify(exc) or Failure(f"{type(exc).__name__}: {exc}", True, None, False, exc)
+                if getattr(exc, "too_large", False):
+                    self.stats.answers_too_large += 1
                 calls.append(self._error_call(prompt, request, key, offset + attempt, started,
                                               time.monotonic() - t0, failure.message))
                 self._emit(calls[-1])

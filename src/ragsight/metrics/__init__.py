@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 import re
 import warnings
 from collections.abc import Iterable, Sequence
@@ -77,7 +78,7 @@ def metric_names() -> list[str]:
 
 def _load_optional() -> None:
     # IR and lexical metrics register themselves on import.
-    from . import ir, lexical, rubric, similarity_mrr  # noqa: F401
+    from . import ir, lexical, rubric, similarity_mrr, span_ir  # noqa: F401
 
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$")
@@ -97,6 +98,16 @@ def _coerce(value: str) -> Any:
         return v
 
 
+def _finite(spec: str, name: str, value: Any) -> None:
+    """Refuse NaN and infinity (also 1e999, which reads as infinity) in a parameter, before any
+    judge call: no metric can compute with them."""
+    for v in value if isinstance(value, tuple) else (value,):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(
+                f"metric '{spec}': parameter {name}={v} is not a finite number; give a number such as "
+                "0.5 or 2")
+
+
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     m = _SPEC.match(spec)
     if not m:
@@ -109,6 +120,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
                 raise ConfigError(f"metric '{spec}': parameter '{part.strip()}' needs the form name=value")
             k, _, v = part.partition("=")
             params[k.strip()] = _coerce(v)
+            _finite(spec, k.strip(), params[k.strip()])
     return name, params
 
 

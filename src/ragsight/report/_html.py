@@ -18,12 +18,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._files import strict_json
 from .._score import Outcome, Score
 from .._version import __version__
 from ..analyses import describe_signals
@@ -282,7 +282,7 @@ def _sample_panel(result: EvaluationResult, idx: int, prefix: str, open_: bool =
     if sample.metadata:
         parts.append(
             f'<div class="field"><b>metadata</b><div class="text muted">'
-            f"{e(json.dumps(dict(sample.metadata), ensure_ascii=False, default=str))}</div></div>"
+            f"{e(strict_json(dict(sample.metadata)))}</div></div>"
         )
     parts.append('<div class="field"><b>evidence</b>')
     for key, score in per.items():
@@ -296,7 +296,7 @@ def _sample_panel(result: EvaluationResult, idx: int, prefix: str, open_: bool =
         if claim_html.get(key):
             parts.append('<ul class="claims">' + "".join(claim_html[key]) + "</ul>")
         if score.evidence.details:
-            text = json.dumps(score.evidence.details, ensure_ascii=False, indent=1, default=str)
+            text = strict_json(score.evidence.details, indent=1)
             if len(text) > 6000:
                 text = text[:6000] + "\n..."
             parts.append(
