@@ -121,7 +121,7 @@ async def test_worst_samples_first_and_first_panel_open(store: Store) -> None:
     assert order == ["0", "1", "2", "3"]
     assert '<details class="sample" id="r1-s0" open>' in text
     assert "— lowest noise_sensitivity 0.050" in text
-    worst = re.search(r"<h3>Worst samples</h3><table>.*?</table>", text, re.S)
+    worst = re.search(r"<h3>Worst samples</h3><div class=\"scroll\"><table>.*?</table>", text, re.S)
     assert worst and [m for m in re.findall(r'href="#r1-s(\d)"', worst.group(0))] == [
         "0",
         "1",
