@@ -12,6 +12,7 @@ is the direct form there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import hashlib
 import importlib.util
@@ -642,6 +643,7 @@ def _shutdown(loop: asyncio.AbstractEventLoop) -> None:
 def _run_in_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     box: dict[str, Any] = {}
     ready = threading.Event()
+    finished = threading.Event()
     interrupted = threading.Event()
 
     def on_loop(loop: Any, main: Any) -> None:
@@ -655,19 +657,24 @@ def _run_in_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
             box["error"] = exc
         finally:
             ready.set()
+            finished.set()
 
     thread = threading.Thread(target=work, name="ragsight-evaluate", daemon=True)
     thread.start()
+    # Waited for with an Event, not Thread.join(): a KeyboardInterrupt that lands inside join()
+    # can leave the thread marked stopped while it still runs (CPython, bpo-45274's fix).
     try:
-        thread.join()
+        finished.wait()
     except KeyboardInterrupt:
-        # Interrupting the notebook's kernel: stop the run the way Ctrl-C does in a terminal.
+        # Interrupting the notebook's kernel: stop the run the way Ctrl-C does in a terminal,
+        # and wait for it to save what it finished (a second interrupt stops waiting).
         ready.wait()
         main, loop = box.get("main"), box.get("loop")
-        if main is not None and loop is not None:
+        if main is not None and loop is not None and not finished.is_set():
             interrupted.set()
-            loop.call_soon_threadsafe(main.cancel)
-        thread.join()
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing to stop
+                loop.call_soon_threadsafe(main.cancel)
+        finished.wait()
         raise KeyboardInterrupt from None
     if "error" in box:
         raise box["error"]

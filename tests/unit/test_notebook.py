@@ -7,7 +7,13 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import io
+import os
+import signal
+import sqlite3
 import threading
+import time
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -75,3 +81,43 @@ def test_a_notebook_gets_a_bar_where_rich_can_draw_there_else_the_text_line() ->
         progress.on_update(progress)
     assert progress.on_update is None
     assert stream.getvalue().endswith("evaluating: 2/2 samples, failed 0, skipped 0\n")
+
+
+async def test_interrupting_the_kernel_stops_the_run_and_keeps_what_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Jupyter's "interrupt kernel" is a SIGINT to the kernel's main thread, which here waits for
+    # the worker thread: the run is cancelled there, saves what finished, and the cell sees
+    # KeyboardInterrupt.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-notebook")
+    store = tmp_path / "runs.db"
+
+    def interrupt_after_two() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            try:
+                with closing(sqlite3.connect(store, timeout=1.0)) as c:
+                    if c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0] >= 2:
+                        break
+            except sqlite3.OperationalError:
+                pass
+        os.kill(os.getpid(), signal.SIGINT)
+
+    # An IPython kernel turns SIGINT into KeyboardInterrupt (Python's default handler); the
+    # runner of this test suite's event loop would only cancel its task: as the kernel, here.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with FakeOpenAIServer(handler=JudgeWorld(latency=0.1)) as srv:
+            timer = threading.Thread(target=interrupt_after_two)
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                ragsight.evaluate(make_samples(40), ["faithfulness"], judge="openai:m", base_url=srv.url,
+                                  store=store, concurrency=2)
+            timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    with closing(sqlite3.connect(store)) as c:
+        status = c.execute("SELECT status FROM runs").fetchone()[0]
+        done = c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0]
+    assert status == "interrupted" and 2 <= done < 40

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -12,6 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
+from .._evaluate import run_sync
 from ..embed import make_embedder
 from ..errors import ConfigError
 from ..judge import RetryPolicy, make_judge
@@ -249,7 +249,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                 if critic is not generator:
                     await critic.aclose()
 
-        result = asyncio.run(go())
+        result = run_sync(go)
     finally:
         if store is not None:
             store.close()
@@ -315,8 +315,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if show and (done == total or done % max(1, total // 10) == 0):
             err.print(f"  {done}/{total} answered")
 
-    result = asyncio.run(
-        arun(
+    result = run_sync(
+        lambda: arun(
             rows,
             target,
             concurrency=args.concurrency,
