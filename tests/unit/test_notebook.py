@@ -19,6 +19,7 @@ import pytest
 from rich.console import Console
 
 import ragsight
+from ragsight import Store
 from ragsight.engine import Progress, ProgressDisplay, display_mode
 from ragsight.errors import ConfigError
 from tests.fakes import FakeOpenAIServer
@@ -46,6 +47,15 @@ async def test_a_judged_run_inside_a_running_loop_and_awaited(monkeypatch: pytes
     for result in (called, awaited):
         assert result.summary["faithfulness"].counts["scored"] == 3
     assert called.summary["faithfulness"].mean == awaited.summary["faithfulness"].mean
+
+
+async def test_a_store_opened_in_the_notebook_is_used_by_the_worker(tmp_path: Path) -> None:
+    # on main (with the worker thread alone): "SQLite objects created in a thread can only be
+    # used in that same thread"
+    with Store(tmp_path / "nb.db") as store:
+        first = ragsight.evaluate(ROWS, ["token_f1"], store=store)
+        second = ragsight.evaluate(ROWS, ["token_f1"], store=store)
+        assert [r.id for r in store.runs()] == [second.run_id, first.run_id]
 
 
 async def test_a_failure_inside_the_worker_reaches_the_caller() -> None:

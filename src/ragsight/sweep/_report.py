@@ -34,11 +34,10 @@ from ..report import (
     fmt_p,
     fmt_signed,
     holm,
-    overall_score,
     paired_difference,
     summarize,
 )
-from ..result import EvaluationResult, load_result
+from ..result import EvaluationResult, load_result, overall_of
 from ..store import Store
 
 __all__ = [
@@ -258,10 +257,8 @@ def build_report(
                                         for r in results)]
     for i, (r, m) in enumerate(zip(results, metas)):
         means = {k: (r.summary[k].mean if k in r.summary else None) for k in metrics}
-        ov = None
-        if shared:
-            ov = overall_score({k: min(1.0, max(0.0, v)) for k in shared if (v := means[k]) is not None},
-                               {k for k in shared if lower[k]})
+        # the one overall of docs/metrics.md: the mean of the oriented, clamped metric means
+        ov = overall_of({k: means[k] for k in shared}, {k for k in shared if lower[k]}).mean if shared else None
         tok, lat, answered, failed = _cost(r)
         label = str(m.get("sweep_config") or " ".join(f"{k}={params[i].get(k)}" for k in varied) or r.run_id)
         configs.append(ConfigSummary(
@@ -468,7 +465,7 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
     if legend:
         c.print(Text(legend))
     if rep.overall_metrics:
-        c.print(Text("overall: harmonic mean of " + ", ".join(rep.overall_metrics)))
+        c.print(Text("overall: mean of the metric means (↓ as 1 - mean) of " + ", ".join(rep.overall_metrics)))
 
     c.print(Text("Best per metric, against the baseline " + base.short + " (95% bootstrap CI of the "
                  "paired difference; p Holm-adjusted over all comparisons):", style="bold"))
