@@ -11,7 +11,14 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from ..judge import ChoiceScores, Completion, JudgeProvider, JudgeRequest, ProviderError
+from ..judge import (
+    ChoiceScores,
+    Completion,
+    JudgeProvider,
+    JudgeRequest,
+    ProviderError,
+    provider_identity,
+)
 from ..store import Store
 
 __all__ = ["CacheServer", "LimitedProvider", "Limiter", "SharedCache", "attempt_id"]
@@ -85,6 +92,7 @@ class LimitedProvider:
         self.supports_choices = inner.supports_choices
         self.max_concurrency = inner.max_concurrency
         self.context_window = inner.context_window
+        self.identity = provider_identity(inner)  # the cache key is the real provider's
 
     async def _permit(self, ticket: str) -> None:
         if not await self.limiter.acquire.remote(attempt_id.get(), ticket):

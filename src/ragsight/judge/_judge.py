@@ -240,17 +240,23 @@ class _DeadlineReached(Exception):
 
 def provider_identity(provider: Any) -> dict[str, Any]:
     """What of a provider changes its answers, for the cache key and the run's record: the
-    provider's own ``identity`` mapping when it has one (the embedded judge: its model file),
-    else its name, model and server (``base_url`` without user info or query)."""
+    provider's own ``identity`` mapping when it has one (the embedded judge: its model file; a
+    wrapping provider: its inner one's), else its name, model, server (``base_url`` or
+    ``api_base``, without user info or query) and ``api_version``."""
     own = getattr(provider, "identity", None)
     if callable(own):
         own = own()
     if isinstance(own, Mapping):
         return {str(k): v for k, v in own.items()}
     ident: dict[str, Any] = {"provider": provider.name, "model": provider.model}
-    base = getattr(provider, "base_url", None)
-    if isinstance(base, str) and base:
-        ident["base_url"] = display_url(base)
+    for attr in ("base_url", "api_base"):  # OpenAI-compatible servers; LiteLLM's endpoint
+        base = getattr(provider, attr, None)
+        if isinstance(base, str) and base:
+            ident["base_url"] = display_url(base)
+            break
+    version = getattr(provider, "api_version", None)
+    if isinstance(version, str) and version:
+        ident["api_version"] = version
     return ident
 
 
