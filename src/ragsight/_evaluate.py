@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ._http import display_url
+from ._limiter import merge_limiter_stats
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .embed import Embedder, make_embedder
@@ -341,10 +342,12 @@ async def _run(
     try:
         _check_generator(samples, judge)
         settings = settings_for(chosen, replace_cache(settings, cache))
-        conc = opts.concurrency or (1 if judge is not None and judge.supports_choices else 16)
+        conc = opts.concurrency or default_concurrency(judge)
         embedder_spec = parts.embedder_spec
         config = {
             "settings": settings.to_dict(), "concurrency": conc, "cache": cache,
+            "judge_concurrency": ({"ceiling": judge.max_concurrency, "initial": judge.limiter.limit,
+                                   "adaptive": judge.limiter.adaptive} if judge else None),
             "prompts": {pid: load_prompt(pid).version for pid in prompt_ids()},
             "prompt_hashes": {pid: load_prompt(pid).hash for pid in prompt_ids()},
             "ragsight_version": __version__,
@@ -374,7 +377,6 @@ async def _run(
             current = judge.stats.to_dict() if judge else {}
             return _merge_stats(prev, current) if prev else current
 
-        st.start_heartbeat(run_id, stats_now)
         done = st.finished_samples(run_id)
         todo = [s for s in samples if s.id not in done]
         if progress is not None:
@@ -383,6 +385,7 @@ async def _run(
             progress.run_id = run_id
             progress.judge_stats = judge.stats if judge is not None else None
         status = "interrupted"
+        st.start_heartbeat(run_id, stats_now)
         try:
             if backend == "ray":
                 from .engine import run_samples_ray
@@ -408,6 +411,17 @@ async def _run(
         if judge is not None:
             await judge.aclose()
         await parts.aclose()
+
+
+def default_concurrency(judge: Judge | None) -> int:
+    """Samples in flight by default: one for a judge that scores choices in this process (the
+    embedded model); for a remote judge enough to fill its ceiling of calls in flight (a sample
+    has two to five calls out at once), at least 16."""
+    if judge is None:
+        return 16
+    if judge.supports_choices:
+        return 1
+    return max(16, judge.max_concurrency // 2)
 
 
 def _check_same_tools(st: Store, run_id: str, judge: Judge | None, emb: Embedder | None) -> None:
@@ -436,7 +450,9 @@ def replace_cache(settings: AnalysisSettings, cache: bool) -> AnalysisSettings:
 def _merge_stats(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = dict(a)
     for k, v in b.items():
-        if isinstance(v, (int, float)) and isinstance(a.get(k), (int, float)):
+        if k == "concurrency" and isinstance(v, dict) and isinstance(a.get(k), dict):
+            out[k] = merge_limiter_stats(a[k], v)
+        elif isinstance(v, (int, float)) and isinstance(a.get(k), (int, float)):
             out[k] = a[k] + v
         elif isinstance(v, dict) and isinstance(a.get(k), dict):
             out[k] = _merge_stats(a[k], v)

@@ -34,7 +34,9 @@ text under ``page_content`` / ``text`` / ``content`` / ``document.content`` (Lan
 OpenInference dicts) or real objects with those attributes (duck-typed: ``page_content``,
 ``node.get_content()``, ``get_content()``, ``text``), or a string holding a JSON array or a
 Python list literal (``['a', 'b']`` as pandas and ragas write lists into CSV; read with
-``ast.literal_eval``, never ``eval``). When every chunk carries an id, the ids become
+``ast.literal_eval``, never ``eval``), or a list of LangChain / LlamaIndex objects as ``str()``
+prints it (``[Document(id='d1', page_content='...')]``, what ``df.to_csv()`` writes; their text
+and id read from the syntax tree, never run). When every chunk carries an id, the ids become
 ``retrieved_ids`` (``relevant_ids`` for reference contexts) unless those are given.
 
 Ids (``id``, ``retrieved_ids``, ``relevant_ids``) follow one rule: text is kept with surrounding
@@ -52,6 +54,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import io
 import json
 import math
@@ -124,6 +127,10 @@ _REF_ASSERTS = ("context-recall", "factuality", "similar", "equals")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LISTISH = re.compile(r"^\[\s*(?:[\"'{\]]|$)")
+# a list of LangChain / LlamaIndex objects as str() writes it (pandas writes a cell so into CSV)
+_REPR_LIST = re.compile(r"^\[\s*(?:Document|NodeWithScore|TextNode|Node|ImageNode|IndexNode)\(")
+_REPR_TEXT = ("page_content", "text")
+_REPR_ID = ("id", "id_")
 
 
 class FieldError(Exception):
@@ -152,7 +159,12 @@ class RowFields:
 
 def norm_key(key: Any) -> str:
     """'actualOutput' -> 'actual_output', ' Retrieved Contexts' -> 'retrieved_contexts'."""
-    k = _CAMEL.sub("_", str(key).strip())
+    return _norm_key(str(key))
+
+
+@functools.lru_cache(maxsize=4096)  # a data set repeats its few names on every row
+def _norm_key(key: str) -> str:
+    k = _CAMEL.sub("_", key.strip())
     return re.sub(r"[\s\-]+", "_", k).lower()
 
 
@@ -449,6 +461,8 @@ def chunks(name: str, value: Any, split: str | None = None) -> tuple[tuple[str, 
                                  'JSON array of strings, e.g. ["first chunk", "second chunk"].') from None
             if not isinstance(value, list):
                 raise FieldError(name, f"the text parses as {type(value).__name__}, not a list of chunks.")
+        elif _REPR_LIST.match(s):
+            value = _object_reprs(name, s)
         elif split is not None:
             value = value.split(split)
         else:
@@ -466,6 +480,69 @@ def chunks(name: str, value: Any, split: str | None = None) -> tuple[tuple[str, 
         found.append(cid)
     all_ids = tuple(c for c in found if c is not None)
     return tuple(texts), (all_ids if texts and len(all_ids) == len(texts) else None)
+
+
+def _object_reprs(name: str, text: str) -> list[dict[str, Any]]:
+    """``[Document(id='d1', metadata={...}, page_content='...')]`` or ``[NodeWithScore(node=
+    TextNode(id_='n1', ..., text='...'), score=0.8)]``, as ``str()`` of a list of LangChain or
+    LlamaIndex objects writes them (a DataFrame cell written to CSV): each chunk's text and id,
+    read from the syntax tree with ``ast.literal_eval`` on those two values only, never run."""
+    try:
+        tree = ast.parse(_without_enum_reprs(text), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError):
+        tree = None
+    items = [_object_repr(e) for e in tree.elts] if isinstance(tree, ast.List) else [None]
+    if any(item is None for item in items):
+        raise FieldError(name, "the text is a list of LangChain / LlamaIndex objects as Python prints them "
+                         "(Document(...), NodeWithScore(...)), and their text cannot be read from it. Write the "
+                         "chunks' text instead: [d.page_content for d in docs] (LangChain), "
+                         "[n.node.get_content() for n in nodes] (LlamaIndex), with their ids under retrieved_ids; "
+                         "or save the rows as JSON lines.")
+    return [item for item in items if item is not None]
+
+
+def _without_enum_reprs(text: str) -> str:
+    """The text with each enum repr outside string literals (LlamaIndex's ``relationships={
+    <NodeRelationship.SOURCE: '1'>: ...}``) replaced by None, so that it parses; the string
+    literals (the chunks' text) are kept token for token."""
+    toks = [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)]
+    out: list[tuple[int, str]] = []
+    i = 0
+    while i < len(toks):
+        j = i + 1
+        if toks[i][1] == "<" and j < len(toks) and toks[j][0] == tokenize.NAME:
+            while j + 2 < len(toks) and toks[j + 1][1] == "." and toks[j + 2][0] == tokenize.NAME:
+                j += 2
+            if (j + 3 < len(toks) and toks[j + 1][1] == ":" and toks[j + 2][0] in (tokenize.STRING, tokenize.NUMBER)
+                    and toks[j + 3][1] == ">"):
+                out.append((tokenize.NAME, "None"))
+                i = j + 4
+                continue
+        out.append(toks[i])
+        i += 1
+    return str(tokenize.untokenize(out))
+
+
+def _object_repr(node: ast.expr) -> dict[str, Any] | None:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args):
+        return None
+    kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
+    if node.func.id == "NodeWithScore":
+        inner = kw.get("node")
+        return _object_repr(inner) if inner is not None else None
+    resource = kw.get("text_resource")  # a LlamaIndex Document: text_resource=MediaResource(text=...)
+    if "text" not in kw and isinstance(resource, ast.Call):
+        found = next((k.value for k in resource.keywords if k.arg == "text"), None)
+        if found is not None:
+            kw["text"] = found
+    try:
+        body = next((ast.literal_eval(kw[k]) for k in _REPR_TEXT if k in kw), None)
+        ident = next((ast.literal_eval(kw[k]) for k in _REPR_ID if k in kw), None)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None
+    if not isinstance(body, str) or not (ident is None or isinstance(ident, (str, int))):
+        return None
+    return {"text": body, "id": ident}
 
 
 def reference(value: Any) -> str | tuple[str, ...] | None:
@@ -675,6 +752,21 @@ def _shape_of(raw: Mapping[str, Any]) -> str:
     return "ragsight"
 
 
+def _without_result_columns(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The row without the results ragsight itself wrote beside the inputs, so that an export
+    (``ragsight export``, ``--out``) or ``result.to_pandas()`` loads back as the same samples:
+    per metric ``m``, ``m`` / ``m__outcome`` / ``m__reason``; JSONL's ``scores`` and ``evidence``
+    objects; the ``run_id`` beside them. Columns of other tools' scores stay in metadata."""
+    keys = {k for k in raw if isinstance(k, str)}
+    metrics = {k[: -len("__outcome")] for k in keys if k.endswith("__outcome") and k[: -len("__outcome")] in keys}
+    drop = {c for m in metrics for c in (m, f"{m}__outcome", f"{m}__reason")}
+    if isinstance(raw.get("scores"), Mapping) and isinstance(raw.get("evidence"), Mapping) and "run_id" in keys:
+        drop |= {"scores", "evidence"}
+    if drop and "run_id" in keys:
+        drop.add("run_id")
+    return {k: v for k, v in raw.items() if k not in drop} if drop else dict(raw)
+
+
 def read_row(raw: Mapping[str, Any]) -> RowFields:
     """Read one row into ragsight's fields. Raises FieldError for an unusable field."""
     for key in raw:
@@ -684,7 +776,7 @@ def read_row(raw: Mapping[str, Any]) -> RowFields:
                              "in two; rename the field.")
     out = RowFields(shape=_shape_of(raw))
     overrides: dict[str, str] = {}
-    items: dict[str, Any] = dict(raw)
+    items: dict[str, Any] = _without_result_columns(raw)
     if out.shape == "promptfoo":
         items, overrides = _promptfoo(raw)
     elif out.shape == "trulens":
@@ -800,6 +892,26 @@ def _is_span(row: Any) -> bool:
         "span_kind" in row or "attributes.openinference.span.kind" in row)
 
 
+def _top_openinference_span(spans: Sequence[Mapping[str, Any]], kind: Any) -> Mapping[str, Any] | None:
+    """The earliest span with an OpenInference kind and none above it (not a retriever when
+    another one qualifies)."""
+    by_id = {str(r.get("context.span_id")): r for r in spans if not is_missing(r.get("context.span_id"))}
+
+    def known_above(r: Mapping[str, Any]) -> bool:
+        seen: set[str] = set()
+        parent = r.get("parent_id")
+        while not is_missing(parent) and str(parent) in by_id and str(parent) not in seen:
+            seen.add(str(parent))
+            if kind(by_id[str(parent)]) not in ("", "UNKNOWN"):
+                return True
+            parent = by_id[str(parent)].get("parent_id")
+        return False
+
+    ordered = sorted(spans, key=lambda r: str(r.get("start_time") or ""))
+    tops = [r for r in ordered if kind(r) not in ("", "UNKNOWN") and not known_above(r)]
+    return next((r for r in tops if kind(r) != "RETRIEVER"), tops[0] if tops else None)
+
+
 def merge_phoenix_spans(rows: Sequence[Any], numbers: Sequence[int]) -> tuple[list[Any], list[int]]:
     """A Phoenix spans DataFrame (``get_spans_dataframe()``) as one row per trace: the root
     span's input and output, the documents of the trace's retriever spans in order. Rows that
@@ -817,6 +929,8 @@ def merge_phoenix_spans(rows: Sequence[Any], numbers: Sequence[int]) -> tuple[li
 
         roots = [r for _, r in spans if is_missing(r.get("parent_id"))]
         root = roots[0] if roots else spans[0][1]
+        if kind(root) in ("", "UNKNOWN"):  # a web server's span above the RAG chain: the request is
+            root = _top_openinference_span([r for _, r in spans], kind) or root  # the chain below it
         docs: list[Any] = []
         for _, r in sorted(spans, key=lambda p: str(p[1].get("start_time") or "")):
             if kind(r) == "RETRIEVER":

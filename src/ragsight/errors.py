@@ -74,7 +74,8 @@ class MissingExtraError(RagsightError):
 
 class ProviderError(Exception):
     """A provider call failed. ``retryable`` tells the Judge whether to try again;
-    ``retry_after`` (seconds) is the server's requested wait, when it gave one."""
+    ``retry_after`` (seconds) is the server's requested wait, when it gave one; ``timed_out``
+    says the call got no answer in time (a sign of an overloaded server, as HTTP 429 is)."""
 
     def __init__(
         self,
@@ -84,10 +85,12 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         fatal: bool = False,
+        timed_out: bool = False,
         too_large: bool = False,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.timed_out = timed_out
         self.status = status
         self.retry_after = retry_after
         # fatal: no later call can succeed either (bad key, unknown model); stops the run early

@@ -308,15 +308,6 @@ class Dataset:
         """Problems that made a row unusable (the row is not in the data set)."""
         return [p for p in self.problems if not p.message.startswith("warning:")]
 
-    def problem_lines(self, *, warnings_too: bool = True, kinds: int = 20) -> list[str]:
-        """The problems as lines for a person: one per kind, with its count and first rows."""
-        chosen = self.problems if warnings_too else self.errors
-        groups = group_problems(chosen)
-        lines = [g.line() for g in groups[:kinds]]
-        if len(groups) > kinds:
-            lines.append(f"... and {len(groups) - kinds} more kinds of problem")
-        return lines
-
     # ---- constructors -------------------------------------------------------------------
 
     @classmethod
@@ -540,7 +531,8 @@ class Dataset:
             inner = data.get("results")
             if isinstance(inner, Mapping) and isinstance(inner.get("results"), list):
                 return cls.from_records(inner["results"], src)  # promptfoo eval --output results.json
-            for key in ("samples", "data", "rows", "records", "results", "test_cases", "goldens"):
+            # testCases: a DeepEval test run (.deepeval/.latest_test_run.json, TestRun by alias)
+            for key in ("samples", "data", "rows", "records", "results", "test_cases", "testCases", "goldens"):
                 if isinstance(data.get(key), list):
                     return cls.from_records(data[key], src)
             return cls.from_records(_columns_to_rows(data, src), src)

@@ -357,7 +357,7 @@ def test_metrics_given_twice_both_count_and_names_fold_case(
 
 
 @pytest.mark.parametrize(("metrics", "expect"), [
-    ("faithfulness(foo=1)", "metric 'faithfulness(foo=1)': faithfulness has no parameter 'foo'; it takes no parameter"),
+    ("faithfulness(foo=1)", "metric 'faithfulness(foo=1)': faithfulness has no parameter 'foo'; its parameters: form"),
     ("ir", "no metric selected: the ir metrics need retrieved_ids, relevant_ids, which no sample has"),
 ])
 def test_metric_mistakes_get_a_clear_error(metrics: str, expect: str, tmp_path: Path,

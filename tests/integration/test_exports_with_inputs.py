@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -106,3 +107,25 @@ def test_cli_out_carries_the_inputs(tmp_path: Path) -> None:
     result.write_jsonl(path)
     first = json.loads(path.read_text().splitlines()[0])
     assert (first["question"], first["contexts"], first["response"]) == ("How many cabin bags?", CTX, GOOD)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet", "to_pandas"])
+def test_every_export_loads_back_as_the_same_samples_metadata_included(store: Path, tmp_path: Path,
+                                                                        fmt: str) -> None:
+    """The samples, metadata included: the run id and the score columns were read as metadata
+    (12 keys for 4 metrics), and a re-evaluated export carried the old scores along as inputs."""
+    original = list(Dataset.load(ROWS))
+    if fmt == "to_pandas":
+        data: Any = ragsight.evaluate(ROWS, ["faithfulness", "token_f1"], judge=script().judge()).to_pandas()
+    else:
+        data = tmp_path / f"e.{fmt}"
+        assert cli.main(["export", "last", "--format", fmt, "--out", str(data), "--store", str(store)]) == 0
+    back = Dataset.load(data)
+    assert back.errors == [] and not [p for p in back.problems if "field" in p.message]
+    assert [s.to_dict() for s in back] == [s.to_dict() for s in original]
+
+
+def test_other_tools_score_columns_stay_in_metadata() -> None:
+    """A ragas result (its metric columns beside the inputs) keeps its scores as metadata."""
+    (s,) = Dataset.load([{"user_input": "Who?", "response": "Ann.", "faithfulness": 0.5, "run_id": "r1"}])
+    assert s.metadata == {"faithfulness": 0.5, "run_id": "r1"}

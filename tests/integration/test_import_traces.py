@@ -223,3 +223,70 @@ def test_cli_when_no_trace_becomes_a_sample(tmp_path: Path, capsys: pytest.Captu
     assert "no trace became a sample; nothing written" in printed.err
     assert "1 x no RETRIEVER span: not a RAG request" in printed.out
     assert not (tmp_path / "s.jsonl").exists()
+
+
+# ---- production traces as web services write them (htrial) ---------------------------------------
+
+
+def test_console_exporter_spans_under_a_web_server_span_keep_the_users_question(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ConsoleSpanExporter writes span.to_json() indented over many lines, one span after the
+    other, children first; FastAPI's instrumentation puts an HTTP server span above the chain.
+    The question is the chain's input, not the retriever's rewritten query."""
+    out = tmp_path / "samples.jsonl"
+    assert main(["import-traces", str(TRACES / "openinference.console.json"), "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "1 sample written" in printed.out and "Problems" not in printed.out + printed.err
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["question"] == "How many days of annual leave do employees get?"
+    assert row["response"] == "Full-time employees get 25 days of annual leave a year."
+    assert row["retrieved_ids"] == ["leave-1", "leave-2"]
+    meta = row["metadata"]
+    assert (meta["span_id"], meta["trace_name"]) == ("00f067aa0ba902b7", "RunnableSequence")
+    assert meta["latency_s"] == pytest.approx(1.55)
+    assert meta["documents"][0]["metadata"] == {"source": "03-leave.md"}
+
+
+def _web_trace(chain_input: Any, *, http_status: str = "UNSET") -> list[dict[str, Any]]:
+    trace = "0x" + "4b" * 16
+
+    def span(sid: str, parent: str | None, attrs: dict[str, Any], status: str = "UNSET") -> dict[str, Any]:
+        return {"name": sid, "context": {"trace_id": trace, "span_id": "0x" + sid * 8}, "parent_id":
+                None if parent is None else "0x" + parent * 8, "status": {"status_code": status},
+                "start_time": f"2026-01-03T14:00:0{len(sid)}.000000Z", "attributes": attrs}
+
+    chain = {"openinference.span.kind": "CHAIN", "output.value": "25 days."}
+    if chain_input is not None:
+        chain["input.value"] = chain_input
+    return [span("a1", None, {"http.route": "/chat"}, http_status),
+            span("b2", "a1", chain),
+            span("c3", "b2", {"openinference.span.kind": "RETRIEVER", "input.value": "leave days rewritten",
+                              "retrieval.documents.0.document.content": "25 days."})]
+
+
+def test_a_question_taken_from_the_retrievers_query_says_so() -> None:
+    got = traces_from_records(_web_trace(None))
+    assert got.rows[0]["question"] == "leave days rewritten"
+    assert [str(p) for p in got.problems] == [
+        f"trace {'4b' * 16}: no input.value on the request span {'b2' * 8}: the question is the retriever's "
+        f"query (span {'c3' * 8}), which may be a rewritten one; imported"]
+
+
+def test_a_request_the_web_server_span_marks_failed_is_skipped() -> None:
+    got = traces_from_records(_web_trace("How many days?", http_status="ERROR"))
+    assert got.rows == [] and dict(got.skipped) == {"the request failed (root span status ERROR)": 1}
+
+
+def test_a_langfuse_trace_whose_root_observation_failed_is_skipped() -> None:
+    trace = {"id": "t-1", "input": {"input": "How many days?"}, "output": None, "observations": [
+        {"id": "root", "traceId": "t-1", "type": "CHAIN", "name": "RunnableSequence", "parentObservationId": None,
+         "startTime": "2026-01-02T10:00:00.000Z", "level": "ERROR", "statusMessage": "RateLimitError: 429",
+         "input": {"input": "How many days?"}, "output": None},
+        {"id": "ret", "traceId": "t-1", "type": "RETRIEVER", "name": "VectorStoreRetriever",
+         "parentObservationId": "root", "startTime": "2026-01-02T10:00:00.010Z", "level": "DEFAULT",
+         "input": "How many days?", "output": [{"page_content": "25 days.", "metadata": {}, "type": "Document"}]},
+    ]}
+    got = traces_from_records([trace])
+    assert got.rows == []
+    assert dict(got.skipped) == {"the request failed (root observation level ERROR)": 1}
+    assert [str(p) for p in got.problems] == ["trace t-1: the request failed: RateLimitError: 429; not imported"]

@@ -218,3 +218,34 @@ def test_a_key_echoed_in_good_answers_and_long_errors_is_never_stored(
         assert not plain_leaks(text), "the key leaked into the output"
     for path in tmp_path.iterdir():
         assert not plain_leaks(path.read_bytes()), path.name
+
+
+def test_a_key_echoed_through_the_litellm_judge_is_never_stored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The same promise for the judges reached through LiteLLM (here Azure OpenAI, whose key
+    travels in an api-key header): a good answer quoting the key is stored without it."""
+    import dataclasses
+    import importlib.util
+
+    if importlib.util.find_spec("litellm") is None:  # not imported here: ragsight imports it offline
+        pytest.skip("litellm is not installed (pip install 'ragsight[litellm]')")
+
+    monkeypatch.setenv("AZURE_API_KEY", PLAIN)
+    echo = JudgeWorld(fault_rate=1.0, faults=("echo_key",))
+
+    def azure(req: RecordedRequest) -> Reply | None:  # the deployment URL carries ?api-version=
+        return echo(dataclasses.replace(req, path=req.path.split("?", 1)[0]))
+
+    store = tmp_path / "runs.db"
+    with FakeOpenAIServer(handler=azure) as srv:
+        result = ragsight.evaluate(make_samples(2), ["faithfulness"], judge="azure:dep", base_url=srv.root,
+                                   api_version="2024-10-21", store=str(store))
+        assert any(r.headers.get("api-key") == PLAIN for r in srv.requests)
+    assert echo.injected["echo_key"] > 0
+    assert all(s.outcome.value == "scored" for per in result.scores.values() for s in per.values())
+    with Store(store) as st:
+        calls = st.judge_calls(result.run_id)
+    assert any("(key ***)" in (c["raw_output"] or "") for c in calls), [c["raw_output"] for c in calls]
+    for path in tmp_path.iterdir():
+        assert not plain_leaks(path.read_bytes()), path.name

@@ -142,7 +142,8 @@ class JudgeWorld:
         if fault is None:
             return Reply.chat(text)
         if fault == "echo_key":
-            key = request.headers.get("authorization", "").removeprefix("Bearer ")
+            key = (request.headers.get("authorization", "").removeprefix("Bearer ")
+                   or request.headers.get("api-key", ""))
             echoed = {**answer, "debug": f"request had Authorization: Bearer {key} (key {key})"}
             return Reply.chat(json.dumps(echoed), model=f"m-served-for-{key}")
         return self.faulty(fault, text, answer)

@@ -149,10 +149,18 @@ def test_embedded_style_judge_gives_probabilities_per_claim() -> None:
         ["faithfulness"], judge=script.choice_judge(),
     )
     score = result.scores["py"]["faithfulness"]
-    assert score.value == pytest.approx(2 / 3)
+    # with probabilities, the expected share of supported claims (issue 21); 2 of 3 at P >= 0.5
+    assert score.value == pytest.approx((0.97 + 0.9 + 0.1) / 3)
+    assert score.evidence.details == {"form": "expected", "supported": 2, "claims": 3,
+                                      "expected_supported": pytest.approx(1.97)}
     assert [c.probability for c in score.evidence.claims] == [0.97, 0.9, 0.1]
     # reasons only for the unsupported claim
     assert [bool(c.reason) for c in score.evidence.claims] == [False, False, True]
+    counted = ragsight.evaluate(
+        [{"id": "py", "question": "Who invented Python?", "contexts": [PY_CONTEXT], "response": PY_RESPONSE}],
+        ["faithfulness(form=count)"], judge=script.choice_judge(),
+    ).scores["py"]["faithfulness(form=count)"]
+    assert counted.value == pytest.approx(2 / 3) and counted.reason == "2 of 3 claims supported by the contexts"
 
 
 def test_sample_type_is_frozen() -> None:

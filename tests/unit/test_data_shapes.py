@@ -4,9 +4,10 @@ Each tool's rows are written exactly as that tool writes them: the files in
 ``tests/fixtures/shapes/`` (ragas's by ragas itself, see ``make_ragas_fixtures.py``; the others
 by the writer code of DeepEval's ``save_as``, TruLens's records export, promptfoo's
 ``--output results.json``), or built here with the real library where it is light and offline
-(Hugging Face ``datasets``, pandas). Libraries that are neither (ragas in this environment,
-DeepEval, LangChain, LlamaIndex) are stood in for by faithful minimal objects with the same
-attributes, since the loader reads them duck-typed.
+(Hugging Face ``datasets``, pandas, LangChain's ``Document`` and LlamaIndex's ``NodeWithScore``
+at the end of this file). Libraries that are neither (ragas in this environment, DeepEval) are
+stood in for by faithful minimal objects with the same attributes, since the loader reads them
+duck-typed.
 """
 
 from __future__ import annotations
@@ -53,7 +54,11 @@ def test_ragas_0_2_files_as_ragas_writes_them(name: str) -> None:
     assert ds.sources["contexts"] == ("retrieved_contexts",)
 
 
-def test_ragas_0_1_columns_from_a_hugging_face_dataset_and_its_csv(tmp_path: Path) -> None:
+def test_ragas_0_1_columns_from_a_hugging_face_dataset_and_its_csv(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+        monkeypatch.setenv(var, "1")  # no network, no telemetry, whatever the library would do
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     datasets = pytest.importorskip("datasets")
     hf = datasets.Dataset.from_dict({
         "question": [Q1], "answer": ["One cabin bag, up to 8 kg."], "contexts": [list(RETRIEVED_1)],
@@ -190,6 +195,25 @@ def test_deepeval_camel_case_names_from_the_confident_api() -> None:
                        "retrievalContext": list(RETRIEVED_1), "additionalMetadata": {"k": 1}}])[0]
     assert core(s) == (Q1, RETRIEVED_1, "One.", "One cabin bag.", None)
     assert s.metadata == {"k": 1}
+
+
+def test_a_deepeval_test_run_file(tmp_path: Path) -> None:
+    """DeepEval's saved test run (TestRun.model_dump(by_alias=True), as in
+    .deepeval/.latest_test_run.json): the cases under testCases, camelCase, context gold."""
+    run = {"testFile": "test_rag.py", "testCases": [
+        {"name": "test_case_0", "input": Q1, "actualOutput": "One.", "expectedOutput": "One cabin bag.",
+         "retrievalContext": list(RETRIEVED_1), "context": list(GOLD_1), "success": True,
+         "metricsData": [{"name": "Faithfulness", "threshold": 0.5, "success": True, "score": 1.0,
+                          "reason": "ok", "strictMode": False, "evaluationModel": "gpt-4o"}],
+         "runDuration": 2.1, "evaluationCost": 0.001, "order": 0}],
+        "conversationalTestCases": [], "metricsScores": [], "hyperparameters": None, "testPassed": 1,
+        "testFailed": 0, "runDuration": 3.2, "evaluationCost": 0.001}
+    (tmp_path / "latest_test_run.json").write_text(json.dumps(run))
+    ds = Dataset.load(tmp_path / "latest_test_run.json")
+    assert ds.problems == []
+    (s,) = ds.samples
+    assert core(s) == (Q1, RETRIEVED_1, "One.", "One cabin bag.", GOLD_1)
+    assert s.metadata["metricsData"][0]["score"] == 1.0
 
 
 # ---- TruLens -------------------------------------------------------------------------------------
@@ -370,3 +394,86 @@ def test_a_list_cell_is_never_evaluated_as_code(tmp_path: Path) -> None:
     ds = Dataset.load([{"question": Q1, "contexts": cell}])
     assert not marker.exists()
     assert ds.errors and "does not parse" in ds.errors[0].message
+
+
+def test_phoenix_spans_dataframe_under_a_web_server_span_reads_the_chain() -> None:
+    """An app that sends every OpenTelemetry span to Phoenix has the web framework's span
+    (span_kind UNKNOWN, no input.value) above the chain: the chain is the request."""
+    docs = [{"document.id": "d1", "document.content": RETRIEVED_1[0]}]
+    spans = pd.DataFrame([
+        {"name": "POST /chat", "span_kind": "UNKNOWN", "parent_id": None, "start_time": "2025-05-01T10:00:00",
+         "context.trace_id": "t1", "attributes.input.value": None, "attributes.output.value": None,
+         "attributes.retrieval.documents": None},
+        {"name": "query", "span_kind": "CHAIN", "parent_id": "s0", "start_time": "2025-05-01T10:00:00.1",
+         "context.trace_id": "t1", "attributes.input.value": Q1, "attributes.output.value": "One cabin bag.",
+         "attributes.retrieval.documents": None},
+        {"name": "retrieve", "span_kind": "RETRIEVER", "parent_id": "s1", "start_time": "2025-05-01T10:00:01",
+         "context.trace_id": "t1", "attributes.input.value": "cabin bag allowance", "attributes.output.value": None,
+         "attributes.retrieval.documents": docs},
+    ], index=pd.Index(["s0", "s1", "s2"], name="context.span_id"))
+    (s,) = Dataset.load(spans).samples
+    assert (s.question, s.response, s.contexts) == (Q1, "One cabin bag.", (RETRIEVED_1[0],))
+    assert s.metadata["span_id"] == "s1"
+
+
+# ---- the real LangChain and LlamaIndex objects (htrial) -------------------------------------------
+
+
+def _real_objects() -> tuple[list[Any], list[Any]]:
+    """LangChain Documents as a retriever returns them, LlamaIndex NodeWithScores as a query
+    engine's source_nodes hold them (nodes split from a Document, so they carry relationships)."""
+    lc_documents = pytest.importorskip("langchain_core.documents")
+    li_schema = pytest.importorskip("llama_index.core.schema")
+    from llama_index.core.node_parser import SentenceSplitter
+
+    docs = [lc_documents.Document(page_content=RETRIEVED_1[0], metadata={"source": "bags.md"}, id="bags-1"),
+            lc_documents.Document(page_content=RETRIEVED_1[1], metadata={"source": "bags.md"}, id="bags-2")]
+    splitter = SentenceSplitter(chunk_size=12, chunk_overlap=0, tokenizer=str.split)
+    nodes = splitter.get_nodes_from_documents([li_schema.Document(text=" ".join(RETRIEVED_1), id_="bags")])
+    scored = [li_schema.NodeWithScore(node=n, score=0.9 - i / 10) for i, n in enumerate(nodes)]
+    return docs, scored
+
+
+def test_real_langchain_documents_and_llamaindex_nodes_as_contexts() -> None:
+    docs, scored = _real_objects()
+    rows = [{"id": "lc", "question": Q1, "contexts": docs, "response": "One.", "relevant_ids": ["bags-2"]},
+            {"id": "li", "question": Q1, "contexts": scored, "response": "One.",
+             "relevant_ids": [scored[0].node.node_id]},
+            {"id": "li-nodes", "question": Q1, "contexts": [s.node for s in scored], "response": "One."}]
+    ds = Dataset.load(rows)
+    assert ds.errors == []
+    lc, li, li_nodes = ds.samples
+    assert (lc.contexts, lc.retrieved_ids) == (RETRIEVED_1, ("bags-1", "bags-2"))
+    assert li.contexts == tuple(s.node.get_content() for s in scored)
+    assert " ".join(li.contexts) == " ".join(RETRIEVED_1)  # the text, without LlamaIndex's metadata header
+    assert li.retrieved_ids == tuple(s.node.node_id for s in scored) == li_nodes.retrieved_ids
+    result = ragsight.evaluate(rows, ["hit_rate", "mrr"])
+    assert [result.scores[i]["mrr"].value for i in ("lc", "li")] == [0.5, 1.0]
+    assert result.scores["li-nodes"]["mrr"].outcome.value == "skipped"  # no relevant_ids, said so
+
+
+def test_real_objects_in_a_dataframe_written_to_csv_read_back(tmp_path: Path) -> None:
+    """df.to_csv() writes a list of Documents as its Python repr: the text and ids come back,
+    read from the syntax tree, never run; before, the whole repr was one chunk."""
+    docs, scored = _real_objects()
+    pd.DataFrame({"question": [Q1, Q1], "contexts": [docs, scored], "answer": ["One.", "One."]}).to_csv(
+        tmp_path / "rag.csv", index=False)
+    ds = Dataset.load(tmp_path / "rag.csv")
+    assert ds.errors == []
+    lc, li = ds.samples
+    assert (lc.contexts, lc.retrieved_ids) == (RETRIEVED_1, ("bags-1", "bags-2"))
+    assert li.contexts == tuple(s.node.get_content() for s in scored)
+    assert li.retrieved_ids == tuple(s.node.node_id for s in scored)
+
+
+def test_an_object_repr_cell_that_cannot_be_read_is_a_row_problem_and_never_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    cells = [f"[Document(page_content=__import__('pathlib').Path({str(marker)!r}).touch())]",
+             "[Document(id='d1', page_content='cut off",
+             "[NodeWithScore(node=ImageNode(id_='i1', image='...'), score=0.5)]"]
+    rows = [{"question": Q1, "contexts": c} for c in cells] + [{"question": Q2, "contexts": ["Pets fly."]}]
+    ds = Dataset.load(rows)
+    assert not marker.exists()
+    assert [s.question for s in ds.samples] == [Q2]
+    assert [(e.row, e.field) for e in ds.errors] == [(1, "contexts"), (2, "contexts"), (3, "contexts")]
+    assert "[d.page_content for d in docs]" in ds.errors[0].message

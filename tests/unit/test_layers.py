@@ -30,13 +30,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("judge",),
     ("embed",),
     ("sample", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
-     "_retry", "_files"),
+     "_retry", "_files", "_limiter"),
 )
 # Units of one layer that may import each other, as (importer, imported).
-SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("sample", "_score"), ("sample", "errors"),
-            ("sample", "_shapes"), ("_http", "errors"),
+SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("testing", "report"), ("sample", "_score"),
+            ("sample", "errors"), ("sample", "_shapes"), ("_http", "errors"),
             ("_budget", "prompts"), ("prompts", "errors"), ("_score", "errors"), ("sample", "_text"),
-            ("_budget", "_text"), ("_http", "_retry"), ("_retry", "errors")}
+            ("_budget", "_text"), ("_http", "_retry"), ("_retry", "errors"),
+            ("_limiter", "_retry")}
 # The package's own __init__ sits on top: it only re-exports.
 TOP = "__init__"
 

@@ -72,10 +72,13 @@ def test_names_are_case_folded_and_keys_use_the_folded_name() -> None:
 def test_a_parameter_the_metric_does_not_take_names_the_ones_it_does() -> None:
     with pytest.raises(ConfigError) as info:
         resolve_metrics("faithfulness(foo=1)")
-    assert str(info.value) == "metric 'faithfulness(foo=1)': faithfulness has no parameter 'foo'; it takes no parameter"
+    assert str(info.value) == "metric 'faithfulness(foo=1)': faithfulness has no parameter 'foo'; its parameters: form"
+    with pytest.raises(ConfigError) as info:
+        resolve_metrics("context_recall(foo=1)")
+    assert str(info.value) == "metric 'context_recall(foo=1)': context_recall has no parameter 'foo'; it takes no parameter"
     with pytest.raises(ConfigError) as info:
         resolve_metrics("factual_correctness(mod=recall)")
-    assert "has no parameter 'mod' (did you mean 'mode'?); its parameters: mode, beta" in str(info.value)
+    assert "has no parameter 'mod' (did you mean 'mode'?); its parameters: mode, beta, form" in str(info.value)
 
 
 def test_a_group_that_fits_no_sample_names_the_missing_fields() -> None:

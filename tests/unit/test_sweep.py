@@ -83,6 +83,10 @@ def verify_handler(v: Mapping[str, Any]) -> dict:
                          for i, _ in enumerate(v["claim_list"])]}
 
 
+def declines_handler(v: Mapping[str, Any]) -> dict:
+    return {"reason": "scripted", "declines": "Answer to" not in v.get("response", "")}
+
+
 def judge_provider(kill_after: int | None = None) -> ScriptedProvider:
     count = {"n": 0}
 
@@ -99,7 +103,8 @@ def judge_provider(kill_after: int | None = None) -> ScriptedProvider:
         tick()
         return verify_handler(v)
 
-    return ScriptedProvider({"extract_claims": claims, "verify_claims": verify}, model="judge-model")
+    return ScriptedProvider({"extract_claims": claims, "verify_claims": verify, "declines_json": declines_handler},
+                            model="judge-model")
 
 
 def generator_provider() -> ScriptedProvider:
@@ -120,7 +125,8 @@ def spec_dict(docs: Path, ts: Path, **extra: Any) -> dict[str, Any]:
         "fixed": {"chunk_overlap": 0, "fusion_queries": 2, "generator": "gen"},
         "grid": {"chunk_size": [12, 30], "retrieval": ["dense", "fusion"]},
         "baseline": {"chunk_size": 12, "retrieval": "dense"},
-        "metrics": ["span_hit_rate", "span_recall", "span_mrr", "span_ndcg", "faithfulness"],
+        "metrics": ["span_hit_rate", "span_recall", "span_mrr", "span_ndcg", "faithfulness",
+                    "abstention(scope=out_of_scope)"],
         "judge_questions": 2, "judge_out_of_scope": 1, **extra,
     }
 
@@ -161,9 +167,10 @@ async def test_every_configuration_is_a_paired_run_and_the_dry_run_counts_it(tmp
     assert len(steps) == plan.generator_rewrites * 2 + plan.generator_answers  # rewrites asked by 2 configs
     assert len(gen.requests) == len(set(steps))  # every distinct step sent once, repeats cached
     assert result.generator_calls == len(gen.requests)
-    # judge: 2 steps (claims, verdicts) per judged sample, as the plan says
+    # judge: 2 steps (claims, verdicts) per judged sample and one abstention step on the
+    # out-of-scope one, as the plan says
     judge_steps = sum(r.result.judge_stats.get("steps", 0) for r in result.runs if r.result)
-    assert plan.judge_steps == judge_steps == 4 * 3 * 2
+    assert plan.judge_steps == judge_steps == 4 * (3 * 2 + 1)
     # pairing: the same question ids in every run, tagged with the sweep and configuration
     ids = {tuple(s.id for s in r.result.samples) for r in result.runs if r.result}
     assert ids == {("q1", "q2", "q3", "q4", "q5")}
@@ -179,6 +186,10 @@ async def test_every_configuration_is_a_paired_run_and_the_dry_run_counts_it(tmp
     assert scores["q5"]["span_recall"].outcome.value == "skipped"  # out of scope
     assert scores["q3"]["faithfulness"].outcome.value == "skipped"  # not judged
     assert scores["q1"]["faithfulness"].value == 1.0
+    # the out-of-scope question is answered and scored for declining (the scripted generator
+    # answers everything, so it did not decline: 0); in-scope questions skip it
+    assert scores["q5"]["abstention(scope=out_of_scope)"].value == 0.0
+    assert scores["q1"]["abstention(scope=out_of_scope)"].outcome.value == "skipped"
     # retrieved chunks carry spans that lie in their documents
     s1 = next(s for s in base.samples if s.id == "q1")
     assert len(s1.metadata["retrieved_spans"]) == 5 and s1.metadata["judged"] is True  # default top_k
@@ -299,6 +310,9 @@ async def test_the_report_reads_best_effects_tradeoff_and_findings(tmp_path: Pat
     assert all(c.tokens_per_question and c.tokens_per_question > 0 for c in rep.configs)
     assert rep.pareto and all(0 <= i < 4 for i in rep.pareto)
     assert rep.judged_note.startswith("Judge metrics were computed on 3 of 5 questions")
+    # the overall score leaves out what was measured on fewer questions than the span metrics
+    assert "faithfulness" not in rep.overall_metrics and "span_recall" in rep.overall_metrics
+    assert any("leaves out faithfulness" in n for n in rep.notes)
     console = Console(width=80, record=True)
     print_sweep_report(rep, console)
     text = console.export_text()
@@ -370,3 +384,48 @@ def test_the_example_dry_run_as_the_docs_show_it(tmp_path: Path, monkeypatch: py
     assert "22 RAG-fusion rewrites, 16 answers" in text
     assert text.count("retrieval=fusion") == 4 and "(baseline)" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+async def test_the_report_is_the_same_in_every_process(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    docs, ts = make_world(tmp_path)
+    # 40 questions: enough differences that the permutation test samples (more than 16 differ)
+    rows = [json.loads(line) for line in ts.read_text().splitlines()][:4]
+    many = [{**r, "id": f"{r['id']}-{n}", "question": f"{r['question']} ({n})"} for n in range(10) for r in rows]
+    ts.write_text("".join(json.dumps(r) + "\n" for r in many), "utf-8")
+    store = Store(tmp_path / "s.db")
+    gen, emb = generator_provider(), TableEmbedder(dim=12)
+    await asweep(load_sweep(spec_dict(docs, ts, metrics=["span_recall", "span_mrr"])), store=store, embedder=emb,
+                 pipeline=pipeline(docs, store, gen, emb))
+    store.close()
+    root = Path(__file__).resolve().parents[2]
+    outs = []
+    for seed in ("1", "2"):  # string hashing, hence set order, differs between these processes
+        env = {**os.environ, "PYTHONHASHSEED": seed,
+               "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root), os.environ.get("PYTHONPATH", "")])}
+        code = ("import json, sys; from ragsight import Store; from ragsight.sweep import build_report; "
+                "print(json.dumps(build_report(Store(sys.argv[1]), 't').to_dict(), default=str))")
+        proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s.db")], capture_output=True,
+                              text=True, env=env, check=True)
+        outs.append(json.loads(proc.stdout))
+    assert outs[0]["effects"] and outs[0] == outs[1]
+
+
+def test_the_sweep_files_in_the_docs_parse_as_shown(tmp_path: Path) -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "sweep.md").read_text("utf-8")
+    specs = []
+    for n, block in enumerate(re.findall(r"```toml\n(.*?)```", docs, re.S)):
+        path = tmp_path / f"doc{n}.toml"
+        path.write_text(block, "utf-8")
+        specs.append(load_sweep(path))
+    first, thesis = specs[0], next(s for s in specs if s.name == "thesis-table-3")
+    assert len(first.configurations) == 8 and first.baseline.params["chunk_size"] == 256
+    assert "abstention(scope=out_of_scope)" in first.metrics
+    # Table 3: ten experiments, the first the baseline, the seventh RAG-fusion
+    assert len(thesis.configurations) == 10 and thesis.baseline_index == 0
+    assert [c.params.get("retrieval", "dense") for c in thesis.configurations].count("fusion") == 1
+    assert thesis.configurations[6].params["retrieval"] == "fusion"
+    assert {c.params["top_k"] for c in thesis.configurations} == {3, 5, 10}
+    assert set(thesis.varied) == {"top_k", "chunk_size", "chunk_overlap", "generator", "retrieval"}

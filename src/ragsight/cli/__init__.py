@@ -36,6 +36,9 @@ from .._files import check_writable_target
 from .._repeats import evaluate_repeats
 from ..analyses import AnalysisSettings, describe_signals
 from ..engine import Progress, ProgressDisplay
+from ..engine import (
+    progress_text as progress_text,  # the progress line (tests and tools read it here)
+)
 from ..errors import ConfigError, RagsightError
 from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
@@ -60,6 +63,7 @@ from ._common import add_store as _add_store
 from ._gate import check_gate, gate_thresholds
 
 __all__ = ["main"]
+
 
 
 EVALUATE_EPILOG = """examples:
@@ -118,7 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE",
                     help="run metadata (configuration), e.g. chunk_size=512; repeatable")
     ev.add_argument("--judge-concurrency", type=int, metavar="N",
-                    help="calls in flight to a remote judge, for the whole run or cluster (default 16)")
+                    help="the most calls in flight to a remote judge, for the whole run or cluster; "
+                         "below it the limit adapts to what the judge accepts (default 256)")
     ev.add_argument("--timeout", type=float, default=120.0, help="seconds per judge call (default 120)")
     ev.add_argument("--max-retries", type=int, default=3, help="retries per judge call (default 3)")
     ev.add_argument("--explain", choices=["none", "unsupported", "all"], default="unsupported",
@@ -342,6 +347,19 @@ REASONS_SHOWN = 3
 --metric M' lists every sample)."""
 
 
+def concurrency_note(stats: dict[str, Any]) -> str | None:
+    """One line when the judge refused or dropped calls (HTTP 429/503, time-outs): what the
+    limit did about it. None when nothing happened."""
+    c = stats.get("concurrency") if stats else None
+    if not isinstance(c, dict) or not (c.get("overloads") or c.get("timeouts")):
+        return None
+    text = (f"judge: {c.get('overloads', 0)} calls refused as overloaded, {c.get('timeouts', 0)} timed "
+            f"out; limit {c.get('min_limit')}-{c.get('max_limit')} of {c.get('ceiling')}")
+    if c.get("paused_s"):
+        text += f", paused {c['paused_s']:.1f} s as asked"
+    return text
+
+
 def print_summary(result: EvaluationResult, console: Console | None = None) -> None:
     """The run's summary, laid out for 80 columns: the table of metrics, the overall score
     with what it leaves out, judge spend, and every reason for a failure or a skip, whole."""
@@ -370,6 +388,9 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                 f"{st.get('prompt_tokens', 0):,} prompt + {st.get('completion_tokens', 0):,} completion tokens")
         c.print(f"       {st.get('retries', 0)} retries, {st.get('reasks', 0)} re-asks, "
                 f"{st.get('failed_steps', 0)} failed steps")
+        note = concurrency_note(st)
+        if note is not None:
+            c.print(note, markup=False)
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
             c.print(f"skipped {key} on {n} sample(s): {reason}", markup=False)

@@ -29,6 +29,7 @@ from .._http import (
     secrets_of,
     timeout_error,
 )
+from .._limiter import Limiter
 from .._retry import Backoff, Failure, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, EmbeddingError, ProviderError
 
@@ -44,7 +45,8 @@ class OpenAIEmbedder:
 
     ``base_url`` and ``api_key`` resolve as for :class:`ragsight.judge.OpenAIProvider`
     (``$OPENAI_BASE_URL``, ``$OPENAI_API_KEY``; no Authorization header without a key). Texts go
-    out in batches of ``batch_size``, at most ``max_concurrency`` batches at a time; each request
+    out in batches of ``batch_size``, at most ``max_concurrency`` batches at a time (a ceiling:
+    below it the limit adapts to what the server accepts, see ``ragsight._limiter``); each request
     is bounded by ``timeout`` seconds. ``dimensions`` is passed to models that can shorten their
     vectors (text-embedding-3-*). Rows come back L2-normalised as float32.
     """
@@ -58,7 +60,7 @@ class OpenAIEmbedder:
         api_key: str | None = None,
         *,
         batch_size: int = 64,
-        max_concurrency: int = 4,
+        max_concurrency: int = 64,
         timeout: float = 60.0,
         max_attempts: int = 4,
         retry_budget: float = 30.0,
@@ -98,6 +100,7 @@ class OpenAIEmbedder:
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        self.limiter = Limiter(max_concurrency, retry_after_cap_s=_BACKOFF.retry_after_cap_s)
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.model!r}, base_url={display_url(self.base_url)!r})"
@@ -159,14 +162,29 @@ class OpenAIEmbedder:
     async def _embed_batch(
         self, client: httpx.AsyncClient, semaphore: asyncio.Semaphore, batch: list[str]
     ) -> np.ndarray:
-        async def once() -> np.ndarray:
-            async with semaphore:
-                return await asyncio.wait_for(self._request(client, batch), self.timeout)
-
         def as_failure(exc: BaseException) -> Failure | None:
             if isinstance(exc, asyncio.TimeoutError):
                 exc = timeout_error(role=_ROLE, base_url=self.base_url, timeout=self.timeout)
             return classify(exc) if isinstance(exc, ProviderError) else None
+
+        async def once() -> np.ndarray:
+            async with semaphore:
+                permit = await self.limiter.acquire()
+                t0 = asyncio.get_running_loop().time()
+                try:
+                    out = await asyncio.wait_for(self._request(client, batch), self.timeout)
+                except Exception as exc:
+                    failure = as_failure(exc)
+                    if failure is None:
+                        self.limiter.forfeit()
+                    else:
+                        self.limiter.release(permit, failure)
+                    raise
+                except BaseException:
+                    self.limiter.forfeit()
+                    raise
+                self.limiter.release(permit, None, asyncio.get_running_loop().time() - t0)
+                return out
 
         try:
             vectors, _ = await retry(once, attempts=self.max_attempts, backoff=_BACKOFF,

@@ -1,6 +1,6 @@
 """The async evaluation engine."""
 
-from ._display import ProgressDisplay, display_mode
+from ._display import ProgressDisplay, display_mode, progress_text
 from ._engine import (
     Progress,
     SampleOutcome,
@@ -20,6 +20,7 @@ __all__ = [
     "describe_metrics",
     "display_mode",
     "import_ray",
+    "progress_text",
     "run_samples",
     "run_samples_ray",
     "score_sample",

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from ._engine import Progress
 
-__all__ = ["ProgressDisplay", "display_mode"]
+__all__ = ["ProgressDisplay", "display_mode", "progress_text"]
 
 _TEXT_EVERY_S = 0.5
 
@@ -28,9 +28,18 @@ def display_mode(console: Console) -> str:
     return "off"
 
 
-def _spend(p: Progress) -> str:
+def progress_text(p: Progress) -> str:
+    """What the progress line says after the bar: outcomes, the judge's spend, and its calls in
+    flight against the limit in effect (the limit adapts; see docs/scale.md)."""
     st = p.judge_stats
-    return f"{st.calls} calls, {st.prompt_tokens:,} prompt tok" if st is not None else ""
+    o = p.outcomes
+    text = f"failed {o['failed']}  skipped {o['skipped']}"
+    if st is not None:
+        text += f"  {st.calls} calls, {st.prompt_tokens:,} prompt tok"
+        lim = getattr(st, "limiter", None)
+        if lim is not None and lim.ceiling > 1:
+            text += f"  in flight {lim.in_flight}/{lim.limit}"
+    return text
 
 
 class ProgressDisplay:
@@ -69,15 +78,13 @@ class ProgressDisplay:
         return self
 
     def _update_bar(self, p: Progress) -> None:
-        o = p.outcomes
-        desc = f"failed {o['failed']}  skipped {o['skipped']}  {_spend(p)}"
-        self._bar.update(self._task, completed=p.done, total=p.total, description=desc)
+        self._bar.update(self._task, completed=p.done, total=p.total, description=progress_text(p))
 
     def _line(self, p: Progress) -> str:
         o = p.outcomes
-        spend = _spend(p)
-        return (f"evaluating: {p.done}/{p.total} samples, failed {o['failed']}, skipped "
-                f"{o['skipped']}" + (f", {spend}" if spend else ""))
+        st = p.judge_stats
+        spend = f", {st.calls} calls, {st.prompt_tokens:,} prompt tok" if st is not None else ""
+        return f"evaluating: {p.done}/{p.total} samples, failed {o['failed']}, skipped {o['skipped']}{spend}"
 
     def _update_text(self, p: Progress, force: bool = False) -> None:
         now = time.monotonic()

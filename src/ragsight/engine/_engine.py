@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._limiter import call_priority
 from .._score import Evidence, JudgeCallRef, Outcome, Score
 from ..analyses import AnalysisSettings, SampleAnalyses
 from ..embed import Embedder
@@ -116,11 +117,13 @@ async def run_samples(
     sem = asyncio.Semaphore(max(1, concurrency))
     last_beat = time.monotonic()
 
-    async def one(sample: Sample) -> None:
+    async def one(position: int, sample: Sample) -> None:
         nonlocal last_beat
         async with sem:
             calls: list[JudgeCall] = []
-            with record_calls(calls.append):
+            # the judge serves the calls of earlier samples first: they finish (and are saved)
+            # first, and a sample's chain of calls does not queue behind later samples' first calls
+            with record_calls(calls.append), call_priority(position):
                 scores = await score_sample(sample, metrics, judge, embedder, settings)
             if store is not None:
                 store.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
@@ -137,7 +140,7 @@ async def run_samples(
                 last_beat = time.monotonic()
                 store.heartbeat(run_id)
 
-    tasks = [asyncio.ensure_future(one(s)) for s in samples]
+    tasks = [asyncio.ensure_future(one(i, s)) for i, s in enumerate(samples)]
     try:
         await asyncio.gather(*tasks)
     except BaseException:

@@ -55,11 +55,14 @@ class TraceProblem:
     trace_id: str | None
     message: str
     imported: bool = False
+    missing: bool = True  # for an imported trace: something is missing (else a caveat on what was read)
 
     def __str__(self) -> str:
         if self.trace_id is None:
             return f"file: {self.message}; skipped"
-        return f"trace {self.trace_id}: {self.message}; " + ("imported without it" if self.imported else "not imported")
+        if not self.imported:
+            return f"trace {self.trace_id}: {self.message}; not imported"
+        return f"trace {self.trace_id}: {self.message}; " + ("imported without it" if self.missing else "imported")
 
 
 @dataclass
@@ -106,7 +109,9 @@ def _records(path: Path) -> tuple[list[Any], list[TraceProblem]]:
         whole = None
     else:
         return [whole], []
-    values: list[Any] = []
+    values: list[Any] = _concatenated(stripped)
+    if values:  # JSON lines, or JSON documents one after the other: ConsoleSpanExporter writes
+        return values, []  # span.to_json(), indented over many lines, one span after the other
     problems: list[TraceProblem] = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -118,6 +123,23 @@ def _records(path: Path) -> tuple[list[Any], list[TraceProblem]]:
     if not values:
         raise InputError(f"{path}: neither a JSON document nor JSON lines; is it a trace export?")
     return values, problems
+
+
+def _concatenated(text: str) -> list[Any]:
+    """The JSON values of a text holding several one after the other (whitespace between),
+    or [] when some part of it is not JSON."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    at, end = 0, len(text)
+    while at < end:
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except (json.JSONDecodeError, RecursionError):
+            return []
+        values.append(value)
+        while at < end and text[at].isspace():
+            at += 1
+    return values
 
 
 def _items(values: Iterable[Any]) -> Iterator[Any]:
@@ -452,16 +474,48 @@ def _openinference(spans: Sequence[_Span], result: TraceImport) -> None:
             result.rows.append(row)
 
 
-def _trace_row(trace_id: str, trace: list[_Span], result: TraceImport) -> dict[str, Any] | None:
-    ids = {s.span_id for s in trace}
+def _request_span(trace_id: str, trace: list[_Span], result: TraceImport) -> _Span:
+    """The span of the RAG request: the top-most OpenInference span. A span of other
+    instrumentation above it (an HTTP server span of the web framework, a job's span) has no
+    ``input.value``, and would make the retriever's rewritten query pass for the question."""
+    by_id = {s.span_id: s for s in trace}
+    ids = set(by_id)
     roots = [s for s in trace if s.parent_id is None or s.parent_id not in ids]
-    root = roots[0]
     if len(roots) > 1:
         result.problems.append(TraceProblem(trace_id, f"{len(roots)} root spans (parents missing from the "
-                                            f"file); the earliest, {root.span_id}, is taken as the request",
-                                            imported=True))
-    if root.status == "ERROR" or root.status == "STATUS_CODE_ERROR" or root.status == "2":
-        detail = f": {root.status_message}" if root.status_message else ""
+                                            f"file); the earliest, {roots[0].span_id}, is taken as the request",
+                                            imported=True, missing=False))
+    if roots[0].kind:
+        return roots[0]
+
+    def ancestors(span: _Span) -> list[_Span]:
+        out: list[_Span] = []
+        parent = by_id.get(span.parent_id or "")
+        while parent is not None and parent not in out:
+            out.append(parent)
+            parent = by_id.get(parent.parent_id or "")
+        return out
+
+    tops = [s for s in trace if s.kind and not any(a.kind for a in ancestors(s))]  # in start order
+    if not tops:
+        return roots[0]
+    # several (a question-rewriting chain, then the RAG chain): the one the retrieval ran under
+    retrieval = next((s for s in trace if s.kind in ("RETRIEVER", "RERANKER")), None)
+    above = ancestors(retrieval) if retrieval is not None else []
+    return next((s for s in tops if s in above), next((s for s in tops if s.kind != "RETRIEVER"), tops[0]))
+
+
+def _failed(span: _Span) -> bool:
+    return span.status in ("ERROR", "STATUS_CODE_ERROR", "2")
+
+
+def _trace_row(trace_id: str, trace: list[_Span], result: TraceImport) -> dict[str, Any] | None:
+    ids = {s.span_id for s in trace}
+    outer = next(s for s in trace if s.parent_id is None or s.parent_id not in ids)
+    root = _request_span(trace_id, trace, result)
+    failed = next((s for s in (root, outer) if _failed(s)), None)  # the web server's span may say so
+    if failed is not None:
+        detail = f": {failed.status_message}" if failed.status_message else ""
         result.skipped["the request failed (root span status ERROR)"] += 1
         result.problems.append(TraceProblem(trace_id, f"the request failed{detail}"))
         return None
@@ -487,6 +541,11 @@ def _trace_row(trace_id: str, trace: list[_Span], result: TraceImport) -> dict[s
     question = _pick_text(root.attributes.get("input.value"), _QUESTION_KEYS)
     if question is None and retrievers:
         question = _pick_text(retrievers[0].attributes.get("input.value"), _QUESTION_KEYS)
+        if question is not None and retrievers[0] is not root:
+            result.problems.append(TraceProblem(
+                trace_id, f"no input.value on the request span {root.span_id}: the question is the "
+                f"retriever's query (span {retrievers[0].span_id}), which may be a rewritten one",
+                imported=True, missing=False))
     if question is None:
         _drop(result, trace_id, f"no question: neither the root span {root.span_id} nor the retriever "
               "span has input.value")
@@ -608,6 +667,15 @@ def _langfuse(items: Sequence[Any], result: TraceImport) -> None:
 def _langfuse_row(trace_id: str, trace: Mapping[str, Any], observations: Sequence[Mapping[str, Any]],
                   result: TraceImport) -> dict[str, Any] | None:
     obs = sorted(observations, key=lambda o: _time(o.get("startTime")) or 0.0)
+    roots = [o for o in obs if not o.get("parentObservationId")]
+    root = roots[0] if roots else None
+    # a failed request: its root observation's level is ERROR (LangChain's and LlamaIndex's
+    # Langfuse handlers set it, with the exception in statusMessage)
+    if root is not None and str(root.get("level") or "").upper() == "ERROR":
+        detail = f": {root['statusMessage']}" if root.get("statusMessage") else ""
+        result.skipped["the request failed (root observation level ERROR)"] += 1
+        result.problems.append(TraceProblem(trace_id, f"the request failed{detail}"))
+        return None
     retrievers = [o for o in obs if str(o.get("type", "")).upper() == "RETRIEVER"
                   or (str(o.get("type", "")).upper() == "SPAN" and _LF_RETRIEVER_NAMES.search(str(o.get("name") or "")))]
     generations = [o for o in obs if str(o.get("type", "")).upper() == "GENERATION"]
@@ -622,8 +690,6 @@ def _langfuse_row(trace_id: str, trace: Mapping[str, Any], observations: Sequenc
                   "its output (a list of documents with page_content, text or content)")
             return None
         docs.extend(got)
-    roots = [o for o in obs if not o.get("parentObservationId")]
-    root = roots[0] if roots else None
     question = _pick_text(trace.get("input"), _QUESTION_KEYS)
     if question is None and root is not None and root not in retrievers:
         question = _pick_text(root.get("input"), _QUESTION_KEYS)

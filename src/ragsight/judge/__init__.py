@@ -72,13 +72,14 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
     ``"local:PATH.gguf"``, ``"anthropic:MODEL"``, ``"gemini:MODEL"``, ``"bedrock:MODEL"``,
     ``"azure:DEPLOYMENT"``, ``"vertex_ai:MODEL"``, ``"mistral:MODEL"``,
     ``"litellm:PROVIDER/MODEL"`` (those through LiteLLM, ``ragsight[litellm]``), a provider, or a
-    Judge (returned as is). None means the embedded judge. ``max_concurrency`` bounds the calls
-    in flight to a remote judge (default 16); ``api_version`` is Azure OpenAI's."""
+    Judge (returned as is). None means the embedded judge. ``max_concurrency`` is the
+    ceiling of calls in flight to a remote judge (default the provider's, 256 for ``openai:``);
+    below it the limit adapts to what the server accepts. ``api_version`` is Azure OpenAI's."""
     if isinstance(spec, Judge):
         return spec
     if spec is not None and not isinstance(spec, str):
         if isinstance(spec, JudgeProvider):
-            return Judge(spec, policy=policy)
+            return Judge(spec, policy=policy, max_concurrency=max_concurrency)
         raise ConfigError(f"cannot use {type(spec).__name__} as a judge")
     text = (spec or "local").strip()
     kind, _, rest = text.partition(":")
@@ -86,15 +87,17 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         if not rest:
             raise ConfigError("--judge openai needs a model name: openai:MODEL, e.g. openai:gpt-4o-mini")
         timeout = policy.call_timeout_s if policy is not None else 60.0
-        return Judge(OpenAIProvider(rest, base_url=base_url, timeout=timeout,
-                                 max_concurrency=max_concurrency or 16, notice=notice), policy=policy)
+        remote = (OpenAIProvider(rest, base_url=base_url, timeout=timeout, max_concurrency=max_concurrency,
+                                 notice=notice)
+                  if max_concurrency else OpenAIProvider(rest, base_url=base_url, timeout=timeout, notice=notice))
+        return Judge(remote, policy=policy)
     if kind in LITELLM_KINDS:
         if not rest or (kind == "litellm" and "/" not in rest):
             example = "litellm:PROVIDER/MODEL" if kind == "litellm" else f"{kind}:MODEL"
             raise ConfigError(f"--judge {kind} needs a model name: {example}")
         timeout = policy.call_timeout_s if policy is not None else 60.0
         return Judge(LiteLLMProvider(litellm_model(kind, rest), api_base=base_url, api_version=api_version,
-                                     name=text, timeout=timeout, max_concurrency=max_concurrency or 16),
+                                     name=text, timeout=timeout, max_concurrency=max_concurrency or 256),
                      policy=policy)
     if kind == "local":
         provider = LocalProvider(rest or None)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from .._http import display_url
+from .._limiter import Limiter, LimiterStats, Permit
 from .._retry import Backoff, Failure, classify
 from ..errors import ConfigError, JudgeError
 from ..prompts import Prompt
@@ -217,8 +218,11 @@ class JudgeStats:
     completion_tokens: int = 0
     latency_s: float = 0.0
     by_prompt: dict[str, int] = field(default_factory=dict)
+    # the concurrency limit's figures (ragsight._limiter), live: the progress line reads them
+    limiter: LimiterStats | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {"concurrency": self.limiter.to_dict()} if self.limiter is not None else {}
         return {
             "steps": self.steps,
             "calls": self.calls,
@@ -231,6 +235,7 @@ class JudgeStats:
             "completion_tokens": self.completion_tokens,
             "latency_s": round(self.latency_s, 3),
             "by_prompt": dict(self.by_prompt),
+            **extra,
         }
 
 
@@ -284,10 +289,12 @@ def step_key(
 class Judge:
     """A provider wrapped with everything a reliable evaluation needs.
 
-    One ``Judge`` is shared by all samples of a run: its semaphore bounds the calls in flight,
-    its stats count calls, tokens and failures, and ``sink`` receives every call. It is configured
-    at construction and not changed during a run: :meth:`for_run` gives a fresh wrapper on the
-    same provider with a run's cache and seed; :func:`record_calls` routes a sample's calls.
+    One ``Judge`` is shared by all samples of a run: its limiter (``ragsight._limiter``) bounds
+    the calls in flight, adapting the limit to what the provider accepts up to the ceiling
+    ``max_concurrency`` (``adaptive=False``: a fixed limit at the ceiling); its stats count calls,
+    tokens and failures, and ``sink`` receives every call. It is configured at construction and
+    not changed during a run: :meth:`for_run` gives a fresh wrapper on the same provider with a
+    run's cache and seed; :func:`record_calls` routes a sample's calls.
     """
 
     def __init__(
@@ -300,6 +307,7 @@ class Judge:
         sink: CallSink | None = None,
         seed: int = 0,
         temperature: float = 0.0,
+        adaptive: bool = True,
     ) -> None:
         self.provider = provider
         self.identity = provider_identity(provider)
@@ -307,11 +315,14 @@ class Judge:
         self.policy = policy or RetryPolicy()
         limit = max_concurrency or provider.max_concurrency
         self._limit = max(1, min(limit, provider.max_concurrency))
-        self._sem: asyncio.Semaphore | None = None
+        self._adaptive = adaptive
+        # one model in this process (max_concurrency 1) has nothing to adapt
+        self.limiter = Limiter(self._limit, adaptive=adaptive and self._limit > 1,
+                               retry_after_cap_s=self.policy.backoff_max_s * 3)
         self.sink = sink
         self.seed = seed
         self.temperature = temperature
-        self.stats = JudgeStats()
+        self.stats = JudgeStats(limiter=self.limiter.stats)
         self._rng = random.Random(seed)
         self._backoff = Backoff(self.policy.backoff_base_s, self.policy.backoff_max_s, jitter=0.5,
                                 retry_after_cap_s=self.policy.backoff_max_s * 3)
@@ -331,7 +342,7 @@ class Judge:
         own cache, stats and memo; the seed and temperature kept unless given."""
         return Judge(
             self.provider, cache=cache, policy=self.policy, max_concurrency=self._limit,
-            sink=sink if sink is not None else self.sink,
+            adaptive=self._adaptive, sink=sink if sink is not None else self.sink,
             seed=self.seed if seed is None else seed,
             temperature=self.temperature if temperature is None else temperature,
         )
@@ -352,10 +363,15 @@ class Judge:
         """Forget the answers memorised in an earlier run (used when there is no cache)."""
         self._memo.clear()
 
-    def _semaphore(self) -> asyncio.Semaphore:
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self._limit)
-        return self._sem
+    @property
+    def adaptive(self) -> bool:
+        """Whether the limit of calls in flight adapts below the ceiling."""
+        return self._adaptive
+
+    @property
+    def max_concurrency(self) -> int:
+        """The ceiling of calls in flight (the limit in effect is ``limiter.limit``)."""
+        return self._limit
 
     def _emit(self, call: JudgeCall) -> None:
         st = self.stats
@@ -542,33 +558,42 @@ class Judge:
         self, prompt: Prompt, request: JudgeRequest, key: str, deadline: float, offset: int,
         send: Callable[[JudgeRequest], Awaitable[R]], *, also_retry: tuple[type[Exception], ...] = (),
     ) -> tuple[R | None, list[JudgeCall], float, float]:
-        """The one transport loop of both kinds of step: a concurrency slot, the call under the
-        step's deadline, and on failure a recorded error call and the shared backoff
-        (``ragsight._retry``). Returns (result or None, the error calls, latency and start time of
-        the successful attempt). A fatal failure (bad key, unknown model) raises JudgeFailedError."""
+        """The one transport loop of both kinds of step: a permit from the limiter, the call
+        under the step's deadline, and on failure a recorded error call and the shared backoff
+        (``ragsight._retry``). A refusal that cut the limit is sent again at once, once per step
+        (the lower limit paces it); a server's Retry-After pauses the whole provider. Returns
+        (result or None, the error calls, latency and start time of the successful attempt). A
+        fatal failure (bad key, unknown model) raises JudgeFailedError."""
         calls: list[JudgeCall] = []
         pol = self.policy
+        limiter = self.limiter
+        quick_retry_used = False
         for attempt in range(1, pol.max_attempts + 1):
             started = time.time()
             t0 = time.monotonic()
+            permit: Permit | None = None
             try:
-                async with self._semaphore():
-                    # the call's clock starts when it may go out, not while it waits for a slot
-                    started = time.time()
-                    t0 = time.monotonic()
-                    remaining = deadline - t0
-                    if remaining <= 0:
-                        raise _DeadlineReached
-                    result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
+                permit = await limiter.acquire()
+                # the call's clock starts when it may go out, not while it waits for a permit
+                started = time.time()
+                t0 = time.monotonic()
+                remaining = deadline - t0
+                if remaining <= 0:
+                    raise _DeadlineReached
+                result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
             except _DeadlineReached:
+                limiter.forfeit()
                 calls.append(self._error_call(prompt, request, key, offset + attempt, started, 0.0,
                                               "step deadline reached before the call"))
                 self._emit(calls[-1])
                 return None, calls, 0.0, started
             except Exception as exc:
                 if not isinstance(exc, (ProviderError, asyncio.TimeoutError, OSError, *also_retry)):
+                    if permit is not None:
+                        limiter.forfeit()
                     raise
                 failure = classify(exc) or Failure(f"{type(exc).__name__}: {exc}", True, None, False, exc)
+                cut = limiter.release(permit, failure) if permit is not None else False
                 if getattr(exc, "too_large", False):
                     self.stats.answers_too_large += 1
                 calls.append(self._error_call(prompt, request, key, offset + attempt, started,
@@ -579,13 +604,23 @@ class Judge:
                     raise JudgeFailedError(f"{prompt.id}: {failure.message}", key, calls) from exc
                 if not failure.retryable or attempt == pol.max_attempts:
                     return None, calls, 0.0, started
-                wait = self._backoff.delay(attempt, failure.retry_after, self._rng)
+                if cut and failure.retry_after is None and not quick_retry_used:
+                    quick_retry_used = True
+                    wait = 0.0
+                else:
+                    wait = self._backoff.delay(attempt, failure.retry_after, self._rng)
                 if time.monotonic() + wait >= deadline:
                     return None, calls, 0.0, started
                 self.stats.retries += 1
                 await asyncio.sleep(wait)
                 continue
-            return result, calls, time.monotonic() - t0, started
+            except BaseException:
+                if permit is not None:
+                    limiter.forfeit()
+                raise
+            latency = time.monotonic() - t0
+            limiter.release(permit, None, latency)
+            return result, calls, latency, started
         return None, calls, 0.0, time.time()
 
     def _error_call(

@@ -28,7 +28,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._http import display_url, parse_retry_after, redact
+from .._http import clip, display_url, parse_retry_after, redact, redact_answer
 from .._retry import Backoff, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, JudgeUnavailableError, MissingExtraError
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
@@ -38,6 +38,8 @@ __all__ = ["LITELLM_KINDS", "LiteLLMProvider", "import_litellm", "litellm_model"
 # judge spec prefixes served by this provider: "anthropic:MODEL" -> LiteLLM's "anthropic/MODEL";
 # "litellm:PROVIDER/MODEL" passes any LiteLLM model string through.
 LITELLM_KINDS = ("anthropic", "gemini", "bedrock", "azure", "vertex_ai", "mistral", "litellm")
+# Environment variables whose values LiteLLM may send as credentials (redacted from answers).
+_SECRET_VARS = ("_API_KEY", "_SECRET_ACCESS_KEY", "_SESSION_TOKEN")
 # where each provider's key is read from, for messages
 _KEY_HINT = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -151,7 +153,10 @@ class LiteLLMProvider:
         self.context_window = context_window
         self._api_key = api_key.strip() if api_key and api_key.strip() else None
         self._extra_headers = dict(extra_headers or {})
-        self._secrets = tuple(s for s in (self._api_key, *self._extra_headers.values()) if s)
+        # LiteLLM reads keys from the environment itself: those are secrets of this judge too
+        from_env = [v for k, v in os.environ.items() if k.endswith(_SECRET_VARS) and v.strip()]
+        self._secrets = tuple(sorted({s for s in (self._api_key, *self._extra_headers.values(), *from_env) if s},
+                                     key=len, reverse=True))
         self._logprobs = bool(logprobs)
         self._structured = _MODES[0]
         self._seed = True
@@ -325,7 +330,8 @@ class LiteLLMProvider:
                                 retryable=True)
         choice = choices[0]
         message = getattr(choice, "message", None)
-        text = _text(getattr(message, "content", None))
+        # a server that echoes the key in its answer must not get it stored (content and model)
+        text = redact_answer(_text(getattr(message, "content", None)), self._secrets)
         finish = getattr(choice, "finish_reason", None)
         usage = getattr(response, "usage", None)
         prompt_tokens = _count(getattr(usage, "prompt_tokens", None))
@@ -335,6 +341,8 @@ class LiteLLMProvider:
         if completion_tokens is None:
             completion_tokens = self.count_tokens(text)
         model = getattr(response, "model", None)
+        if isinstance(model, str):
+            model = clip(redact_answer(model, self._secrets), 200)
         return Completion(
             text=text,
             prompt_tokens=prompt_tokens,
@@ -352,7 +360,7 @@ class LiteLLMProvider:
             return exc
         status = getattr(exc, "status_code", None)
         status = status if isinstance(status, int) else None
-        said = redact(" ".join(str(exc).split())[:300], self._secrets)
+        said = clip(redact(" ".join(str(exc).split()), self._secrets), 300)  # redact, then cut
         headers = _headers_of(exc)
         retry_after = parse_retry_after(headers) if headers else None
         key_hint = _KEY_HINT.get(self.provider, "the provider's API key")

@@ -57,7 +57,7 @@ PREFLIGHT_PING_S = 30.0
 PREFLIGHT_LIMIT_S = 90.0
 _PREFLIGHT_BACKOFF = Backoff(base_s=0.25, max_s=2.0, jitter=0.0, retry_after_cap_s=PREFLIGHT_LIMIT_S)
 # Tell the user what the preflight waits for once it has waited this long.
-_PREFLIGHT_SAY_AFTER_S = 5.0
+_PREFLIGHT_SAY_AFTER_S = 2.0
 # The largest HTTP body read from the judge (an answer with logprobs for 4,096 tokens is about
 # 2 MB); a larger answer is cut there, counted and not used. The content itself may hold at
 # most max(64 KiB, 16 characters per requested token).
@@ -94,7 +94,7 @@ class OpenAIProvider:
         api_key: str | None = None,
         *,
         timeout: float = 60.0,
-        max_concurrency: int = 16,
+        max_concurrency: int = 256,
         context_window: int | None = None,
         extra_headers: Mapping[str, str] | None = None,
         logprobs: bool = True,
@@ -186,7 +186,7 @@ class OpenAIProvider:
         """Send a 1-token "ping". Raises JudgeUnavailableError when the host cannot be reached,
         the key is rejected or the model is unknown. Transient failures are tried again, up to
         3 pings of at most min(timeout, 30 s) each and 90 s in all, waits included; a server's
-        Retry-After is honoured while it fits in those 90 s. After 5 s without an answer the
+        Retry-After is honoured while it fits in those 90 s. After 2 s without an answer the
         user is told (``notice``) what the preflight waits for and when it gives up."""
         ping = JudgeRequest(
             prompt_id="preflight",
@@ -215,8 +215,9 @@ class OpenAIProvider:
                 if not said:
                     done, _ = await asyncio.wait({task}, timeout=_PREFLIGHT_SAY_AFTER_S)
                     if not done:
-                        say(f"waiting for the {where} to answer a 1-token ping (each ping waits "
-                            f"up to {per_ping:g} s; giving up after {limit:g} s in all)")
+                        say(f"waiting for the {where} to answer a 1-token ping (up to "
+                            f"{_PREFLIGHT_ATTEMPTS} pings of {per_ping:g} s each; giving up after "
+                            f"{limit:g} s in all at most)")
                 return await task
             finally:
                 if not task.done():

@@ -18,7 +18,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..sample import Sample
-from ._base import Metric
+from ._base import OUT_OF_SCOPE_SKIP, Metric
+from .abstention import Abstention
 from .answer_correctness import AnswerCorrectness
 from .answer_relevancy import AnswerRelevancy
 from .answer_similarity import AnswerSimilarity
@@ -32,7 +33,9 @@ from .noise_sensitivity import NoiseSensitivity
 
 __all__ = [
     "GROUPS",
+    "OUT_OF_SCOPE_SKIP",
     "REGISTRY",
+    "Abstention",
     "AnswerCorrectness",
     "AnswerRelevancy",
     "AnswerSimilarity",
@@ -66,7 +69,7 @@ def register(cls: type[Metric]) -> type[Metric]:
 for _cls in (
     Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithoutReference,
     ContextRecall, FactualCorrectness, AnswerCorrectness, AnswerSimilarity, NoiseSensitivity,
-    ContextRelevance, ContextEntityRecall,
+    ContextRelevance, ContextEntityRecall, Abstention,
 ):
     register(_cls)
 
@@ -239,7 +242,8 @@ def _split_specs(text: str) -> list[str]:
 
 def default_metrics(samples: Sequence[Sample]) -> list[Metric]:
     """The core metrics the data's fields allow: faithfulness, answer_relevancy, context_recall,
-    and context_precision (with a reference) or context_precision_without_reference."""
+    and context_precision (with a reference) or context_precision_without_reference; plus
+    abstention when the data marks a question out of scope (``Sample.out_of_scope``)."""
     candidates: list[Metric] = [Faithfulness(), AnswerRelevancy(), ContextPrecision(), ContextRecall()]
     chosen = [m for m in candidates if not samples or any(m.missing(s) is None for s in samples)]
     has_ref_cp = any(isinstance(m, ContextPrecision) and not isinstance(m, ContextPrecisionWithoutReference) for m in chosen)
@@ -247,4 +251,8 @@ def default_metrics(samples: Sequence[Sample]) -> list[Metric]:
         alt = ContextPrecisionWithoutReference()
         if not samples or any(alt.missing(s) is None for s in samples):
             chosen.insert(2, alt)
+    if any(s.out_of_scope for s in samples):
+        abstain = Abstention()
+        if any(abstain.missing(s) is None for s in samples):
+            chosen.append(abstain)
     return chosen or candidates

@@ -9,7 +9,9 @@ from .._score import Score
 from ..analyses import Need, SampleAnalyses
 from ..sample import Sample
 
-__all__ = ["Metric"]
+__all__ = ["OUT_OF_SCOPE_SKIP", "Metric"]
+
+OUT_OF_SCOPE_SKIP = "out-of-scope question: no relevant context to retrieve (see abstention)"
 
 
 class Metric(ABC):
@@ -23,6 +25,8 @@ class Metric(ABC):
     ``lower_is_better``: enters the overall score as 1 - value;
     ``packages``: optional packages it imports, as (module, extra) pairs: a run checks them
     before its first judge call and names the extra to install.
+    ``in_scope_only``: ``skipped`` on an out-of-scope question (``Sample.out_of_scope``): a
+    retrieval metric measured against a reference has nothing relevant to find there.
     Instances are immutable after construction; parameters are set in ``__init__``.
     """
 
@@ -36,6 +40,7 @@ class Metric(ABC):
     lower_is_better: ClassVar[bool] = False
     packages: ClassVar[tuple[tuple[str, str], ...]] = ()
     core: ClassVar[bool] = False  # part of the default selection
+    in_scope_only: ClassVar[bool] = False
 
     def __init__(self, key: str | None = None) -> None:
         self.key = key or self.name  # the name results are reported under
@@ -46,6 +51,8 @@ class Metric(ABC):
 
     def missing(self, sample: Sample) -> str | None:
         """Why this metric cannot run on the sample (a skip reason), or None."""
+        if self.in_scope_only and sample.out_of_scope:
+            return OUT_OF_SCOPE_SKIP
         absent = [f for f in self.requires if not sample.has(f)]
         for group in self.requires_any:
             if not any(sample.has(f) for f in group):

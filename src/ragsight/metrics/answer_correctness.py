@@ -1,4 +1,8 @@
-"""answer_correctness = w1 * factual_correctness(f1) + w2 * answer_similarity (default 0.75, 0.25)."""
+"""answer_correctness = w1 * factual_correctness(f1) + w2 * answer_similarity (default 0.75, 0.25).
+
+``form`` is factual_correctness's (``auto``: expected counts when every verdict has a
+probability, else counts at the threshold).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ class AnswerCorrectness(Metric):
     needs_embedder = True
     groups = frozenset({"generation"})
 
-    def __init__(self, key: str | None = None, weights: tuple[float, float] = (0.75, 0.25)) -> None:
+    def __init__(self, key: str | None = None, weights: tuple[float, float] = (0.75, 0.25),
+                 form: str = "auto") -> None:
         super().__init__(key)
         try:
             w1, w2 = (float(w) for w in weights)
@@ -30,10 +35,11 @@ class AnswerCorrectness(Metric):
         if not (math.isfinite(w1) and math.isfinite(w2)) or w1 < 0 or w2 < 0 or w1 + w2 == 0:
             raise ValueError(f"answer_correctness weights must be finite, >= 0 and not both 0, not {w1:g}/{w2:g}")
         self.weights = (w1 / (w1 + w2), w2 / (w1 + w2))
-        self._fc = FactualCorrectness(mode="f1")
+        self._fc = FactualCorrectness(mode="f1", form=form)
+        self.form = form
 
     def params(self) -> dict[str, Any]:
-        return {"weights": list(self.weights)}
+        return {"weights": list(self.weights), "form": self.form}
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         tp, fp, fn, ev = await self._fc.counts(ctx)

@@ -31,6 +31,7 @@ class ContextPrecision(Metric):
     requires = ("question", "contexts", "reference")
     needs_judge = True
     groups = frozenset({"retrieval"})
+    in_scope_only = True
     core = True
     against = "reference"
 
@@ -56,5 +57,6 @@ class ContextPrecisionWithoutReference(ContextPrecision):
     name = "context_precision_without_reference"
     requires = ("question", "contexts", "response")
     groups = frozenset({"retrieval", "reference-free"})
+    in_scope_only = False  # judges the chunks against the response, not a reference
     core = True
     against = "response"

@@ -8,6 +8,12 @@ Short-form references ("Paris", or a list of accepted aliases; see
 against every alias, with the question. With P = P(correct) the counts are TP = P, FP = FN = 1 - P,
 so every mode gives P: the expected value of the spec's F-beta when the response is correct
 with probability P (1 or 0 for a judge that gives only a verdict).
+
+``form``: ``count`` counts the claims judged supported; ``expected`` uses expected counts (TP =
+the sum of P(supported) of the response claims against the reference, FP = the sum of 1 - P,
+FN = the sum of 1 - P of the reference claims against the response), so precision is the mean
+P(supported) and F-beta is the F-beta of the expected counts; ``auto`` (default) is
+``expected`` when every verdict has a probability (the embedded judge), else ``count``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
 from ._base import Metric
+from ._support import check_form, resolve_form, supported_count
 
 __all__ = ["FactualCorrectness", "f_beta"]
 
@@ -42,7 +49,7 @@ class FactualCorrectness(Metric):
     needs_judge = True
     groups = frozenset({"generation"})
 
-    def __init__(self, key: str | None = None, mode: str = "f1", beta: float = 1.0) -> None:
+    def __init__(self, key: str | None = None, mode: str = "f1", beta: float = 1.0, form: str = "auto") -> None:
         super().__init__(key)
         if mode not in MODES:
             raise ValueError(f"factual_correctness mode must be one of {', '.join(MODES)}, not '{mode}'")
@@ -52,49 +59,67 @@ class FactualCorrectness(Metric):
             raise ValueError("factual_correctness: mode=f1 has beta 1; use mode=fbeta to set beta")
         self.mode = mode
         self.beta = 1.0 if mode == "f1" else float(beta)
+        self.form = check_form(self.name, form)
 
     def params(self) -> dict[str, Any]:
-        return {"mode": self.mode, "beta": self.beta}
+        return {"mode": self.mode, "beta": self.beta, "form": self.form}
 
     async def counts(self, ctx: SampleAnalyses) -> tuple[float, float, float, Evidence]:
         need_fn = self.mode != "precision"
         short = await ctx.short_answer()
         if short is not None:
             p = short.p_correct
-            details = {"tp": p, "fp": 1.0 - p, "fn": 1.0 - p if need_fn else None, "mode": self.mode,
-                       "beta": self.beta, "short_answer": True, "p_correct": p}
+            short_details = {"tp": p, "fp": 1.0 - p, "fn": 1.0 - p if need_fn else None, "mode": self.mode,
+                             "beta": self.beta, "short_answer": True, "p_correct": p}
             return p, 1.0 - p, (1.0 - p if need_fn else 0.0), Evidence(
-                claims=(short.verdict,), details=details, calls=short.refs)
+                claims=(short.verdict,), details=short_details, calls=short.refs)
         resp_claims = await ctx.response_claims()
         vs_ref = await ctx.response_vs_reference()
         claims = list(vs_ref.verdicts)
         refs = resp_claims.refs + vs_ref.refs
-        tp = sum(v.supported for v in vs_ref.verdicts)
-        fp = len(vs_ref.verdicts) - tp
-        fn = 0
+        vs_resp_verdicts: tuple[Any, ...] = ()
         if need_fn:
             ref_claims = await ctx.reference_claims()
             vs_resp = await ctx.reference_vs_response()
-            fn = sum(not v.supported for v in vs_resp.verdicts)
+            vs_resp_verdicts = vs_resp.verdicts
             claims += list(vs_resp.verdicts)
             refs += ref_claims.refs + vs_resp.refs
-        ev = Evidence(claims=tuple(claims), details={"tp": tp, "fp": fp, "fn": fn if need_fn else None,
-                                                     "mode": self.mode, "beta": self.beta}, calls=refs)
+        form = resolve_form(self.form, claims)
+        tp = supported_count(vs_ref.verdicts, form)
+        fp = len(vs_ref.verdicts) - tp
+        fn = len(vs_resp_verdicts) - supported_count(vs_resp_verdicts, form) if need_fn else 0.0
+        whole = form == "count"  # whole numbers in the trail, as before
+        details: dict[str, Any] = {"tp": int(tp) if whole else tp, "fp": int(fp) if whole else fp,
+                                   "fn": (int(fn) if whole else fn) if need_fn else None,
+                                   "mode": self.mode, "beta": self.beta, "form": form}
+        if form == "expected":  # the counts at the threshold too, for the reader
+            n_ok = sum(v.supported for v in vs_ref.verdicts)
+            details["counts_at_threshold"] = {
+                "tp": n_ok, "fp": len(vs_ref.verdicts) - n_ok,
+                "fn": sum(not v.supported for v in vs_resp_verdicts) if need_fn else None}
+        ev = Evidence(claims=tuple(claims), details=details, calls=refs)
         return tp, fp, fn, ev
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         tp, fp, fn, ev = await self.counts(ctx)
         if ev.details.get("short_answer"):
             return Score.scored(self.key, tp, f"short answer graded as a whole: P(correct) = {tp:.3f}", ev)
+        expected = ev.details.get("form") == "expected"
+
+        def show(**counts: float) -> str:
+            if expected:
+                return "expected " + " ".join(f"{k}={v:.2f}" for k, v in counts.items()) + " (from P(supported))"
+            return " ".join(f"{k}={int(v)}" for k, v in counts.items())
+
         if self.mode == "precision":
             if tp + fp == 0:
                 return Score.undetermined(self.key, "the response makes no factual claims", ev)
-            return Score.scored(self.key, tp / (tp + fp), f"TP={tp} FP={fp}", ev)
+            return Score.scored(self.key, tp / (tp + fp), show(TP=tp, FP=fp), ev)
         if self.mode == "recall":
             if tp + fn == 0:
                 return Score.undetermined(self.key, "the reference makes no factual claims", ev)
-            return Score.scored(self.key, tp / (tp + fn), f"TP={tp} FN={fn}", ev)
+            return Score.scored(self.key, tp / (tp + fn), show(TP=tp, FN=fn), ev)
         value = f_beta(tp, fp, fn, self.beta)
         if value is None:
             return Score.undetermined(self.key, "neither the response nor the reference makes a factual claim", ev)
-        return Score.scored(self.key, value, f"TP={tp} FP={fp} FN={fn}", ev)
+        return Score.scored(self.key, value, show(TP=tp, FP=fp, FN=fn), ev)

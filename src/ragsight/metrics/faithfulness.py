@@ -1,10 +1,18 @@
-"""faithfulness = supported response claims / all response claims, against the joined contexts."""
+"""faithfulness = supported response claims / all response claims, against the joined contexts.
+
+``form``: ``count`` counts the claims judged supported; ``expected`` sums P(supported), so the
+score is the mean P(supported) of the claims (the expected share); ``auto`` (default) is
+``expected`` when every verdict has a probability (the embedded judge), else ``count``.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from .._score import Evidence, Score
 from ..analyses import Need, SampleAnalyses
 from ._base import Metric
+from ._support import check_form, resolve_form, supported_count
 
 __all__ = ["Faithfulness"]
 
@@ -17,13 +25,29 @@ class Faithfulness(Metric):
     groups = frozenset({"generation", "reference-free"})
     core = True
 
+    def __init__(self, key: str | None = None, form: str = "auto") -> None:
+        super().__init__(key)
+        self.form = check_form(self.name, form)
+
+    def params(self) -> dict[str, Any]:
+        return {"form": self.form}
+
     async def compute(self, ctx: SampleAnalyses) -> Score:
         claims = await ctx.response_claims()
         verdicts = await ctx.response_vs_contexts()
         assert verdicts is not None
-        ev = Evidence(claims=verdicts.verdicts, calls=claims.refs + verdicts.refs)
+        form = resolve_form(self.form, verdicts.verdicts)
+        n = len(verdicts.verdicts)
+        n_ok = sum(v.supported for v in verdicts.verdicts)
+        details: dict[str, Any] = {"form": form, "supported": n_ok, "claims": n}
+        if form == "expected":
+            details["expected_supported"] = supported_count(verdicts.verdicts, form)
+        ev = Evidence(claims=verdicts.verdicts, calls=claims.refs + verdicts.refs, details=details)
         if not claims.claims:
             return Score.undetermined(self.key, "the response makes no factual claims", ev)
-        n_ok = sum(v.supported for v in verdicts.verdicts)
-        n = len(verdicts.verdicts)
+        if form == "expected":
+            expected = details["expected_supported"]
+            return Score.scored(self.key, expected / n,
+                                f"mean P(supported) of {n} claims against the contexts "
+                                f"(expected {expected:.2f} supported; {n_ok} at or above the threshold)", ev)
         return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} claims supported by the contexts", ev)

@@ -35,7 +35,7 @@ from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
 from ..sample import Sample
 from . import register
-from ._base import Metric
+from ._base import OUT_OF_SCOPE_SKIP, Metric
 
 __all__ = [
     "Span",
@@ -146,6 +146,7 @@ class _SpanMetric(Metric):
     """Shared shape: the spans from the sample's metadata, the cut-off, the evidence."""
 
     groups = frozenset({"retrieval"})
+    in_scope_only = True
     value_of: ClassVar[str]
 
     def __init__(self, key: str | None = None, k: int | None = None, min_chars: int = 1) -> None:
@@ -162,9 +163,9 @@ class _SpanMetric(Metric):
 
     def missing(self, sample: Sample) -> str | None:
         meta = sample.metadata
+        if sample.out_of_scope:
+            return OUT_OF_SCOPE_SKIP
         if not meta.get("reference_spans"):
-            if meta.get("question_type") == "out_of_scope":
-                return "out-of-scope question: no reference passage to retrieve"
             return "sample has no metadata.reference_spans (reference passages as document spans)"
         if "retrieved_spans" not in meta:
             return ("sample has no metadata.retrieved_spans (the system did not say which document "

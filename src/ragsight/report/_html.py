@@ -641,18 +641,20 @@ def render_report(
     title: str | None = None,
     generated_at: str | None = None,
     allow_poor_pairing: bool = False,
+    compare_runs: bool = True,
 ) -> str:
     """The HTML report of one or more runs, as one self-contained document.
 
     With several runs the comparison section (against the first run) comes first; it is
-    computed with :func:`compare` unless given. ``generated_at`` replaces the current time in
-    the footer (for reproducible output).
+    computed with :func:`compare` unless given, or left out with ``compare_runs=False`` (runs
+    of different data, such as the tests of a pytest session). ``generated_at`` replaces the
+    current time in the footer (for reproducible output).
     """
     data = [r if isinstance(r, RunData) else RunData.from_result(r) for r in runs]
     if not data:
         raise ValueError("render_report needs at least one run")
     several = len(data) > 1
-    if several and comparison is None:
+    if several and comparison is None and compare_runs:
         comparison = compare(data, allow_poor_pairing=allow_poor_pairing)
     heading = title or (
         "ragsight report: " + (data[0].run_id if not several else f"{len(data)} runs")

@@ -4,7 +4,11 @@ The test set (``data/handbook_testset.jsonl``) was made once by ``ragsight gener
 embedded model on the handbook chunked finely (60 words), so its reference passages are short
 document spans; the command is in ``bench/sweep_example.py``. The sweep answers every question's
 retrieval in all 8 configurations (span metrics, no judge) and the first ``judge_questions``
-questions in scope (and ``judge_out_of_scope`` out of scope) with the embedded generator, judged for faithfulness by the embedded judge.
+questions in scope with the embedded generator, judged for faithfulness by the embedded judge.
+The out-of-scope questions are skipped by the span metrics; the example does not answer them,
+because the embedded judge's ``abstention`` verdicts were wrong on both answers it was measured
+on (docs/sweep.md); a sweep with a stronger judge sets ``judge_out_of_scope`` and
+``abstention(scope=out_of_scope)``.
 """
 
 from __future__ import annotations

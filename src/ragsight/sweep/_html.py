@@ -204,7 +204,12 @@ def render_sweep_html(rep: SweepReport) -> str:
     out.append("</tbody></table>")
     if rep.best_overall:
         c = rep.configs[rep.best_overall[0]]
-        out.append(f"<p><b>Best overall:</b> {e(c.short)} ({e(c.label)}), overall score {fmt(c.overall)}.</p>")
+        out.append(f"<p><b>Best overall:</b> {e(c.short)} ({e(c.label)}), overall score {fmt(c.overall)}"
+                   "</p><p class='muted'>")
+        diffs = [(m, rep.comparison(m, rep.best_overall[0])) for m in rep.metrics]
+        parts = [f"{e(m)} {fmt_signed(x.difference.diff)} {fmt_ci(x.difference.ci_low, x.difference.ci_high, signed=True)}"
+                 f" (p Holm {fmt_p(x.p_holm)})" for m, x in diffs if x is not None and x.difference.diff is not None]
+        out.append(("Against the baseline: " + "; ".join(parts) + "." if parts else "") + "</p>")
     # effects
     if rep.effects:
         out.append("<h2>Effect of each parameter</h2><p class='muted'>Mean per value with its 95% CI as a band. "

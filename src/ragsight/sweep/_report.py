@@ -40,7 +40,12 @@ from ..report import (
 from ..result import EvaluationResult, load_result, overall_of
 from ..store import Store
 
+MIN_OVERALL_N = 5
+"""A metric enters the overall score when every configuration scored it on this many questions (or
+on as many as the best-measured metric, when that is fewer)."""
+
 __all__ = [
+    "MIN_OVERALL_N",
     "ConfigSummary",
     "Effect",
     "EffectStep",
@@ -251,10 +256,15 @@ def build_report(
                 lower[key] = s.lower_is_better
     scores = {r.run_id: {m: _scored(r, m) for m in metrics} for r in results}
 
-    # configurations
+    # configurations; the overall score takes the metrics every configuration measured on at
+    # least MIN_OVERALL_N questions (a mean of one or two judged questions would decide it)
     configs: list[ConfigSummary] = []
-    shared = [m for m in metrics if all(r.summary.get(m) is not None and r.summary[m].mean is not None
-                                        for r in results)]
+    measured = [m for m in metrics if all(r.summary.get(m) is not None and r.summary[m].mean is not None
+                                          for r in results)]
+    most = max((r.summary[m].n for r in results for m in measured), default=0)
+    floor = min(MIN_OVERALL_N, most)  # a test set of 4 questions still has an overall score
+    shared = [m for m in measured if all(r.summary[m].n >= floor for r in results)]
+    thin = [m for m in measured if m not in shared]
     for i, (r, m) in enumerate(zip(results, metas)):
         means = {k: (r.summary[k].mean if k in r.summary else None) for k in metrics}
         # the one overall of docs/metrics.md: the mean of the oriented, clamped metric means
@@ -326,6 +336,9 @@ def build_report(
     ))
 
     notes: list[str] = []
+    if thin:
+        notes.append(f"The overall score leaves out {', '.join(thin)}: measured on fewer than "
+                     f"{floor} questions in some configuration.")
     judged = {sum(1 for s in r.samples if s.metadata.get("judged")) for r in results}
     questions = {len(r.samples) for r in results}
     judged_note = ""
@@ -370,7 +383,10 @@ def _effects(configs: Sequence[ConfigSummary], results: Sequence[EvaluationResul
             for g in groups:
                 maps = [scores[results[i].run_id][k] for i in g]
                 common = set(maps[0]).intersection(*maps[1:]) if maps else set()
-                per_value.append({s: sum(m[s] for m in maps) / len(maps) for s in common})
+                # in the samples' order: the bootstrap and the permutation test draw by position,
+                # so an order that changed between processes (a set's) would change the CI and p
+                order = [sid for sid in maps[0] if sid in common] if maps else []
+                per_value.append({s: sum(m[s] for m in maps) / len(maps) for s in order})
             sums = [summarize(list(d.values()), seed=seed) for d in per_value]
             if all(s.mean is None for s in sums):
                 continue
@@ -404,10 +420,16 @@ def _findings(configs: Sequence[ConfigSummary], effects: Sequence[Effect],
                 f"{fmt_ci(lo, hi)} ({'better' if good else 'worse'}; "
                 f"p Holm {fmt_p(s.p_holm)}; n={d.n}; other settings {e.mode.replace('held at', 'at')})"
             )
-    quiet = sorted({f"{e.parameter}/{e.metric}" for e in effects for s in e.steps
-                    if s.p_holm is not None and s.p_holm >= alpha})
+    quiet: dict[str, list[str]] = {}
+    for e in effects:
+        if e.steps and all(s.p_holm is not None and s.p_holm >= alpha for s in e.steps):
+            quiet.setdefault(e.parameter, []).append(e.metric)
     if quiet:
-        out.append(f"No detectable effect (Holm p >= {alpha:g}): " + ", ".join(quiet) + ".")
+        parts = []
+        for p, ms in quiet.items():
+            every = len(ms) == len({e.metric for e in effects if e.parameter == p})
+            parts.append(f"{p} on {'any metric' if every else ', '.join(ms)}")
+        out.append(f"No detectable effect (Holm p >= {alpha:g}) of " + "; of ".join(parts) + ".")
     for k in metrics:
         wins = [c for c in comparisons if c.metric == k and c.better]
         if wins:
@@ -424,7 +446,8 @@ def _findings(configs: Sequence[ConfigSummary], effects: Sequence[Effect],
 
 
 def _short_metric(name: str) -> str:
-    return name.replace("span_", "").replace("context_", "ctx_").replace("answer_", "ans_")[:12]
+    short = name.replace("(scope=out_of_scope)", "(oos)").replace("(scope=in_scope)", "(in)")
+    return short.replace("span_", "").replace("context_", "ctx_").replace("answer_", "ans_")[:15]
 
 
 def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None:
@@ -467,34 +490,45 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
     if rep.overall_metrics:
         c.print(Text("overall: mean of the metric means (↓ as 1 - mean) of " + ", ".join(rep.overall_metrics)))
 
-    c.print(Text("Best per metric, against the baseline " + base.short + " (95% bootstrap CI of the "
-                 "paired difference; p Holm-adjusted over all comparisons):", style="bold"))
+    best = Table(title=f"Best per metric vs the baseline {base.short} (paired; 95% CI; p Holm)",
+                 title_justify="left")
+    for col in ("metric", "best", "mean", "diff", "CI of diff", "p"):
+        best.add_column(col, justify="left" if col in ("metric", "best") else "right")
     for m in rep.metrics:
         idx = rep.best.get(m, ())
         if not idx:
             continue
         i = idx[0]
         x = rep.configs[i]
-        lo, hi = x.ci[m]
-        line = f"  {m}: {x.short} {fmt(x.means[m])} {fmt_ci(lo, hi)}"
+        who = x.short + (f" +{len(idx) - 1} tied" if len(idx) > 1 else "")
         cmp = rep.comparison(m, i)
         if cmp is not None and cmp.difference.diff is not None:
             d = cmp.difference
-            line += f"; vs {base.short} {fmt_signed(d.diff)} {fmt_ci(d.ci_low, d.ci_high, signed=True)} p {fmt_p(cmp.p_holm)}"
-        elif i == rep.baseline:
-            line += " (the baseline)"
-        if len(idx) > 1:
-            line += f" (tied: {', '.join(rep.configs[j].short for j in idx[1:])})"
-        c.print(Text(line))
+            best.add_row(_short_metric(m), who, fmt(x.means[m]), fmt_signed(d.diff),
+                         fmt_ci(d.ci_low, d.ci_high, 2, signed=True), fmt_p(cmp.p_holm))
+        else:
+            best.add_row(_short_metric(m), who, fmt(x.means[m]), "base" if i == rep.baseline else "–", "", "")
+    c.print(best)
     if rep.best_overall:
-        x = rep.configs[rep.best_overall[0]]
+        i = rep.best_overall[0]
+        x = rep.configs[i]
         c.print(Text(f"Best overall: {x.short} ({x.label}), overall {fmt(x.overall)}.", style="bold"))
 
-    if rep.effects:
-        c.print(Text("Effect of each parameter (mean [95% CI] per value):", style="bold"))
-        for e in rep.effects:
-            pts = "  ".join(f"{v}: {fmt(mn, 2)} {fmt_ci(lo, hi, 2)}" for v, mn, (lo, hi) in zip(e.values, e.means, e.ci))
-            c.print(Text(f"  {e.metric} vs {e.parameter} ({e.mode}): {pts}"))
+    for p in rep.varied:
+        effs = [e for e in rep.effects if e.parameter == p]
+        if not effs:
+            continue
+        t2 = Table(title=f"Effect of {p} ({effs[0].mode}; mean [95% CI])", title_justify="left")
+        t2.add_column("metric")
+        for v in effs[0].values:
+            t2.add_column(str(v), justify="right")
+        t2.add_column("last step, p Holm", justify="right")
+        for e in effs:
+            cells = [f"{fmt(mn, 2)} {fmt_ci(lo, hi, 2)}" for mn, (lo, hi) in zip(e.means, e.ci)]
+            step = e.steps[-1] if e.steps else None
+            last = "" if step is None else f"{fmt_signed(step.difference.diff, 2)} {fmt_p(step.p_holm)}"
+            t2.add_row(_short_metric(e.metric), *cells, last)
+        c.print(t2)
 
     unit = "tokens/question" if rep.cost_axis == "tokens" else "s/question"
     tr = Table(title=f"Quality / cost ({unit}; P = on the Pareto front)", title_justify="left")

@@ -34,6 +34,7 @@ from ..judge import Judge, make_judge
 from ..metrics import resolve_metrics
 from ..pipeline import GenerationError, PipelineConfig, RagPipeline, spans_of
 from ..result import EvaluationResult, load_result
+from ..sample import sample_from_mapping
 from ..store import Store
 from ..testset import (
     ChunkSettings,
@@ -58,6 +59,7 @@ JUDGE_STEPS: dict[str, frozenset[str]] = {
     "answer_relevancy": frozenset({"questions:response"}),
     "context_precision": frozenset({"chunks:reference"}),
     "context_precision_without_reference": frozenset({"chunks:response"}),
+    "abstention": frozenset({"declines:response"}),
 }
 ANSWER_TEMPLATE_TOKENS = 150
 REWRITE_TEMPLATE_TOKENS = 120
@@ -307,15 +309,22 @@ def plan_sweep(spec: SweepSpec, rows: Sequence[Mapping[str, Any]], store: Store 
     else:
         target_calls = len(todo) * len(rows)
         notes.append("the system under test generates its own answers: its tokens are not counted here")
-    steps: int | None = 0
-    union: set[str] = set()
-    for m in judge_metrics:
-        if m in JUDGE_STEPS:
-            union |= JUDGE_STEPS[m]
-        else:
-            steps = None
+    # judge steps: per judged question, the steps of the metrics that run on it (a metric's own
+    # rules decide: abstention(scope=out_of_scope) only on out-of-scope questions, ...)
+    chosen = [m for m in resolve_metrics(list(spec.metrics)) if m.key in judge_metrics]
+    steps: int | None = 0 if all(m.name in JUDGE_STEPS for m in chosen) else None
     if steps is not None:
-        steps = len(union) * n_judged * len(todo)
+        for r in rows:
+            if _row_id(r) not in judged:
+                continue
+            probe = sample_from_mapping({**_sample_row(r, spec.baseline, spec, judged=True, response="x",
+                                                       contexts=["x"], ids=["x"], spans=[None], meta={}),
+                                         "response": "x"})[0]
+            union: set[str] = set()
+            for m in chosen:
+                if m.missing(probe) is None:
+                    union |= JUDGE_STEPS[m.name]
+            steps += len(union) * len(todo)
     return SweepPlan(
         configurations=len(spec.configurations), to_run=len(todo),
         reused=len(spec.configurations) - len(todo), questions=len(rows), out_of_scope=oos,

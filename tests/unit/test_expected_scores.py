@@ -1,0 +1,115 @@
+"""Scores that keep their information (issue 21, item 2): with per-claim probabilities (the
+embedded judge), faithfulness, factual_correctness and answer_correctness use expected counts by
+default; the count at the threshold stays available (``form=count``) and is what a judge without
+probabilities gets. Exact values from a scripted world."""
+
+from __future__ import annotations
+
+import pytest
+
+import ragsight
+from ragsight import Outcome
+from ragsight.errors import ConfigError
+from tests.fakes.embedder import TableEmbedder
+from tests.scripted import RagScript
+
+RESP = "The response says two things. It says them briefly."
+REF = "The reference says three things. It says them at length."
+CONTEXT = "Some context."
+
+# response claims against the reference, reference claims against the response
+P_RESP = {"A": 0.8, "B": 0.3}
+P_REF = {"C": 0.9, "D": 0.6, "E": 0.2}
+
+
+def world() -> RagScript:
+    s = RagScript()
+    s.claims[RESP] = list(P_RESP)
+    s.claims[REF] = list(P_REF)
+    for c, p in P_RESP.items():
+        s.verdicts[(c, "reference")] = p >= 0.5
+        s.verdicts[(c, "contexts")] = p >= 0.5
+        s.probabilities[(c, "reference")] = p
+        s.probabilities[(c, "contexts")] = p
+    for c, p in P_REF.items():
+        s.verdicts[(c, "response")] = p >= 0.5
+        s.probabilities[(c, "response")] = p
+    return s
+
+
+def run(spec: str, *, choices: bool = True) -> ragsight.Score:
+    s = world()
+    judge = s.choice_judge() if choices else s.judge()
+    res = ragsight.evaluate([{"id": "s", "response": RESP, "reference": REF, "contexts": [CONTEXT]}], [spec],
+                            judge=judge, embedder=TableEmbedder({RESP: [1, 0], REF: [0.6, 0.8]}))
+    return res.scores["s"][spec]
+
+
+# expected counts: TP = 0.8 + 0.3 = 1.1, FP = 0.2 + 0.7 = 0.9, FN = 0.1 + 0.4 + 0.8 = 1.3
+TP, FP, FN = 1.1, 0.9, 1.3
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [
+        ("factual_correctness(mode=precision)", TP / (TP + FP)),  # 0.55 = mean P of A and B
+        ("factual_correctness(mode=recall)", TP / (TP + FN)),  # 0.458333...
+        ("factual_correctness", 2 * TP / (2 * TP + FP + FN)),  # 0.5
+        ("factual_correctness(mode=fbeta, beta=2)", 5 * (TP / 2.0) * (TP / 2.4) / (4 * TP / 2.0 + TP / 2.4)),
+        ("faithfulness", 0.55),  # mean P(supported) against the contexts
+        ("answer_correctness", 0.75 * 0.5 + 0.25 * 0.6),
+    ],
+)
+def test_expected_form_is_the_default_with_probabilities(spec: str, want: float) -> None:
+    score = run(spec)
+    assert score.outcome is Outcome.SCORED and score.value == pytest.approx(want)
+    assert score.evidence.details["form"] == "expected"
+
+
+def test_factual_correctness_trail_shows_expected_and_threshold_counts() -> None:
+    score = run("factual_correctness")
+    d = score.evidence.details
+    assert (d["tp"], d["fp"], d["fn"]) == (pytest.approx(TP), pytest.approx(FP), pytest.approx(FN))
+    assert d["counts_at_threshold"] == {"tp": 1, "fp": 1, "fn": 1}
+    assert score.reason == "expected TP=1.10 FP=0.90 FN=1.30 (from P(supported))"
+
+
+def test_faithfulness_reason_names_the_mean_and_the_count() -> None:
+    score = run("faithfulness")
+    assert score.reason == ("mean P(supported) of 2 claims against the contexts "
+                            "(expected 1.10 supported; 1 at or above the threshold)")
+    assert score.evidence.details == {"form": "expected", "supported": 1, "claims": 2,
+                                      "expected_supported": pytest.approx(1.1)}
+
+
+@pytest.mark.parametrize(
+    ("spec", "want", "reason"),
+    [
+        ("factual_correctness(form=count)", 0.5, "TP=1 FP=1 FN=1"),
+        ("factual_correctness(mode=precision, form=count)", 0.5, "TP=1 FP=1"),
+        ("faithfulness(form=count)", 0.5, "1 of 2 claims supported by the contexts"),
+    ],
+)
+def test_the_count_at_the_threshold_stays_available(spec: str, want: float, reason: str) -> None:
+    score = run(spec)
+    assert score.value == want and score.reason == reason
+    assert score.evidence.details["form"] == "count"
+
+
+def test_answer_correctness_count_form() -> None:
+    score = run("answer_correctness(form=count)")
+    assert score.value == pytest.approx(0.75 * 0.5 + 0.25 * 0.6)
+    assert score.evidence.details["form"] == "count" and score.evidence.details["tp"] == 1
+
+
+@pytest.mark.parametrize("spec", ["factual_correctness", "faithfulness", "factual_correctness(form=expected)"])
+def test_a_judge_without_probabilities_counts_its_verdicts(spec: str) -> None:
+    # auto -> count; expected with no probability counts each verdict as 1 or 0: the same value
+    score = run(spec, choices=False)
+    assert score.value == 0.5
+    assert all(c.probability is None for c in score.evidence.claims)
+
+
+def test_unknown_form_is_refused() -> None:
+    with pytest.raises(ConfigError, match="form must be one of auto, expected, count"):
+        run("faithfulness(form=mean)")
