@@ -150,10 +150,21 @@ def test_exports_and_report_are_strict_json_even_for_a_store_holding_nan(
 ) -> None:
     """A store written before this fix holds bare NaN tokens in its evidence: every export
     format and the HTML report still come out strict."""
+    # The run is written as a schema-1 store was (its evidence JSON text in the scores row), with
+    # the evidence replaced by one holding bare NaN tokens; ragsight converts the store on open.
+    from tests.store_v1 import V1Store
+
     store = tmp_path / "runs.db"
     rows = [{"id": f"s{i}", "question": f"What is rule {i}?", "response": f"Rule {i} is strict.",
              "reference": f"Rule {i} is strict."} for i in range(3)]
-    run = ragsight.evaluate(rows, ["rouge_l"], store=store, metadata={"chunk_size": 512})
+    run = ragsight.evaluate(rows, ["rouge_l"], metadata={"chunk_size": 512})
+    v1 = V1Store(store)
+    v1.create_run(run.run_id, run.samples, metrics=[{"key": "rouge_l", "name": "rouge_l", "params": {},
+                                                     "lower_is_better": False}])
+    for sample in run.samples:
+        v1.save_sample(run.run_id, sample.id, run.scores[sample.id].values(), [])
+    v1.finish_run(run.run_id, {})
+    v1.close()
     conn = sqlite3.connect(store)
     conn.execute("UPDATE scores SET evidence = ? WHERE run_id = ?",
                  ('{"claims": [], "details": {"similarities": [NaN, Infinity, -Infinity], "x": NaN}, '
