@@ -268,3 +268,49 @@ def test_json_values_read_back_exactly(values: list[Any]) -> None:
     conn.execute("COMMIT")
     w.committed()
     assert [texts.decode_json(e) for e in encoded] == values
+
+
+def test_a_converted_store_keeps_the_order_calls_were_saved_in(tmp_path: Path) -> None:
+    samples = [sample(i) for i in range(3)]
+    path = tmp_path / "old.db"
+    v1 = V1Store(path)
+    v1.create_run("old", samples)
+    for i in (2, 0, 1):  # saved as they finished, not in data order
+        v1.save_sample("old", f"s{i}", [], [call(10 * i + k) for k in range(2)])
+    v1.close()
+    with Store(path) as st:
+        assert [c["step"] for c in st.judge_calls("old")] == [f"{n:064x}" for n in (20, 21, 0, 1, 10, 11)]
+
+
+def test_saving_a_sample_and_the_cache_use_indexes_only(tmp_path: Path) -> None:
+    """No statement of a sample's save, a cache put or a cache get scans a table: their cost
+    does not grow with the store (a scan of ``texts`` per cached answer made a 20,000-sample run
+    slower sample after sample)."""
+    with Store(tmp_path / "runs.db") as st:
+        run = new_run(st, [sample(i) for i in range(4)])
+        for i in range(3):  # some content first, so that the planner sees real tables
+            c = call(i)
+            st.cache_put(c.step, {"parsed": c.parsed, "raw_output": c.raw_output, "prompt_tokens": 1,
+                                  "completion_tokens": 1, "model": "m", "prompt_id": "x", "prompt_version": "1"})
+            st.save_sample(run, f"s{i}", [score("faithfulness", 0.5)], [(f"s{i}", c)])
+        st.conn.execute("ANALYZE")
+        seen: list[str] = []
+        st.conn.set_trace_callback(seen.append)
+        c = call(3, raw='{"claims": ["a fresh answer, long enough to be a text of its own"]}')
+        st.cache_put(c.step, {"parsed": c.parsed, "raw_output": c.raw_output, "prompt_tokens": 1,
+                              "completion_tokens": 1, "model": "m", "prompt_id": "x", "prompt_version": "1"})
+        st.cache_get(c.step)
+        st.save_sample(run, "s3", [score("faithfulness", 0.5)], [("s3", c)])
+        st.conn.set_trace_callback(None)
+        scans = []
+        for sql in seen:
+            if not sql.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE", "INSERT")):
+                continue
+            for row in st.conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall():
+                detail = row[-1]
+                first_row_only = sql.rstrip().upper().endswith("LIMIT 1") and "WHERE" not in sql.upper()
+                if (detail.startswith("SCAN") and "CONSTANT ROW" not in detail and "sqlite_sequence" not in detail
+                        and not first_row_only):
+                    scans.append((sql[:120], detail))
+        assert len(seen) > 10
+        assert scans == []

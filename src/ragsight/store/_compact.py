@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .._files import strict_json
@@ -22,6 +22,7 @@ from ._texts import PackWriter, TextStore, split_segments
 
 __all__ = [
     "call_row",
+    "call_texts",
     "compact_v1",
     "decode_cache_entry",
     "encode_cache_entry",
@@ -71,6 +72,17 @@ def encode_messages(messages: Sequence[tuple[str, str]], w: PackWriter) -> int:
     body = [[role, [w.ref(seg) if is_text else seg for seg, is_text in split_segments(content)]]
             for role, content in messages]
     return w.put(_compact_json(body))
+
+
+def call_texts(calls: Iterable[JudgeCall]) -> Iterator[str]:
+    """The texts :func:`call_row` will look up for these calls (to look them up at once)."""
+    for c in calls:
+        for m in c.messages:
+            for seg, is_text in split_segments(m.content):
+                if is_text:
+                    yield seg
+        if c.raw_output is not None:
+            yield c.raw_output
 
 
 def call_row(run_id: str, sample_id: str | None, call: JudgeCall | dict[str, Any], w: PackWriter) -> tuple[Any, ...]:
@@ -202,7 +214,10 @@ def compact_v1(conn: sqlite3.Connection) -> None:
         for r in conn.execute("SELECT sample_id, metric, outcome, value, reason, evidence, created_at FROM scores"
                               " WHERE run_id=?", (run_id,)):
             scored.setdefault(r[0], []).append(r)
-        for sid in list(dict.fromkeys([s[1] for s in samples] + list(groups) + list(scored))):
+        # samples in the order they were saved (their calls' old ids), so that the calls keep
+        # their order across the run; samples with no call after them, in data order
+        order = sorted(groups, key=lambda k: groups[k][0]["id"])
+        for sid in list(dict.fromkeys(order + [s[1] for s in samples] + list(scored))):
             w = texts.writer(dictionary_source=True)
             call_rows = []
             for d in groups.get(sid, []):

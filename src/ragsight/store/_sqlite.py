@@ -37,6 +37,7 @@ from ._compact import (
     INSERT_CALL,
     RAW_OUTPUT,
     call_row,
+    call_texts,
     compact_v1,
     decode_cache_entry,
     encode_cache_entry,
@@ -492,6 +493,8 @@ class Store:
                     f"run {run_id} was taken over by another process ({_show_owner(row[0])}) while this "
                     "one was writing it; this process stops without saving more.")
             w = self.texts.writer(dictionary_source=True)
+            calls = list(calls)
+            w.prefetch(call_texts(c for _, c in calls))
             self.conn.executemany(
                 "INSERT OR REPLACE INTO scores (run_id, sample_id, metric, outcome, value, reason, evidence, created_at)"
                 " VALUES (?,?,?,?,?,?,?,?)",

@@ -98,14 +98,32 @@ class PackWriter:
         self.size = 0
         self.rows: list[tuple[int, bytes | None, int, int]] = []  # new texts: id, hash, start, size
         self.moves: list[tuple[int, int, int]] = []  # adopted texts: id, start, size
-        self.sources: set[int] = set()  # the loose packs they came from
+        self.sources: dict[int, int] = {}  # the loose packs they came from: bytes moved
+        self.emptied: list[int] = []  # ... whose bytes have all moved
         self.new: dict[bytes, int] = {}  # hash -> id of the texts this writer stored
         self.moved: list[int] = []  # loose packs emptied into this one
+        self.absent: set[bytes] = set()  # hashes looked up and not stored (this transaction)
         self._next_text = 0
+
+    def prefetch(self, texts: Iterable[str]) -> None:
+        """Look the texts about to be referenced up in one query (instead of one each): the
+        stored ones become known, the others are known to be absent for this transaction."""
+        wanted = {text_hash(t) for t in texts if len(t) >= TEXT_MIN}
+        wanted = {h for h in wanted if h not in self.new and h not in self.store._known}
+        found: dict[bytes, int] = {}
+        hashes = sorted(wanted)
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i:i + 500]
+            found.update((bytes(h), int(tid)) for h, tid in self.conn.execute(
+                f"SELECT hash, id FROM texts WHERE hash IN ({','.join('?' * len(chunk))})", chunk))
+        self.store.remember(found)
+        self.absent |= wanted - set(found)
 
     def ref(self, text: str) -> int:
         h = text_hash(text)
-        tid = self.new.get(h) or self.store.known_id(h)
+        tid = self.new.get(h)
+        if tid is None and h not in self.absent:
+            tid = self.store.known_id(h)
         if tid is not None:
             return tid
         tid = self._append(h, text.encode("utf-8"))
@@ -150,11 +168,16 @@ class PackWriter:
                 f" WHERE p.loose = 1 AND t.id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         for tid, pack, start, size in rows:
             self._open()
-            data = self.store.pack_bytes(pack)[start:start + size]
+            whole = self.store.pack_bytes(pack)
+            data = whole[start:start + size]
             self.moves.append((tid, self.size, len(data)))
             self.parts.append(data)
             self.size += len(data)
-            self.sources.add(pack)
+            # a pack's texts lie side by side and fill it: once their bytes have all moved, the
+            # pack is empty (counted here, not looked up: texts has no index on pack)
+            self.sources[pack] = self.sources.get(pack, 0) + len(data)
+            if self.sources[pack] >= len(whole):
+                self.emptied.append(pack)
 
     def finish(self) -> None:
         if self.pack is None:
@@ -172,10 +195,9 @@ class PackWriter:
                               [(tid, h, self.pack, st, sz) for tid, h, st, sz in self.rows])
         self.conn.executemany("UPDATE texts SET pack=?, start=?, size=? WHERE id=?",
                               [(self.pack, st, sz, tid) for tid, st, sz in self.moves])
-        for pack in sorted(self.sources):
-            if self.conn.execute("SELECT 1 FROM texts WHERE pack=? LIMIT 1", (pack,)).fetchone() is None:
-                self.conn.execute("DELETE FROM packs WHERE id=?", (pack,))
-                self.moved.append(pack)
+        for pack in self.emptied:
+            self.conn.execute("DELETE FROM packs WHERE id=?", (pack,))
+            self.moved.append(pack)
         if zdict is None and self.dictionary_source and len(raw) >= _DICT_MIN:
             self.store.make_dictionary(self.pack)
 
