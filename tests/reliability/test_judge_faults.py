@@ -48,6 +48,11 @@ def run_world(world: JudgeWorld, samples: list[dict[str, Any]], store: Path,
               metrics: list[str] = METRICS, **kw: Any) -> tuple[Any, list[dict[str, Any]], float, int]:
     """Evaluate ``samples`` against a fake server answering with ``world``: (result, judge calls
     recorded in the store, wall time, chat requests the server received)."""
+    # At most 16 calls in flight (the old fixed limit): the fake server answers from threads of
+    # this test's own process, and on a loaded 2-core machine 64 calls at once (the adaptive
+    # default's start) can time out (1.5 s) before the server reads them, which breaks the count
+    # of requests against recorded calls below. Concurrency has tests of its own.
+    kw.setdefault("judge_concurrency", 16)
     with FakeOpenAIServer(handler=world) as srv:
         t0 = time.monotonic()
         result = ragsight.evaluate(samples, metrics, judge="openai:m", embedder="openai:e",
