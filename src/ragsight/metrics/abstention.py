@@ -49,7 +49,8 @@ _NOT = r"(?:\s*n['’]t|\s+not)"
 _SAY = r"(?:say|state|specify|mention|tell|indicate|clarify)"
 # verbs that need the documents as their subject ("the company does not provide cars" answers)
 _HOLD = (r"(?:contain|include|provide|cover|describe|address|discuss|give|list|explain|detail|show|"
-         r"answer|offer|reference|define|have|outline|disclose|report)")
+         r"answer|offer|reference|define|have|outline|disclose|report|go\s+into|get\s+into|touch\s+on|"
+         r"deal\s+with|talk\s+about|speak\s+to|refer\s+to)")
 _PART_SAY = r"(?:stated|mentioned|specified|documented|indicated|disclosed)"
 _PART_HOLD = r"(?:covered|provided|included|given|listed|described|addressed|found|answered|available|known|discussed|explained|contained)"
 
@@ -73,6 +74,14 @@ DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
      r"\b(?:can\s*not|can['’]t|could\s*not|couldn['’]t|(?:am|is|are|was|were)\s+(?:not\s+)?unable\s+to|unable\s+to|not\s+able\s+to)\s+(?:\w+\s+)?(?:answer|find|locate|determine|tell|say|confirm|identify|see|help|provide\s+(?:an?\s+|the\s+|that\s+|this\s+|any\s+)?(?:answer|information|details?))\b"),
     ("cannot be answered", r"\bcan(?:not|['’]t)\s+be\s+(?:answered|determined|found|confirmed|established|inferred|known)\b"),
     ("I don't know", r"\b(?:i|we)\s+(?:do|did)(?:\s*n['’]?t|\s+not)\s+know\b|\bno\s+idea\b|\bnot\s+sure\b|\bnot\s+certain\b"),
+    ("not available to me", r"\b(?:information|answer|details?|data)\s+(?:is|are)(?:\s+not|n't)\s+(?:available|known)\b|"
+                            r"\bnot\s+available\s+to\s+(?:me|us)\b"),
+    ("does not answer the question", rf"\b(?:do|does|did){_NOT}\s+(?:\w+\s+)?answer\s+(?:your|the|this|that)\s+question"),
+    ("no way of knowing", r"\bno\s+way\s+(?:of|to)\s+(?:know|knowing|tell|telling|determine|determining|say|saying)\b"),
+    ("unclear from the documents",
+     rf"\b(?:unclear|not\s+clear)\s+(?:from|in|based\s+on)\s+(?:the\s+|these\s+|this\s+|my\s+)?(?:\w+\s+)?{_DOCS}"),
+    ("not something the documents cover",
+     rf"\bnot\s+something\s+(?:that\s+)?(?:the\s+|these\s+|my\s+)?(?:\w+\s+)?{_DOCS}\s+(?:\w+\s+)?(?:cover|mention|say|address|discuss|describe|include|contain|answer)"),
     ("outside the documents", rf"\b(?:outside|beyond)\s+(?:the\s+)?(?:scope|what\s+the\s+{_DOCS}|my\s+knowledge)"),
     ("bare", r"^\W*(?:unknown|n/?a|none|not\s+known|not\s+available|no\s+answer|unanswerable|"
              r"cannot\s+answer|cannot\s+be\s+determined|no\s+comment)\W*$"),
@@ -91,14 +100,15 @@ REFERRAL = re.compile(
 META = re.compile(
     rf"^(?:the|these|those|your|my|our|this|that)?\s*(?:[\w-]+\s+(?:and\s+)?){{0,3}}?{_DOCS}\b[^.;:!?]*?\b"
     r"(?:covers?|describes?|mentions?|says?|lists?|discuss(?:es)?|explains?|talks?\s+about|refers?\s+to|"
-    r"includes?|contains?|focus(?:es)?\s+on|deals?\s+with|only)\b", re.I)
-FILLER = re.compile(r"^(?:i['’]?m\s+|i\s+am\s+|we\s+are\s+)?(?:sorry|unfortunately|apologies|i\s+apologi[sz]e|"
+    r"includes?|contains?|focus(?:es)?\s+on|deals?\s+with|(?:is|are)\s+(?:only\s+)?about|only)\b", re.I)
+FILLER = re.compile(r"^(?:answer|response|reply|result|note)\W*$|"
+                    r"^(?:i['’]?m\s+|i\s+am\s+|we\s+are\s+)?(?:sorry|unfortunately|apologies|i\s+apologi[sz]e|"
                     r"regrettably|hmm|well|ok(?:ay)?|thanks?(?:\s+you)?|as\s+far\s+as\s+i\s+can\s+(?:tell|see))\W*$",
                     re.I)
 # a clause boundary: a sentence end, a semicolon or colon, a dash, or a contrast
-_SPLIT = re.compile(r"[.;:!?]+(?:\s+|$)|\s[-–—]\s|,?\s+(?=(?:but|however|although|though|yet|whereas|except\s+that)\b)",
+_SPLIT = re.compile(r"[.;:!?]+(?:\s+|$)|\s[-–—]\s|,\s+(?=and\b)|,?\s+(?=(?:but|however|although|though|yet|whereas|except\s+that)\b)",
                     re.I)
-_CONTRAST_HEAD = re.compile(r"^(?:but|however|although|though|yet|whereas|except\s+that)\b[,\s]*", re.I)
+_CONTRAST_HEAD = re.compile(r"^(?:but|however|although|though|yet|whereas|except\s+that|and)\b[,\s]*", re.I)
 
 # Function words, to tell an English response from one in another language.
 def _wordset(words: str) -> frozenset[str]:
