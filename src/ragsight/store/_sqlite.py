@@ -45,7 +45,7 @@ from ._compact import (
     read_calls,
     step_key_db,
 )
-from ._texts import TextStore
+from ._texts import TextStore, long_strings
 
 __all__ = ["RunInfo", "SQLiteCallCache", "Store"]
 
@@ -376,10 +376,12 @@ class Store:
         writers = []
         for start in range(0, len(samples), 64):
             w = self.texts.writer()
+            fields = [s.to_dict() for s in samples[start:start + 64]]
+            w.prefetch(t for f in fields for t in long_strings(f))
             self.conn.executemany(
                 "INSERT INTO samples (run_id, idx, sample_id, data) VALUES (?,?,?,?)",
-                [(run_id, i, s.id, self.texts.encode_json(s.to_dict(), w))
-                 for i, s in enumerate(samples[start:start + 64], start)],
+                [(run_id, i, s.id, self.texts.encode_json(f, w))
+                 for i, (s, f) in enumerate(zip(samples[start:start + 64], fields), start)],
             )
             w.finish()
             writers.append(w)

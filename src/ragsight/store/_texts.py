@@ -34,12 +34,12 @@ import re
 import sqlite3
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .._files import strict_json
 
-__all__ = ["TEXT_MIN", "PackWriter", "TextStore", "join_segments", "split_segments", "text_hash"]
+__all__ = ["TEXT_MIN", "PackWriter", "TextStore", "join_segments", "long_strings", "split_segments", "text_hash"]
 
 TEXT_MIN = 32  # characters: lines and strings this long or longer are texts of their own
 _LINES = re.compile(r"(?<=\n)")
@@ -330,6 +330,19 @@ class TextStore:
         _collect(raw, ids)
         texts = self.get_many(ids) if ids else {}
         return _dec(raw, texts)
+
+
+def long_strings(v: Any) -> Iterator[str]:
+    """The strings of a JSON value that :meth:`TextStore.encode_json` stores as texts."""
+    if isinstance(v, str):
+        if len(v) >= TEXT_MIN:
+            yield v
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            yield from long_strings(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from long_strings(x)
 
 
 def _collect(v: Any, ids: list[int]) -> None:
