@@ -165,6 +165,10 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(
         # finished judge work is never asked again: no request of this process was for a step
         # already in the cache when it started
         assert not set(keys) & cached_before, "a cached judge step was asked again after resume"
+        if killed and proc.returncode == 0:
+            # the process finished between poll() and the signal (a fast machine): the run is
+            # complete, and this is the uninterrupted last process
+            killed = False
         if killed:
             assert proc.returncode == -signal.SIGKILL
             kills.append({"finished_at_kill": finished_count(store), "requests": len(keys)})
@@ -176,7 +180,8 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(
         break
     elapsed = time.monotonic() - t_start
 
-    assert len(kills) == N_KILLS
+    # every planned kill landed, unless the last process outran its signal (then one fewer)
+    assert len(kills) >= N_KILLS - 1, kills
     mid_run = [k for k in kills if 0 < k["finished_at_kill"] < N_SAMPLES]
     assert len(mid_run) >= N_KILLS // 2, f"too few kills landed mid-run: {kills}"
     run_id = db_query(store, "SELECT id FROM runs")[0][0]
