@@ -146,6 +146,7 @@ class Limiter:
         self._ssthresh = math.inf
         self._in_flight = 0
         self._waiters: list[_Waiter] = []
+        self._n_waiting = 0  # waiters not granted nor cancelled (the heap keeps cancelled ones)
         self._seq = itertools.count()
         self._pause_until = 0.0
         self._wake_handle: asyncio.TimerHandle | None = None
@@ -169,7 +170,7 @@ class Limiter:
 
     @property
     def waiting(self) -> int:
-        return sum(1 for w in self._waiters if not w.future.done())
+        return self._n_waiting
 
     def paused_for(self) -> float:
         """Seconds until a provider-wide pause (Retry-After) ends; 0 when not paused."""
@@ -183,13 +184,17 @@ class Limiter:
             return self._grant()
         fut: asyncio.Future[Permit] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiters, _Waiter(prio, next(self._seq), fut))
+        self._n_waiting += 1
         self._wake()
         try:
             return await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
                 self._in_flight -= 1  # granted as it was cancelled: give the place back
+                self.stats.in_flight = self._in_flight
                 self._wake()
+            else:
+                self._n_waiting -= 1  # left in the heap, skipped when its turn comes
             raise
 
     def _grant(self) -> Permit:
@@ -279,6 +284,7 @@ class Limiter:
             w = heapq.heappop(self._waiters)
             if w.future.done():
                 continue  # cancelled while waiting
+            self._n_waiting -= 1
             w.future.set_result(self._grant())
 
     def _resume(self) -> None:

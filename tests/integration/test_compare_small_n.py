@@ -52,7 +52,7 @@ def test_interval_and_verdict_agree_on_14_pairs(
     match = CI.search(row)
     assert match, row
     low, high = float(match[1]), float(match[2])
-    verdict = next(line for line in out.splitlines() if "token_f1 ↑ B vs A:" in line)
+    verdict = next(line for line in out.splitlines() if "token_f1 ↑ B vs A" in line)
     if significant:
         # 10 of 14 lower, all by 1: p = 2 / 2**10 (exact), and the interval lies below 0.
         assert "A is better (p=0.002)" in verdict, verdict

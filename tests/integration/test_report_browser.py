@@ -97,7 +97,8 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
     both = tmp_path / "compare.html"
     single = tmp_path / "single.html"
     assert (
-        main(["report", "run-A", "run-B", "failures", "--store", str(db), "--out", str(both)]) == 0
+        main(["report", "run-A", "run-B", "failures", "--store", str(db), "--out", str(both),
+              "--allow-poor-pairing"]) == 0  # 'failures' holds 3 of run-A's 5 samples
     )
     assert main(["report", "run-A", "--store", str(db), "--out", str(single)]) == 0
     ARTIFACTS.mkdir(exist_ok=True)
@@ -144,3 +145,25 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
     assert first and first.groups() == ("3", ' open=""')  # "hello", context_precision 0
     assert "scripted verdict for claim 1" in dom_off and "<mark " in dom_off
     assert shot_nojs.stat().st_size > 50_000
+
+
+def test_the_comparison_page_reads_at_600_px(tmp_path: Path) -> None:
+    # issue 15, item 14: at 600 px the paired-differences table made the page 250 px wider than
+    # the window and its rows hundreds of pixels tall; now each wide table scrolls in its box
+    db = tmp_path / "runs.db"
+    ids = [f"s{i}" for i in range(6)]
+    with Store(db) as store:
+        for run_id, shift in (("narrow-a", 0.0), ("narrow-b", 0.1)):
+            put_run(store, run_id, {
+                name: {sid: round(0.3 + shift + 0.05 * i, 3) for i, sid in enumerate(ids)}
+                for name in ("faithfulness", "answer_relevancy", "context_precision_without_reference",
+                             "factual_correctness(mode=recall)")
+            }, metadata={"chunk_size": 512 if shift else 256, "generator": "gpt-4o-mini-2024-07-18"})
+    page = tmp_path / "compare.html"
+    assert main(["report", "narrow-a", "narrow-b", "--store", str(db), "--out", str(page)]) == 0
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report-compare-600px.png"
+    dom, _ = browse(tmp_path, page, "--dump-dom", f"--screenshot={shot}", "--window-size=600,2400")
+    attrs = body_attrs(dom)
+    assert attrs.get("data-js") == "ran" and attrs.get("data-js-errors") == ""
+    assert attrs.get("data-overflow-px") == "0", f"the page is {attrs.get('data-overflow-px')} px wider than 600"

@@ -56,8 +56,8 @@ def test_adaptive_limit_gets_far_fewer_refusals_than_a_fixed_one_with_the_same_s
     assert gate.refused <= fixed_gate.refused, (gate.refused, fixed_gate.refused)
     early, late = gate.halves()
     fixed_early, fixed_late = fixed_gate.halves()
-    assert fixed_late > 30
-    assert late <= 10 and late <= fixed_late / 4, ((early, late), (fixed_early, fixed_late))
+    assert fixed_late > 10
+    assert late <= 10 and late < fixed_late / 2, ((early, late), (fixed_early, fixed_late))
     assert values(adaptive) == values(clean)  # refusals cost time, never a score
     conc = adaptive.judge_stats["concurrency"]
     assert conc["overloads"] == gate.refused

@@ -74,6 +74,11 @@ def run_world(world: JudgeWorld, samples: list[dict[str, Any]], store: Path,
     """Evaluate ``samples`` against fake servers answering with ``world`` (the judge and the
     embedder each on their own server, so the judge's server sees judge traffic only), with a
     watcher of the event loop's lateness running beside the evaluation."""
+    # At most 16 calls in flight (the old fixed limit): the fake server answers from threads of
+    # this test's own process, and on a loaded 2-core machine 64 calls at once (the adaptive
+    # default's start) time out (1.5 s) more often; the checks below account for timeouts, but
+    # a run where most calls time out tests little. Concurrency has tests of its own.
+    kw.setdefault("judge_concurrency", 16)
     lags: list[tuple[float, float]] = []
 
     async def evaluate(judge_url: str, embed_url: str) -> Any:

@@ -69,6 +69,7 @@ def number_form(raw: str) -> str:
     return s.lstrip("0") or "0"
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A crude, symmetric suffix stripper (lower-case input): enough to match inflections."""
     w = word

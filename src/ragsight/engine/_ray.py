@@ -101,6 +101,7 @@ class _SampleResult:
     sample_id: str
     scores: tuple[Score, ...]
     calls: tuple[JudgeCall, ...]
+    node: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class _BatchWorker:
         self.concurrency = max(1, concurrency)
         self.limiter = ray.get_actor(limiter) if limiter else None
         self.cache = ray.get_actor(cache) if cache else None
+        self.node = ray.get_runtime_context().get_node_id()
         self.judge: Judge | None = None
         self.embedder: Any = None
         self._ready = False
@@ -182,7 +184,7 @@ class _BatchWorker:
                 with record_calls(calls.append), call_priority(position):
                     scores = await score_sample(sample, self.metrics, self.judge, self.embedder,
                                                 self.settings)
-                return _SampleResult(sample.id, scores, tuple(calls))
+                return _SampleResult(sample.id, scores, tuple(calls), self.node)
 
         try:
             done = await asyncio.gather(*(one(first + i, s) for i, s in enumerate(samples)))
@@ -312,11 +314,14 @@ async def run_samples_ray(
     try:
         if judge is not None:
             recipe = _JudgeRecipe(spec, base_url, judge.policy, judge.seed, judge.temperature)
+            here = ray.get_runtime_context().get_node_id()
             if not _is_embedded(spec):
                 limit = judge_limit or judge.max_concurrency
                 limiter_name = f"ragsight-limiter-{tag}"
+                # on the driver's node, as the cache: a lost worker node must not take it along
                 limiter = ray.remote(Limiter).options(
                     name=limiter_name, max_concurrency=100_000, num_cpus=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
                 ).remote(limit, judge.adaptive, judge.limiter.retry_after_cap_s)
             if judge.cache is not None:
                 path = None
@@ -325,7 +330,6 @@ async def run_samples_ray(
                     path = os.path.abspath(judge.cache.store.path)
                 elif isinstance(judge.cache, MemoryCallCache):
                     seed = dict(judge.cache._d)
-                here = ray.get_runtime_context().get_node_id()
                 cache_name = f"ragsight-cache-{tag}"
                 cache_server = ray.remote(CacheServer).options(
                     name=cache_name, num_cpus=0,
@@ -335,8 +339,11 @@ async def run_samples_ray(
         size = batch_size or default_batch_size(len(samples), n_workers, concurrency)
         batches = [list(samples[i:i + size]) for i in range(0, len(samples), size)]
         n_workers = max(1, min(n_workers, len(batches)))
+        # SPREAD: the workers over as many nodes as the cluster has (one node's loss costs
+        # the fewest workers); a worker restarted after its node is lost goes where there is room
         worker_cls = ray.remote(_BatchWorker).options(
             num_cpus=worker_cpus, max_restarts=max_attempts, max_concurrency=_BATCHES_PER_WORKER + 1,
+            scheduling_strategy="SPREAD",
         )
         actors = [
             worker_cls.remote(list(metrics), settings, recipe, embedder_spec, embedder_base_url,
@@ -455,7 +462,7 @@ async def _drive(
                         if progress.on_update is not None:
                             progress.on_update(progress)
                     if on_sample is not None:
-                        on_sample(SampleOutcome(r.sample_id, r.scores))
+                        on_sample(SampleOutcome(r.sample_id, r.scores, r.node))
                 if store is not None and time.monotonic() - last_beat > _HEARTBEAT_S:
                     last_beat = time.monotonic()
                     store.heartbeat(run_id)

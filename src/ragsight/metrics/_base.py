@@ -40,6 +40,8 @@ class Metric(ABC):
     ``needs``: shared analyses this metric needs planned for the run (``Need`` members);
     ``groups``: selection groups (retrieval, generation, reference-free, lexical, ir);
     ``lower_is_better``: enters the overall score as 1 - value;
+    ``packages``: optional packages it imports, as (module, extra) pairs: a run checks them
+    before its first judge call and names the extra to install.
     ``in_scope_only``: ``skipped`` on an out-of-scope question (``Sample.out_of_scope``): a
     retrieval metric measured against a reference has nothing relevant to find there.
     Instances are immutable after construction; parameters are set in ``__init__``.
@@ -53,6 +55,7 @@ class Metric(ABC):
     needs: ClassVar[frozenset[Need]] = frozenset()
     groups: ClassVar[frozenset[str]] = frozenset()
     lower_is_better: ClassVar[bool] = False
+    packages: ClassVar[tuple[tuple[str, str], ...]] = ()
     core: ClassVar[bool] = False  # part of the default selection
     in_scope_only: ClassVar[bool] = False
 

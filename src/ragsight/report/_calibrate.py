@@ -46,6 +46,7 @@ from .._stats import (
 from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
 from ..store import Store
+from ._compare import MIN_PAIRED_SHARE, PoorPairingError
 from ._format import fmt, fmt_p
 
 __all__ = [
@@ -117,9 +118,16 @@ class CalibrationReport:
     metrics: tuple[MetricCalibration, ...]
     concordance: PairConcordance | None
     notes: tuple[str, ...]
+    label_range: tuple[float, float] | None = None
+    """The smallest and largest label value paired with a sample."""
+
+    @property
+    def paired_share(self) -> float:
+        """The labels that pair with a sample of the run (by id), over all readable labels."""
+        return self.matched / self.n_labels if self.n_labels else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "paired_share": self.paired_share}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,6 +249,7 @@ def calibrate(
     t_low: tuple[float, float] = (0.3, 0.3),
     label_threshold: float | None = None,
     n_bins: int = 10,
+    allow_poor_pairing: bool = False,
 ) -> CalibrationReport:
     """Measure how well a run's metric scores agree with human labels.
 
@@ -251,6 +260,11 @@ def calibrate(
     concordance table (default faithfulness and factual_correctness, skipped with a note when
     the run lacks one). ``label_threshold`` turns graded labels into binary ones
     (``label >= label_threshold`` is 1).
+
+    Labels pair with samples by id. When fewer than :data:`MIN_PAIRED_SHARE` of the labels
+    find their sample (the usual cause: the ids of the labels file are not the run's, e.g.
+    data without ids, whose automatic ids come from the question and reference), raises
+    :class:`PoorPairingError` unless ``allow_poor_pairing``.
     """
     result = source if isinstance(source, EvaluationResult) else load_result(*source)
     if isinstance(labels, (str, os.PathLike)):
@@ -284,6 +298,15 @@ def calibrate(
             f"none of the {len(parsed)} labels matches a sample of run {result.run_id} by id "
             f"(label ids such as {', '.join(list(parsed)[:3]) or 'none'}; sample ids such as "
             f"{', '.join(sample_ids[:3])})"
+        )
+    share = len(labelled) / len(parsed)
+    if share < MIN_PAIRED_SHARE and not allow_poor_pairing:
+        raise PoorPairingError(
+            f"only {len(labelled)} of {len(parsed)} labels ({share:.0%}) pair with a sample of run "
+            f"{result.run_id} by id (unpaired label ids such as {', '.join(unmatched[:3])}; sample "
+            f"ids such as {', '.join(sample_ids[:3])}). Give the labels the run's sample ids "
+            "('ragsight export RUN' lists them), or pass --allow-poor-pairing "
+            "(allow_poor_pairing=True) to measure the paired part anyway."
         )
 
     values = set(labelled.values())
@@ -387,6 +410,7 @@ def calibrate(
         metrics=tuple(rows),
         concordance=concordance,
         notes=tuple(notes),
+        label_range=(min(values), max(values)),
     )
 
 
@@ -414,10 +438,16 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
             + ")"
         )
     )
+    if report.label_kind == "graded" and report.binarised_at is None:
+        span = report.label_range
+        kinds = (f"graded labels from {span[0]:g} to {span[1]:g}, not binarised: "
+                 "--label-threshold X makes label >= X count as 1" if span is not None
+                 else "graded labels, not binarised")
+    else:
+        kinds = f"{report.n_positive} with {f}=1, {report.n_negative} with {f}=0"
     c.print(
-        f"{report.matched} labelled samples matched by id "
-        f"({report.n_positive} with {f}=1, {report.n_negative} with {f}=0); "
-        f"{report.unlabelled} sample(s) of the run have no label."
+        f"{report.matched} of {report.n_labels} labels paired with a sample of the run by id "
+        f"({kinds}); {report.unlabelled} sample(s) of the run have no label."
     )
     if report.unmatched_ids:
         shown = ", ".join(report.unmatched_ids[:10])
@@ -426,8 +456,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
         )
         c.print(
             Text(
-                f"{len(report.unmatched_ids)} label id(s) match no sample of the run: {shown}{more}",
-                style="yellow",
+                f"WARNING: {len(report.unmatched_ids)} label id(s) match no sample of the run "
+                f"({report.paired_share:.0%} paired): {shown}{more}. The figures below speak "
+                "for the paired labels only.",
+                style="bold red",
             )
         )
     for sid, why in report.invalid[:10]:

@@ -21,15 +21,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .._score import Outcome
-from .._stats import PairedDifference, overall_score, paired_difference
+from .._stats import PairedDifference, paired_difference
 from ..errors import ConfigError
-from ..result import EvaluationResult, load_result
+from ..result import EvaluationResult, load_result, overall_of
 from ..store import Store
-from ._format import arrow, bar_scale, config_text, fmt, fmt_ci, fmt_p, fmt_signed, text_bar
+from ._format import (
+    arrow,
+    bar_scale,
+    compact_table,
+    config_text,
+    fmt,
+    fmt_ci,
+    fmt_p,
+    fmt_signed,
+    text_bar,
+)
 
 __all__ = [
     "Comparison",
@@ -205,6 +214,9 @@ class Comparison:
     alpha: float
     confidence: float
     pairing: tuple[Pairing, ...] = ()
+    overall_harmonic: tuple[float | None, ...] = ()
+    overall_left_out: tuple[tuple[str, str], ...] = ()
+    """(metric, why) for every metric of the table that the overall leaves out."""
 
     @property
     def baseline(self) -> RunColumn:
@@ -312,18 +324,30 @@ def compare(
             )
         )
 
+    # The overall of each run over the metrics every run has a mean for (the same metrics for
+    # every run, so the overalls compare); every other metric is named with the reason.
     shared_metrics = tuple(row.metric for row in table if all(m is not None for m in row.means))
     overall: list[float | None] = []
+    harmonic: list[float | None] = []
     for i in range(len(data)):
-        means_i = {row.metric: row.means[i] for row in table if row.metric in shared_metrics}
-        overall.append(
-            overall_score(
-                {k: v for k, v in means_i.items() if v is not None},
-                {k for k in shared_metrics if lower[k]},
-            )
-            if means_i
-            else None
+        ov = overall_of(
+            {row.metric: row.means[i] for row in table if row.metric in shared_metrics},
+            {k for k in shared_metrics if lower[k]},
         )
+        overall.append(ov.mean)
+        harmonic.append(ov.harmonic)
+    left_out: list[tuple[str, str]] = []
+    for row in table:
+        if row.metric in shared_metrics:
+            continue
+        whys = []
+        for i, d in enumerate(data):
+            s = d.result.summary.get(row.metric)
+            if s is None:
+                whys.append(f"run {columns[i].label} does not have it")
+            elif s.mean is None:
+                whys.append(f"run {columns[i].label}: {s.why_no_mean()}")
+        left_out.append((row.metric, "; ".join(whys)))
 
     base = data[0]
     pairing: list[Pairing] = []
@@ -379,6 +403,8 @@ def compare(
         overall=tuple(overall),
         overall_metrics=shared_metrics,
         overall_best=_best(overall, False),
+        overall_harmonic=tuple(harmonic),
+        overall_left_out=tuple(left_out),
         paired=tuple(paired),
         alpha=alpha,
         confidence=confidence,
@@ -433,7 +459,8 @@ def ci_notes(cmp: Comparison) -> list[str]:
 
 def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
     """Print a comparison with rich: runs, configurations, experiment table, paired
-    differences with verdicts, and a text bar per metric and run."""
+    differences with verdicts, and a text bar per metric and run. Laid out for 80 columns:
+    numbers never wrap or shorten; long names and settings wrap inside their cell."""
     c = console or Console(highlight=False)
     base = cmp.baseline
     n = len(cmp.runs)
@@ -455,10 +482,10 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
             c.print(Text(f"Pairing: {pr.describe()}."))
 
     differ = cmp.differing_keys()
-    cfg = Table(title="Configurations", title_justify="left")
-    cfg.add_column("setting")
+    cfg = compact_table("Configurations")
+    cfg.add_column("setting", overflow="fold")
     for r in cmp.runs:
-        cfg.add_column(r.label)
+        cfg.add_column(r.label, overflow="fold")
     for key in cmp.config_keys:
         mark = " *" if key in differ else ""
         cfg.add_row(Text(key + mark), *(Text(config_text(r.config.get(key))) for r in cmp.runs))
@@ -469,10 +496,10 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
     else:
         c.print("Configurations: the runs record no metadata (set it with --metadata KEY=VALUE).")
 
-    exp = Table(title="Experiment table (* best per metric)", title_justify="left")
-    exp.add_column("metric")
+    exp = compact_table("Experiment table (* best per metric)")
+    exp.add_column("metric", overflow="fold", min_width=12)
     for r in cmp.runs:
-        exp.add_column(r.label, justify="right")
+        exp.add_column(r.label, justify="right", no_wrap=True)
     for row in cmp.table:
         cells = [
             fmt(m) + ("*" if i in row.best and len(cmp.runs) > 1 else " ")
@@ -481,35 +508,41 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
         exp.add_row(Text(f"{row.metric} {arrow(row.lower_is_better)}"), *cells)
     if cmp.overall_metrics:
         exp.add_row(
-            Text("overall (harmonic mean)"),
+            Text("overall (mean of means)"),
             *(fmt(v) + ("*" if i in cmp.overall_best else " ") for i, v in enumerate(cmp.overall)),
         )
+        if cmp.overall_harmonic:
+            exp.add_row(Text("harmonic mean", style="dim"), *(fmt(v) + " " for v in cmp.overall_harmonic))
     c.print(exp)
     c.print("↑ higher is better, ↓ lower is better. Means over each run's own scored samples.")
-    if cmp.overall_metrics and len(cmp.overall_metrics) < len(cmp.table):
-        c.print(f"overall over the metrics every run has: {', '.join(cmp.overall_metrics)}")
+    if cmp.overall_metrics:
+        c.print(
+            "overall: the mean of the metric means (↓ as 1 - mean, each clamped to [0, 1]); the "
+            "harmonic mean below it is 0 when any metric mean is 0."
+        )
+    for metric, why in cmp.overall_left_out:
+        c.print(Text(f"LEFT OUT of the overall: {metric}: {why}", style="bold red"))
 
-    diffs = Table(
-        title=f"Paired differences against A (unadjusted {cmp.confidence:.0%} CI, "
-        "paired permutation test)",
-        title_justify="left",
+    diffs = compact_table(
+        f"Paired differences against A (unadjusted {cmp.confidence:.0%} CI, permutation test)"
     )
-    for col in ("metric", "run", "pairs", "A → run", "diff", "CI", "p", "p Holm"):
-        diffs.add_column(col, justify="left" if col == "metric" else "right")
+    diffs.add_column("metric", overflow="fold", min_width=12)
+    for col in ("run", "pairs", "diff", "CI", "p", "p Holm"):
+        diffs.add_column(col, justify="right", no_wrap=True)
     for p in cmp.paired:
         d = p.difference
         diffs.add_row(
             Text(f"{p.metric} {arrow(p.lower_is_better)}"),
             p.other,
             f"{d.n}/{p.shared}",
-            f"{fmt(d.mean_a)} → {fmt(d.mean_b)}",
             fmt_signed(d.diff),
             fmt_ci(d.ci_low, d.ci_high, signed=True),
             fmt_p(d.p_value),
             fmt_p(p.p_holm),
         )
     c.print(diffs)
-    c.print("pairs: samples scored in both runs / samples present in both. diff = run - A.")
+    c.print("pairs: samples scored in both runs / samples present in both. diff = run - A, "
+            "on the pairs.")
     c.print(
         Text(
             f"Which is better (Holm-adjusted p < {cmp.alpha:g} over all {len(cmp.paired)} "
@@ -517,10 +550,10 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
             style="bold",
         )
     )
-    width = max((len(p.metric) for p in cmp.paired), default=0) + 2
     for p in cmp.paired:
-        name = f"{p.metric} {arrow(p.lower_is_better)}".ljust(width)
-        c.print(Text(f"  {name} {p.other} vs {p.baseline}: {p.verdict}"))
+        d = p.difference
+        c.print(Text(f"  {p.metric} {arrow(p.lower_is_better)} {p.other} vs {p.baseline} "
+                     f"({fmt(d.mean_a)} → {fmt(d.mean_b)}): {p.verdict}"))
     for note in ci_notes(cmp):
         c.print(Text(note))
 

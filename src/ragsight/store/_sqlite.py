@@ -33,10 +33,24 @@ from .._score import Evidence, Outcome, Score
 from ..errors import StoreError
 from ..judge import JudgeCall
 from ..sample import RowProblem, Sample, sample_from_mapping
+from ._compact import (
+    INSERT_CALL,
+    RAW_OUTPUT,
+    call_row,
+    call_texts,
+    compact_v1,
+    decode_cache_entry,
+    encode_cache_entry,
+    is_step_key,
+    read_calls,
+    step_key_db,
+)
+from ._texts import TextStore, long_strings
 
 __all__ = ["RunInfo", "SQLiteCallCache", "Store"]
 
 _OPEN_RETRY_S = 30.0  # how long opening a store retries "database is locked" (see Store.__init__)
+PAGE_SIZE = 2048
 
 # A run's lock is taken over only when its holder is gone: its process is dead, or its heartbeat
 # is older than the lease. The heartbeat is refreshed by a background thread every
@@ -162,6 +176,22 @@ def _migrations() -> list[tuple[int, str]]:
     return sorted(out)
 
 
+# A migration that needs code (converting data, not only the schema) names it on a line of its
+# own, "-- python: NAME": its statements before the line run first, then the code, then the rest.
+_PYTHON_STEPS: dict[str, Callable[[sqlite3.Connection], None]] = {"compact": compact_v1}
+_PYTHON_LINE = re.compile(r"^--\s*python:\s*(\w+)\s*$", re.M)
+
+
+def _run_migration(conn: sqlite3.Connection, sql: str) -> None:
+    parts = _PYTHON_LINE.split(sql)  # [sql, name, sql, name, sql...]
+    for i, part in enumerate(parts):
+        if i % 2:
+            _PYTHON_STEPS[part](conn)
+        else:
+            for statement in _statements(part):
+                conn.execute(statement)
+
+
 @dataclass(frozen=True)
 class RunInfo:
     id: str
@@ -211,12 +241,17 @@ class Store:
                 # the schema version is read before anything is written: a store of a newer
                 # ragsight is refused as it is (not even switched to WAL first)
                 self._check_version(_migrations()[-1][0])
+                # 2 kB pages for a new file: a sample's pack (2-3 kB compressed) fills them with
+                # little slack, where 4 kB pages wasted 40% of the packs' pages (bench/store_size.py)
+                conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # no effect on an existing file
                 if self.path != ":memory:":
                     conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
+                self._check_tables()  # the tables its version promises, before converting them
                 self._migrate()
                 self._check_tables()
+                self.texts = TextStore(conn)
                 break
             except StoreError as exc:
                 if conn is not None:
@@ -243,13 +278,26 @@ class Store:
             for number, sql in migrations:
                 if number <= current:
                     continue
-                for statement in _statements(sql):
-                    self.conn.execute(statement)
+                _run_migration(self.conn, sql)
                 self.conn.execute(f"PRAGMA user_version = {number}")
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
+        if current >= 1 and self.path != ":memory:":
+            self._vacuum()
+
+    def _vacuum(self) -> None:
+        """After converting a store: give the old layout's pages back to the file system, with
+        the page size of a new store (which needs the write-ahead log off for a moment)."""
+        try:
+            self.conn.execute("PRAGMA journal_mode = DELETE")
+            self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+            self.conn.execute("VACUUM")
+        except StoreError as exc:  # another process has the file open: it shrinks another time
+            log.info("%s: VACUUM after the migration skipped: %s", self.path, exc)
+        finally:
+            self.conn.execute("PRAGMA journal_mode = WAL")
 
     def _check_version(self, latest: int) -> int:
         current = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
@@ -270,6 +318,9 @@ class Store:
                 break
             expected |= {m.lower() for m in _CREATE.findall(sql)}
             expected -= {m.lower() for m in _DROP.findall(sql)}
+            for old, new in _RENAME.findall(sql):
+                expected.discard(old.lower())
+                expected.add(new.lower())
         found = {r[0].lower() for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         missing = sorted(expected - found)
         if missing:
@@ -311,14 +362,30 @@ class Store:
                 (run_id, now, "running", dataset, judge, embedder, _dumps(metrics), _dumps(config),
                  _dumps(metadata), self.owner, now),
             )
-            self.conn.executemany(
-                "INSERT INTO samples (run_id, idx, sample_id, data) VALUES (?,?,?,?)",
-                [(run_id, i, s.id, _dumps(s.to_dict())) for i, s in enumerate(samples)],
-            )
+            writers = self._insert_samples(run_id, samples)
             self.conn.executemany(
                 "INSERT INTO problems (run_id, source, row, field, message) VALUES (?,?,?,?,?)",
                 [(run_id, p.source, p.row, p.field, p.message) for p in problems],
             )
+        for w in writers:
+            w.committed()
+
+    def _insert_samples(self, run_id: str, samples: Sequence[Sample]) -> list[Any]:
+        """A run's samples, their long fields as texts, in packs of 64 samples (a read of one
+        sample decompresses its group only)."""
+        writers = []
+        for start in range(0, len(samples), 64):
+            w = self.texts.writer()
+            fields = [s.to_dict() for s in samples[start:start + 64]]
+            w.prefetch(t for f in fields for t in long_strings(f))
+            self.conn.executemany(
+                "INSERT INTO samples (run_id, idx, sample_id, data) VALUES (?,?,?,?)",
+                [(run_id, i, s.id, self.texts.encode_json(f, w))
+                 for i, (s, f) in enumerate(zip(samples[start:start + 64], fields), start)],
+            )
+            w.finish()
+            writers.append(w)
+        return writers
 
     def acquire(self, run_id: str) -> None:
         """Take the run's write lock, refusing when another live process holds it: one whose
@@ -408,8 +475,8 @@ class Store:
 
     def samples(self, run_id: str) -> list[Sample]:
         out = []
-        for (data,) in self.conn.execute("SELECT data FROM samples WHERE run_id=? ORDER BY idx", (run_id,)):
-            raw = json.loads(data)
+        for (data,) in self.conn.execute("SELECT data FROM samples WHERE run_id=? ORDER BY idx", (run_id,)).fetchall():
+            raw = self.texts.decode_json(data)
             sample, _ = sample_from_mapping(raw)
             out.append(sample)
         return out
@@ -427,27 +494,22 @@ class Store:
                 raise StoreError(
                     f"run {run_id} was taken over by another process ({_show_owner(row[0])}) while this "
                     "one was writing it; this process stops without saving more.")
+            w = self.texts.writer(dictionary_source=True)
+            calls = list(calls)
+            w.prefetch(call_texts(c for _, c in calls))
             self.conn.executemany(
                 "INSERT OR REPLACE INTO scores (run_id, sample_id, metric, outcome, value, reason, evidence, created_at)"
                 " VALUES (?,?,?,?,?,?,?,?)",
-                [(run_id, sample_id, s.metric, s.outcome.value, s.value, s.reason, _dumps(s.evidence.to_dict()), now)
-                 for s in scores],
+                [(run_id, sample_id, s.metric, s.outcome.value, s.value, s.reason,
+                  w.put(strict_json(s.evidence.to_dict(), separators=(",", ":"))), now) for s in scores],
             )
-            rows = []
-            for sid, c in calls:
-                raw, parsed = self._answer_once(c)
-                rows.append((run_id, sid, c.step, c.attempt, c.prompt_id, c.prompt_version, c.prompt_hash, c.judge,
-                             c.model, c.kind, _dumps([{"role": m.role, "content": m.content} for m in c.messages]),
-                             raw, parsed, c.prompt_tokens, c.completion_tokens, c.latency_s, int(c.cached), c.error,
-                             c.structured, c.started_at))
-            self.conn.executemany(
-                "INSERT INTO judge_calls (run_id, sample_id, step, attempt, prompt_id, prompt_version, prompt_hash,"
-                " judge, model, kind, messages, raw_output, parsed, prompt_tokens, completion_tokens, latency_s,"
-                " cached, error, structured, started_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                rows,
-            )
+            rows = [call_row(run_id, sid, c, w) for sid, c in calls]
+            self.conn.executemany(INSERT_CALL, rows)
+            w.adopt(r[RAW_OUTPUT] for r in rows if r[RAW_OUTPUT] is not None)  # raw outputs of cache entries
+            w.finish()
             self.conn.execute("UPDATE samples SET finished=1 WHERE run_id=? AND sample_id=?", (run_id, sample_id))
             self.conn.execute("UPDATE runs SET lock_heartbeat=? WHERE id=?", (now, run_id))
+        w.committed()
 
     def scores(self, run_id: str, sample_id: str | None = None) -> dict[str, dict[str, Score]]:
         """sample id -> metric key -> Score, in sample order."""
@@ -459,12 +521,16 @@ class Store:
             args.append(sample_id)
         q += " ORDER BY p.idx"
         out: dict[str, dict[str, Score]] = {}
-        for sid, metric, outcome, value, reason, evidence in self.conn.execute(q, args):
+        rows = self.conn.execute(q, args).fetchall()
+        evidence = self.texts.get_many(r[5] for r in rows)
+        for sid, metric, outcome, value, reason, ev in rows:
             out.setdefault(sid, {})[metric] = Score(metric, Outcome(outcome), value, reason,
-                                                    Evidence.from_dict(json.loads(evidence)))
+                                                    Evidence.from_dict(json.loads(evidence[ev])))
         return out
 
     def judge_calls(self, run_id: str, sample_id: str | None = None, step: str | None = None) -> list[dict[str, Any]]:
+        """The run's judge calls (a sample's, a step's), oldest first, each as it was made: step,
+        attempt, prompt, model, messages, raw output, parsed output, tokens, latency, error."""
         q = "SELECT * FROM judge_calls WHERE run_id=?"
         args: list[Any] = [run_id]
         if sample_id is not None:
@@ -472,36 +538,10 @@ class Store:
             args.append(sample_id)
         if step is not None:
             q += " AND step=?"
-            args.append(step)
-        cur = self.conn.execute(q + " ORDER BY id", args)
+            args.append(step_key_db(step))
+        cur = self.conn.execute(q + " ORDER BY id", args)  # ids grow call by call
         cols = [d[0] for d in cur.description]
-        rows = []
-        for r in cur:
-            d = dict(zip(cols, r))
-            d["messages"] = json.loads(d["messages"])
-            d["parsed"] = json.loads(d["parsed"]) if d["parsed"] is not None else None
-            rows.append(d)
-        for d in rows:
-            if d["raw_output"] is None and d["error"] is None:  # the answer is kept once, in the cache
-                entry = self.cache_get(d["step"]) or {}
-                d["raw_output"] = entry.get("raw_output")
-                if d["parsed"] is None:
-                    d["parsed"] = entry.get("parsed")
-        return rows
-
-    def _answer_once(self, call: JudgeCall) -> tuple[str | None, str | None]:
-        """(raw_output, parsed) to store in a call's row: None for both when the cache already
-        holds this very answer under the call's step (an answer is stored once; judge_calls()
-        reads it back from there), else the call's own."""
-        parsed = _dumps(call.parsed) if call.parsed is not None else None
-        if call.error is not None or call.raw_output is None:
-            return call.raw_output, parsed
-        entry = self.cache_get(call.step)
-        if entry is None or entry.get("raw_output") != call.raw_output:
-            return call.raw_output, parsed
-        if call.parsed is not None and entry.get("parsed") != call.parsed:
-            return call.raw_output, parsed
-        return None, None
+        return read_calls(self.texts, [dict(zip(cols, r)) for r in cur.fetchall()])
 
     def problems(self, run_id: str) -> list[RowProblem]:
         return [RowProblem(*r) for r in self.conn.execute(
@@ -510,13 +550,19 @@ class Store:
     # ---- cache --------------------------------------------------------------------------------
 
     def cache_get(self, key: str) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT entry FROM cache WHERE key=?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        row = self.conn.execute("SELECT entry FROM cache WHERE key=?", (step_key_db(key),)).fetchone()
+        return decode_cache_entry(key, row[0], self.texts) if row else None
 
     def cache_put(self, key: str, entry: dict[str, Any]) -> None:
+        """Store a finished judge step's entry at once (its raw output as a text in a loose pack,
+        which the step's sample takes into its own pack when it is saved)."""
+        w = self.texts.writer(loose=is_step_key(key))
         with self._tx():
+            stored = encode_cache_entry(key, entry, self.texts, w)
+            w.finish()
             self.conn.execute("INSERT OR REPLACE INTO cache (key, entry, created_at) VALUES (?,?,?)",
-                              (key, _dumps(entry), time.time()))
+                              (step_key_db(key), stored, time.time()))
+        w.committed()
 
     # ---- helpers ------------------------------------------------------------------------------
 
@@ -537,10 +583,15 @@ class Store:
 
 _CREATE = re.compile(r"(?i)\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?[\"`]?(\w+)")
 _DROP = re.compile(r"(?i)\bDROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?[\"`]?(\w+)")
+_RENAME = re.compile(r"(?i)\bALTER\s+TABLE\s+[\"`]?(\w+)[\"`]?\s+RENAME\s+TO\s+[\"`]?(\w+)")
 
 
 def _connect(path: str) -> _Connection:
-    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, factory=_Connection)
+    # check_same_thread off: evaluate() called inside a running event loop (Jupyter) runs the
+    # evaluation in a worker thread while the caller's thread waits, so a Store opened by the
+    # caller is used by one thread at a time, never two at once.
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, factory=_Connection,
+                           check_same_thread=False)
     assert isinstance(conn, _Connection)
     conn.store_path = path
     conn.execute("PRAGMA busy_timeout = 30000")
