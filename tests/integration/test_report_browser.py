@@ -20,7 +20,7 @@ import pytest
 from ragsight import Store
 from ragsight.cli import main
 from ragsight.report._html import CSP, e
-from tests.unit.test_report_data import put_run, scripted_runs
+from tests.unit.test_report_data import RAG_ROWS, put_run, scripted_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
@@ -78,6 +78,8 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     with Store(db) as store:
         await scripted_runs(store)
+        # the same five questions as run-A and run-B, so the three runs pair (compare refuses
+        # runs that pair fewer than 80% of their samples), with a failure and a skip among them
         put_run(
             store,
             "failures",
@@ -85,9 +87,12 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
                 "faithfulness": {
                     "paris": 0.4,
                     "python": "failed:judge returned no JSON after 3 attempts",
-                    "hello": "skipped:sample has no contexts",
+                    "hostile": 0.9,
+                    "hello": 0.6,
+                    "nocontext": "skipped:sample has no contexts",
                 }
             },
+            samples=RAG_ROWS,
         )
     both = tmp_path / "compare.html"
     single = tmp_path / "single.html"
@@ -114,8 +119,10 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
     assert "&lt;script&gt;document.title=" in dom
     # the key parts are there
     assert 'id="comparison"' in dom and all(f'id="r{i}"' in dom for i in (1, 2, 3))
-    # panels: 5 + 5 + 3; plots: histograms 2 + 2 + 1, one per metric across runs 2
-    assert dom.count('<details class="sample"') == 13 and dom.count("<svg") == 7
+    # the runs pair in full: no pairing warning
+    assert '<p class="warn"><strong>Only' not in dom
+    # panels: 5 + 5 + 5; plots: histograms 2 + 2 + 1, one per metric across runs 2
+    assert dom.count('<details class="sample"') == 15 and dom.count("<svg") == 7
     assert "judge returned no JSON after 3 attempts" in dom  # the failure and its cause
     assert "<mark " in dom and 'class="claim ok"' in dom and 'class="best"' in dom
     assert shot.stat().st_size > 50_000  # a blank page compresses to a few kB

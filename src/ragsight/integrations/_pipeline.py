@@ -136,7 +136,7 @@ async def answer_each(
 
     out = await asyncio.gather(*(one(r) for r in rows))
     run = PipelineRun(pipeline, list(out), time.monotonic() - t0)
-    if run.failed:  # said here: evaluate only sees rows without a response ("sample has no response")
+    if run.failed:  # said here too: evaluate skips those rows, naming metadata.error as the reason
         errors = dict.fromkeys(str(r["metadata"]["error"]) for r in run.failed)
         first = next(iter(errors))
         warnings.warn(

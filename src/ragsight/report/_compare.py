@@ -2,9 +2,11 @@
 
 The first run is the baseline; every other run is compared with it on the samples both runs
 scored (joined by sample id). Each (metric, run) comparison is a paired difference with a
-bootstrap CI and a paired permutation p-value (``_stats.paired_difference``); the p-values of
-all comparisons in one report are Holm-adjusted together, so "significant" anywhere in the
-report keeps the family-wise error rate at ``alpha``.
+paired permutation p-value and the CI that inverts the same test (``_stats.paired_difference``:
+the CI excludes 0 exactly when the unadjusted p < 1 - confidence); the p-values of all
+comparisons in one report are Holm-adjusted together, so "significant" anywhere in the report
+keeps the family-wise error rate at ``alpha``. The CIs are not adjusted: where one excludes 0
+but the Holm-adjusted verdict finds no difference, the output says why.
 
 The experiment table (runs as columns, metrics as rows, the best value per metric marked)
 follows the thesis's Table 6; its means use each run's own scored samples, which may differ
@@ -44,6 +46,7 @@ __all__ = [
     "PairedRow",
     "RunColumn",
     "RunData",
+    "ci_notes",
     "compare",
     "compare_runs",
     "holm",
@@ -271,7 +274,6 @@ def compare(
     *,
     alpha: float = 0.05,
     seed: int = 0,
-    n_boot: int = 2000,
     n_perm: int = 10000,
     confidence: float = 0.95,
     allow_poor_pairing: bool = False,
@@ -279,7 +281,8 @@ def compare(
     """Compare runs: the first is the baseline, each other run is compared with it.
 
     For every metric both runs have: the paired difference on the samples scored in both
-    (joined by sample id), its bootstrap CI and permutation p-value, the Holm-adjusted p-value
+    (joined by sample id), its permutation p-value and the CI inverting that test (unadjusted),
+    the Holm-adjusted p-value
     across every comparison made, and a verdict that respects lower-is-better metrics.
 
     Raises :class:`PoorPairingError` when a run pairs fewer than :data:`MIN_PAIRED_SHARE` of
@@ -378,7 +381,6 @@ def compare(
                 [a_vals[i] for i in ids],
                 [b_vals[i] for i in ids],
                 seed=seed,
-                n_boot=n_boot,
                 n_perm=n_perm,
                 confidence=confidence,
             )
@@ -413,6 +415,42 @@ def compare(
 def compare_runs(store: Store, refs: Sequence[str], **kwargs: Any) -> Comparison:
     """Load runs from a store (ids, id prefixes or 'last') and :func:`compare` them."""
     return compare(load_runs(store, refs), **kwargs)
+
+
+def ci_notes(cmp: Comparison) -> list[str]:
+    """Plain notes where a row's CI and its verdict could be read as disagreeing.
+
+    The CI inverts the unadjusted permutation test; the verdict uses the Holm-adjusted p. So a
+    CI can exclude 0 while the verdict says "no significant difference" (the adjustment over all
+    comparisons), or, when ``alpha`` is not 1 - confidence, the other way round. Also says when
+    a CI is unbounded because too few pairs differ for the test to reject anything.
+    """
+    notes: list[str] = []
+    level = f"{cmp.confidence:.0%}"
+    for p in cmp.paired:
+        d = p.difference
+        what = f"{p.metric} {p.other} vs {p.baseline}"
+        significant = p.p_holm is not None and p.p_holm < cmp.alpha and d.diff != 0
+        if d.ci_excludes_zero and not significant:
+            notes.append(
+                f"Note: {what}: the {level} CI excludes 0 (unadjusted p={fmt_p(d.p_value)}), but "
+                f"after Holm's adjustment over {len(cmp.paired)} comparisons p={fmt_p(p.p_holm)}"
+                f" is not below {cmp.alpha:g}: no difference is claimed. The CI speaks for "
+                "this comparison alone, the verdict for all of them together."
+            )
+        elif significant and not d.ci_excludes_zero:
+            notes.append(
+                f"Note: {what}: significant at alpha={cmp.alpha:g} although the {level} CI "
+                f"includes 0: the verdict uses alpha={cmp.alpha:g}, the CI {level}."
+            )
+        elif d.n >= 2 and d.ci_low is None and d.p_value is not None:
+            floor = f" (its smallest p is 2/2^{d.n} = {2 / 2**d.n:.3g})" if d.exact else ""
+            notes.append(
+                f"Note: {what}: the {level} CI is unbounded (–): with {d.n} pairs the "
+                f"permutation test cannot reach p<{1 - cmp.confidence:.2g}{floor}, so no "
+                "difference is ruled out."
+            )
+    return notes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,8 +524,7 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
         c.print(Text(f"LEFT OUT of the overall: {metric}: {why}", style="bold red"))
 
     diffs = compact_table(
-        f"Paired differences against A ({cmp.confidence:.0%} bootstrap CI, "
-        "paired permutation test)"
+        f"Paired differences against A (unadjusted {cmp.confidence:.0%} CI, permutation test)"
     )
     diffs.add_column("metric", overflow="fold", min_width=12)
     for col in ("run", "pairs", "diff", "CI", "p", "p Holm"):
@@ -517,6 +554,8 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
         d = p.difference
         c.print(Text(f"  {p.metric} {arrow(p.lower_is_better)} {p.other} vs {p.baseline} "
                      f"({fmt(d.mean_a)} → {fmt(d.mean_b)}): {p.verdict}"))
+    for note in ci_notes(cmp):
+        c.print(Text(note))
 
     c.print(Text("Per metric", style="bold"))
     for row in cmp.table:

@@ -31,7 +31,7 @@ from ..analyses import describe_signals
 from ..result import EvaluationResult
 from ..sample import Sample
 from ..store import Store
-from ._compare import Comparison, RunData, compare, load_runs
+from ._compare import Comparison, RunData, ci_notes, compare, load_runs
 from ._evidence import Marks, SentenceMatch, best_matching_sentence
 from ._format import arrow, config_text, fmt, fmt_ci, fmt_p, fmt_signed
 from ._markup import e
@@ -599,7 +599,7 @@ def _comparison_section(cmp: Comparison) -> str:
     parts.append("<h3>Paired differences</h3>")
     parts.append(
         "<table><thead><tr><th>metric</th><th>run</th><th>pairs</th><th>A mean</th>"
-        f"<th>run mean</th><th>diff (run − A)</th><th>{cmp.confidence:.0%} CI</th>"
+        f"<th>run mean</th><th>diff (run − A)</th><th>{cmp.confidence:.0%} CI (unadjusted)</th>"
         '<th>p</th><th>p (Holm)</th><th class="text">verdict</th></tr></thead><tbody>'
     )
     for row_p in cmp.paired:
@@ -614,9 +614,12 @@ def _comparison_section(cmp: Comparison) -> str:
     parts.append("</tbody></table>")
     parts.append(
         '<p class="muted">Pairs: samples (joined by id) scored in both runs, of the samples present '
-        f"in both. The CI bootstraps the per-sample differences; p is a two-sided paired permutation "
-        f"(sign-flip) test. The verdict uses the Holm-adjusted p (p &lt; {cmp.alpha:g}), adjusted over "
+        f"in both. p is a two-sided paired permutation "
+        f"(sign-flip) test; the CI (unadjusted) holds the shifts that test does not reject, so it "
+        f"excludes 0 exactly when p &lt; {1 - cmp.confidence:.2g}. "
+        f"The verdict uses the Holm-adjusted p (p &lt; {cmp.alpha:g}), adjusted over "
         f"all {len(cmp.paired)} comparisons in this table, and respects ↓ metrics.</p>"
+        + "".join(f'<p class="muted">{e(note)}</p>' for note in ci_notes(cmp))
     )
 
     parts.append('<h3>Per metric</h3><div class="plots">')

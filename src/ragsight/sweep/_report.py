@@ -3,9 +3,9 @@ parameter, the quality/cost trade-off, and plain-language findings.
 
 The statistics are those of ``ragsight compare`` (``ragsight.report``): a metric's mean with its
 percentile-bootstrap CI over the questions; a configuration against the baseline as a paired
-difference over the questions both scored (bootstrap CI, paired permutation p-value); the p-values
-of one family Holm-adjusted together. Two families: every (configuration, metric) against the
-baseline, and every step of every parameter's effect.
+difference over the questions both scored (paired permutation p-value, and the CI that inverts
+that test, unadjusted); the p-values of one family Holm-adjusted together. Two families: every
+(configuration, metric) against the baseline, and every step of every parameter's effect.
 
 A parameter's effect is read along one line of the grid: the configurations that differ from the
 baseline in that parameter only ("other settings held at the baseline"), when the sweep has them
@@ -490,7 +490,7 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
     if rep.overall_metrics:
         c.print(Text("overall: mean of the metric means (↓ as 1 - mean) of " + ", ".join(rep.overall_metrics)))
 
-    best = Table(title=f"Best per metric vs the baseline {base.short} (paired; 95% CI; p Holm)",
+    best = Table(title=f"Best per metric vs the baseline {base.short} (paired; unadjusted 95% CI; p Holm)",
                  title_justify="left")
     for col in ("metric", "best", "mean", "diff", "CI of diff", "p"):
         best.add_column(col, justify="left" if col in ("metric", "best") else "right")
