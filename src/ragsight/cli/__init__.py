@@ -60,7 +60,7 @@ from ._common import (
     shell_command,
 )
 from ._common import add_store as _add_store
-from ._gate import check_gate, gate_thresholds
+from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
 
 __all__ = ["main"]
 
@@ -220,8 +220,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
-    metrics = _metric_specs(args.metrics)
     thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
+    metrics = _metric_specs(args.metrics)
+    if args.resume:
+        _check_resume_gate(args.resume, args.store, thresholds)
+    else:
+        metrics, added = gate_metrics(metrics, thresholds)
+        if added:
+            err.print(f"The gate names {', '.join(added)}: evaluated besides the default metrics.",
+                      markup=False)
     if args.out:
         try:  # a missing folder is found now, not after the run
             check_writable_target(args.out, "--out file")
@@ -286,6 +293,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         err.print(f"error: the run misses its gate (exit status {EXIT_FAILED})", markup=False)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _check_resume_gate(resume: str, store_path: str, thresholds: Sequence[Threshold]) -> None:
+    if not thresholds or not os.path.exists(store_path):
+        return  # no store: the resume itself says so
+    with Store(store_path) as store:
+        run_id = store.resolve_run(resume)
+        check_resumed_gate(run_id, store.run(run_id).metric_keys, thresholds)
 
 
 def _resume_command(run_id: str, store: str) -> str:
