@@ -116,3 +116,35 @@ def test_resuming_a_run_against_a_gate_it_cannot_meet_stops_before_resuming(
     assert code == 2
     assert "gates context_recall, which run" in one_line(err), err
     assert judged(judge.requests) == before
+
+
+# ---- calibrate at 80 columns --------------------------------------------------------------------
+
+
+def test_calibrate_names_every_metric_whole_at_80_columns(
+    tmp_path: Path, judge: FakeOpenAIServer, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/report.md's `ragsight calibrate RUN --labels FILE --label FIELD` on a run of the four
+    core metrics: on main the agreement table cut every name ('context…' twice: which is
+    context_precision?)."""
+    from ragsight.cli import _common
+
+    monkeypatch.setattr(_common.out, "width", 80)
+    monkeypatch.chdir(tmp_path)
+    rows = make_samples(8)
+    write(tmp_path / "data.jsonl", rows)
+    code, _, _ = run(capsys, "evaluate", "data.jsonl", "--judge", "openai:m", "--base-url", judge.url,
+                     "--embedder", "openai:e", "--quiet")
+    assert code == 0
+    write(tmp_path / "labels.jsonl", [{"id": r["id"], "correct": i % 3 != 0} for i, r in enumerate(rows)])
+    code, out, _ = run(capsys, "calibrate", "last", "--labels", "labels.jsonl", "--label", "correct")
+    assert code == 0
+    assert "…" not in out
+    for line in out.splitlines():
+        assert len(line) <= 80, line
+    agreement = out[out.index("Agreement with the labels"):out.index("Correlation with the labels")]
+    for name in ("faithfulness", "answer_relevancy", "context_precision", "context_recall"):
+        row = next((ln for ln in agreement.splitlines() if ln.lstrip("│ ").startswith(name)), None)
+        assert row is not None, agreement
+        assert re.search(r"\d\.\d{3}", row), row  # its numbers on the same line
