@@ -148,3 +148,41 @@ def test_calibrate_names_every_metric_whole_at_80_columns(
         row = next((ln for ln in agreement.splitlines() if ln.lstrip("│ ").startswith(name)), None)
         assert row is not None, agreement
         assert re.search(r"\d\.\d{3}", row), row  # its numbers on the same line
+
+
+# ---- prose on an 80-column terminal -------------------------------------------------------------
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_reasons_warnings_and_errors_wrap_at_spaces_on_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A judge that answers nothing usable: the summary's 'LEFT OUT of the overall' lines, the
+    gate's lines and the errors ran past 80 columns and the terminal cut them mid-word
+    ('verif' / 'y_claims')."""
+    from ragsight.cli import _common
+
+    for console in (_common.out, _common.err):
+        monkeypatch.setattr(console, "_force_terminal", True)
+        monkeypatch.setattr(console, "width", 80)
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "data.jsonl", make_samples(3))
+    with FakeOpenAIServer(handler=JudgeWorld(fault_rate=1.0, faults=("prose",))) as bad:
+        code, out, err = run(capsys, "evaluate", "data.jsonl", "--judge", "openai:m", "--base-url", bad.url,
+                             "--metrics", "faithfulness,context_recall", "--max-retries", "0", "--quiet",
+                             "--fail-under", "faithfulness=0.5")
+    assert code == 1
+    text = ANSI.sub("", out + err)
+    for line in text.splitlines():
+        assert len(line) <= 80, f"{len(line)} columns: {line!r}"
+    assert "LEFT OUT of the overall: faithfulness" in text
+    # every word whole: the reasons read the same once the lines are joined at spaces
+    assert re.search(r"judge step (extract|verify)_claims failed: unusable output", one_line(text)), text
+    # an error too
+    code, _, err = run(capsys, "evaluate", "missing-data-file-with-a-rather-long-name.jsonl", "--judge",
+                       "openai:m", "--metrics", "faithfulness,context_recall,answer_relevancy", "--quiet")
+    assert code == 2
+    for line in ANSI.sub("", err).splitlines():
+        assert len(line) <= 80, line

@@ -57,6 +57,7 @@ from ._common import (
     close_name,
     err,
     out,
+    say,
     shell_command,
 )
 from ._common import add_store as _add_store
@@ -209,8 +210,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     elif args.data:
         data = args.data
     elif not args.resume:
-        err.print("error: give a data file, --example, or --resume RUN (see 'ragsight evaluate --help')",
-                  soft_wrap=True, markup=False)
+        say(err, "error: give a data file, --example, or --resume RUN (see 'ragsight evaluate --help')",
+            markup=False)
         return EXIT_USAGE
     else:
         data = None
@@ -246,7 +247,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     progress = Progress()
 
     def notice(text: str) -> None:
-        err.print(text, soft_wrap=True, markup=False)
+        say(err, text, markup=False)
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -270,8 +271,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             if not progress.run_id:
                 err.print(f"{what} before the run started; nothing was saved.", markup=False)
                 return code
-            err.print(f"{what}: {progress.done} of {progress.total} samples are saved in "
-                      f"{args.store}. Continue with:", soft_wrap=True, markup=False)
+            say(err, f"{what}: {progress.done} of {progress.total} samples are saved in "
+                     f"{args.store}. Continue with:", markup=False)
             err.print(f"  {_resume_command(rid, args.store)}", soft_wrap=True, markup=False)
             return code
     print_summary(result)
@@ -287,8 +288,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if gate.lines:
         out.print(Text("gate:", style="bold"))
         for ok, line in gate.lines:
-            out.print(Text.assemble(("  ok     " if ok else "  FAILED ", "green" if ok else "bold red"), line),
-                      soft_wrap=True)
+            say(out, Text.assemble(("  ok     " if ok else "  FAILED ", "green" if ok else "bold red"), line))
     if gate.failed:
         err.print(f"error: the run misses its gate (exit status {EXIT_FAILED})", markup=False)
         return EXIT_FAILED
@@ -350,7 +350,7 @@ def _open_existing(path: str) -> Store:
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
-    err.print(f"warning: {message}", soft_wrap=True, markup=False)
+    say(err, f"warning: {message}", markup=False)
 
 
 def _ci(low: float | None, high: float | None) -> str:
@@ -396,7 +396,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                 f"harmonic mean {_fmt(ov.harmonic)}{clamped}")
     for key, why in ov.left_out.items():
         if len(result.summary) > 1:
-            c.print(Text(f"LEFT OUT of the overall: {key}: {why}", style="bold red"), soft_wrap=True)
+            say(c, Text(f"LEFT OUT of the overall: {key}: {why}", style="bold red"))
     st = result.judge_stats
     if st:
         c.print(f"judge: {st.get('calls', 0)} calls, {st.get('cache_hits', 0)} cache hits, "
@@ -422,7 +422,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
             c.print(f"[yellow]{len(errors)} input row(s) could not be used and were not evaluated:[/yellow]")
             groups = group_problems(errors)  # one line per kind of problem, with its count
             for g in groups[:20]:
-                c.print(f"  {g.line()}", markup=False, soft_wrap=True)
+                say(c, f"  {g.line()}", markup=False)
             if len(groups) > 20:
                 c.print(f"  ... and {len(groups) - 20} more kinds (ragsight show {result.run_id})")
 
@@ -584,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except RagsightError as exc:
-        err.print(f"error: {exc}", soft_wrap=True, markup=False)
+        say(err, f"error: {exc}", markup=False)
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.print("interrupted")
