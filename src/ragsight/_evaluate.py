@@ -128,7 +128,57 @@ async def aevaluate(
 
     ``notice`` receives one-line messages for the user; ``run_id`` names the new run (default:
     a timestamp and a random suffix); ``progress`` receives the counters as the run goes (the
-    caller then shows them; no display of its own unless ``show_progress`` asks)."""
+    caller then shows them; no display of its own unless ``show_progress`` asks).
+
+    Cancelled (a notebook's "interrupt kernel" on ``await aevaluate(...)``), the run saves its
+    finished samples and, unless the caller passed its own ``progress`` (the command line
+    prints its own line), writes to standard error how many are saved and the call that
+    continues it."""
+    mode = _display_mode(show_progress, given=progress is not None)
+    counters = progress if progress is not None else Progress()
+    try:
+        return await _aevaluate(
+            data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
+            concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
+            base_url=base_url, embedder_base_url=embedder_base_url, counters=counters, mode=mode,
+            preflight=preflight, notice=notice, run_id=run_id, backend=backend, ray_address=ray_address,
+            judge_concurrency=judge_concurrency, api_version=api_version)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        if progress is None:
+            _say(f"ragsight: {interrupted_message(counters, store)}")
+        raise
+
+
+def interrupted_message(progress: Progress, store: Any) -> str:
+    """What an interrupted library call kept, and the call that continues it (one line)."""
+    path = getattr(store, "path", None) if isinstance(store, Store) else (
+        None if store is None else os.fspath(store))
+    if not progress.run_id:
+        return "interrupted before the run started; nothing was saved."
+    if path is None or path == ":memory:":
+        return (f"interrupted: {progress.done} of {progress.total} samples were finished, but the store "
+                "is in memory: they are lost. Pass store='runs.db' to keep the finished samples of a "
+                "run you may interrupt.")
+    return (f"interrupted: {progress.done} of {progress.total} samples are saved in {path} (run "
+            f"{progress.run_id}). Continue with: ragsight.evaluate(None, resume={progress.run_id!r}, "
+            f"store={str(path)!r})")
+
+
+def _say(text: str) -> None:
+    import sys
+
+    with contextlib.suppress(Exception):  # a closed or odd stderr must not hide the interrupt
+        print(text, file=sys.stderr, flush=True)
+
+
+async def _aevaluate(
+    data: Any, metrics: Sequence[str | Metric] | str | None, *, judge: Any, embedder: Any, store: Any,
+    cache: bool, resume: str | None, concurrency: int | None, settings: AnalysisSettings | None,
+    policy: RetryPolicy | None, metadata: Mapping[str, Any] | None, base_url: str | None,
+    embedder_base_url: str | None, counters: Progress, mode: str | None, preflight: bool, notice: Any,
+    run_id: str | None, backend: str, ray_address: str | None, judge_concurrency: int | None,
+    api_version: str | None,
+) -> EvaluationResult:
     if backend not in ("local", "ray"):
         raise ConfigError(f"unknown backend '{backend}'; use 'local' (this process) or 'ray' (a Ray cluster)")
     if backend == "ray":
@@ -139,8 +189,6 @@ async def aevaluate(
                       embedder_base_url=embedder_base_url, cache=cache, concurrency=concurrency,
                       judge_concurrency=judge_concurrency, policy=policy, preflight=preflight,
                       backend=backend, ray_address=ray_address, api_version=api_version)
-    mode = _display_mode(show_progress, given=progress is not None)
-    counters = progress if progress is not None else Progress()
     with ProgressDisplay(counters, mode):
         if resume is not None:
             return await _resume(store, resume, opts, progress=counters, notice=notice)
@@ -546,14 +594,22 @@ def evaluate(
                                    judge="openai:gpt-4o-mini")
         print(result.summary["faithfulness"].mean)
     """
-    return run_sync(lambda: aevaluate(
-        data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
-        concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
-        base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
-        backend=backend, ray_address=ray_address, judge_concurrency=judge_concurrency,
-        show_progress=show_progress,
-        api_version=api_version,
-    ))
+    counters = Progress()
+    try:
+        return run_sync(lambda: _aevaluate(
+            data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
+            concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
+            base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
+            backend=backend, ray_address=ray_address, judge_concurrency=judge_concurrency,
+            counters=counters, mode=_display_mode(show_progress, given=False), notice=None,
+            run_id=None, api_version=api_version,
+        ))
+    except KeyboardInterrupt as stop:
+        # the cell (or the script) is told what was kept and how to go on, not a bare
+        # KeyboardInterrupt: the message is also printed, the traceback's end may scroll away
+        message = interrupted_message(counters, store)
+        _say(f"ragsight: {message}")
+        raise RunInterrupted(getattr(stop, "signum", signal.SIGINT), message) from None
 
 
 # ---- running the async core from synchronous code ----------------------------------------
@@ -563,8 +619,8 @@ class RunInterrupted(KeyboardInterrupt):
     """A run stopped by a signal (``signum``: SIGINT for Ctrl-C, SIGTERM) after its tasks
     unwound: the finished samples are saved and the run is marked interrupted."""
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
+    def __init__(self, signum: int, message: str | None = None) -> None:
+        super().__init__(message or signal.Signals(signum).name)
         self.signum = signum
 
 

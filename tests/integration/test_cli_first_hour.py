@@ -231,7 +231,7 @@ def test_thresholds_from_pyproject(tmp_path: Path, judge: FakeOpenAIServer, data
     ("--fail-under=noise_sensitivity=0.3", "lower is better for noise_sensitivity; gate it with fail-over"),
     ("--fail-under=faithfulness", "needs the form METRIC=VALUE"),
     ("--fail-under=faithfulness=high", "the threshold must be a number"),
-    ("--fail-under=context_recall=0.5", "names context_recall, which run"),
+    ("--fail-under=context_recall=0.5", "gates context_recall, which --metrics does not compute"),
 ])
 def test_an_unusable_gate_exits_2(flag: str, expect: str, tmp_path: Path, judge: FakeOpenAIServer,
                                   data: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -57,10 +57,11 @@ from ._common import (
     close_name,
     err,
     out,
+    say,
     shell_command,
 )
 from ._common import add_store as _add_store
-from ._gate import check_gate, gate_thresholds
+from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
 
 __all__ = ["main"]
 
@@ -209,8 +210,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     elif args.data:
         data = args.data
     elif not args.resume:
-        err.print("error: give a data file, --example, or --resume RUN (see 'ragsight evaluate --help')",
-                  soft_wrap=True, markup=False)
+        say(err, "error: give a data file, --example, or --resume RUN (see 'ragsight evaluate --help')",
+            markup=False)
         return EXIT_USAGE
     else:
         data = None
@@ -220,8 +221,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
-    metrics = _metric_specs(args.metrics)
     thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
+    metrics = _metric_specs(args.metrics)
+    if args.resume:
+        _check_resume_gate(args.resume, args.store, thresholds)
+    else:
+        metrics, added = gate_metrics(metrics, thresholds)
+        if added:
+            err.print(f"The gate names {', '.join(added)}: evaluated besides the default metrics.",
+                      markup=False)
     if args.out:
         try:  # a missing folder is found now, not after the run
             check_writable_target(args.out, "--out file")
@@ -239,7 +247,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     progress = Progress()
 
     def notice(text: str) -> None:
-        err.print(text, soft_wrap=True, markup=False)
+        say(err, text, markup=False)
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -263,8 +271,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             if not progress.run_id:
                 err.print(f"{what} before the run started; nothing was saved.", markup=False)
                 return code
-            err.print(f"{what}: {progress.done} of {progress.total} samples are saved in "
-                      f"{args.store}. Continue with:", soft_wrap=True, markup=False)
+            say(err, f"{what}: {progress.done} of {progress.total} samples are saved in "
+                     f"{args.store}. Continue with:", markup=False)
             err.print(f"  {_resume_command(rid, args.store)}", soft_wrap=True, markup=False)
             return code
     print_summary(result)
@@ -280,12 +288,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if gate.lines:
         out.print(Text("gate:", style="bold"))
         for ok, line in gate.lines:
-            out.print(Text.assemble(("  ok     " if ok else "  FAILED ", "green" if ok else "bold red"), line),
-                      soft_wrap=True)
+            say(out, Text.assemble(("  ok     " if ok else "  FAILED ", "green" if ok else "bold red"), line))
     if gate.failed:
         err.print(f"error: the run misses its gate (exit status {EXIT_FAILED})", markup=False)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _check_resume_gate(resume: str, store_path: str, thresholds: Sequence[Threshold]) -> None:
+    if not thresholds or not os.path.exists(store_path):
+        return  # no store: the resume itself says so
+    with Store(store_path) as store:
+        run_id = store.resolve_run(resume)
+        check_resumed_gate(run_id, store.run(run_id).metric_keys, thresholds)
 
 
 def _resume_command(run_id: str, store: str) -> str:
@@ -335,7 +350,7 @@ def _open_existing(path: str) -> Store:
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
-    err.print(f"warning: {message}", soft_wrap=True, markup=False)
+    say(err, f"warning: {message}", markup=False)
 
 
 def _ci(low: float | None, high: float | None) -> str:
@@ -381,7 +396,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                 f"harmonic mean {_fmt(ov.harmonic)}{clamped}")
     for key, why in ov.left_out.items():
         if len(result.summary) > 1:
-            c.print(Text(f"LEFT OUT of the overall: {key}: {why}", style="bold red"), soft_wrap=True)
+            say(c, Text(f"LEFT OUT of the overall: {key}: {why}", style="bold red"))
     st = result.judge_stats
     if st:
         c.print(f"judge: {st.get('calls', 0)} calls, {st.get('cache_hits', 0)} cache hits, "
@@ -407,7 +422,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
             c.print(f"[yellow]{len(errors)} input row(s) could not be used and were not evaluated:[/yellow]")
             groups = group_problems(errors)  # one line per kind of problem, with its count
             for g in groups[:20]:
-                c.print(f"  {g.line()}", markup=False, soft_wrap=True)
+                say(c, f"  {g.line()}", markup=False)
             if len(groups) > 20:
                 c.print(f"  ... and {len(groups) - 20} more kinds (ragsight show {result.run_id})")
 
@@ -569,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except RagsightError as exc:
-        err.print(f"error: {exc}", soft_wrap=True, markup=False)
+        say(err, f"error: {exc}", markup=False)
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.print("interrupted")

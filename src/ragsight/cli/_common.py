@@ -9,8 +9,10 @@ import os
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 __all__ = [
     "DEFAULT_STORE",
@@ -23,6 +25,7 @@ __all__ = [
     "close_name",
     "err",
     "out",
+    "say",
     "shell_command",
 ]
 
@@ -58,3 +61,10 @@ def close_name(name: str, known: Iterable[str]) -> str:
 def shell_command(args: Sequence[str]) -> str:
     """A command line that can be pasted into a shell as it is (arguments quoted as needed)."""
     return " ".join(shlex.quote(a) for a in args)
+
+
+def say(console: Console, text: str | Text, **kw: Any) -> None:
+    """Prose for a person (a notice, a warning, an error, a reason): on a terminal wrapped at
+    spaces to its width, so no word is cut at the edge; in a log or a pipe one whole line, which
+    grep finds. (A command to copy is printed whole either way, with ``soft_wrap=True``.)"""
+    console.print(text, soft_wrap=not console.is_terminal, **kw)

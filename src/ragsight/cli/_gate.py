@@ -31,7 +31,7 @@ from ..errors import ConfigError
 from ..metrics import resolve_metrics
 from ..result import EvaluationResult
 
-__all__ = ["GateResult", "Threshold", "check_gate", "gate_thresholds"]
+__all__ = ["GateResult", "Threshold", "check_gate", "check_resumed_gate", "gate_metrics", "gate_thresholds"]
 
 CONFIG_TABLE = "[tool.ragsight]"
 CONFIG_KEYS = ("fail-under", "fail-over")
@@ -147,6 +147,39 @@ def gate_thresholds(fail_under: Sequence[str], fail_over: Sequence[str],
                               f"fail-under (--fail-under {metric.key}={t.value:g}: fail when below)")
         out.append(Threshold(metric.key, t.value, t.kind, t.source))
     return out
+
+
+def gate_metrics(metrics: str | None, thresholds: Sequence[Threshold]) -> tuple[str | None, list[str]]:
+    """The metric specs a gated run computes, and the gated metrics that joined the defaults.
+
+    Without ``--metrics`` the run computes the default metrics and every gated one (the README's
+    gate on noise_sensitivity, which is not a default metric). With ``--metrics`` a gated metric
+    it does not compute is refused here, before any judge call: the run could never meet its
+    gate. (A group in ``--metrics`` counts with all its members; the data may leave one out.)"""
+    if not thresholds:
+        return metrics, []
+    gated = list(dict.fromkeys(t.metric for t in thresholds))
+    if metrics is None:
+        defaults = {m.key for m in resolve_metrics(None)}
+        # every gated key is named: one the data's fields drop from the defaults is still
+        # computed (and skipped with its reason), never left out of the gate in silence
+        return ",".join(["default", *gated]), [k for k in gated if k not in defaults]
+    chosen = [m.key for m in resolve_metrics(metrics)]
+    for t in thresholds:
+        if t.metric not in chosen:
+            raise ConfigError(f"{t.source} gates {t.metric}, which --metrics does not compute "
+                              f"({', '.join(chosen)}): add it to --metrics or drop the threshold; "
+                              "nothing was evaluated")
+    return metrics, []
+
+
+def check_resumed_gate(run_id: str, computed: Sequence[str], thresholds: Sequence[Threshold]) -> None:
+    """A ConfigError, before a resume pays for anything, when a threshold names a metric the
+    run does not compute (a run's metrics are fixed when it is created)."""
+    for t in thresholds:
+        if t.metric not in computed:
+            raise ConfigError(f"{t.source} gates {t.metric}, which run {run_id} does not compute; its "
+                              f"metrics: {', '.join(computed)}. Nothing was resumed.")
 
 
 def check_gate(result: EvaluationResult, thresholds: Sequence[Threshold]) -> GateResult:

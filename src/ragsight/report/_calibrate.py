@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .._score import Outcome
@@ -47,7 +46,7 @@ from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
 from ..store import Store
 from ._compare import MIN_PAIRED_SHARE, PoorPairingError
-from ._format import fmt, fmt_p
+from ._format import compact_table, fmt, fmt_p
 
 __all__ = [
     "CalibrationReport",
@@ -467,7 +466,7 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
 
     t = report.threshold
     if any(m.auroc is not None or m.at_threshold is not None for m in report.metrics):
-        agree = Table(title="Agreement with the labels", title_justify="left")
+        agree = compact_table("Agreement with the labels")
         for col in (
             "metric",
             "n",
@@ -479,7 +478,8 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
             "κ@best",
             "ECE",
         ):
-            agree.add_column(col, justify="left" if col == "metric" else "right")
+            agree.add_column(col, justify="left" if col == "metric" else "right",
+                             **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
         for m in report.metrics:
             a, b = m.at_threshold, m.at_best
             agree.add_row(
@@ -499,9 +499,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
             "maximises Youden's J. ECE: scores read as P(label=1), 10 equal-width bins."
         )
 
-    corr = Table(title="Correlation with the labels (p-value)", title_justify="left")
+    corr = compact_table("Correlation with the labels (p-value)")
     for col in ("metric", "n", "Spearman", "Kendall", "Pearson"):
-        corr.add_column(col, justify="left" if col == "metric" else "right")
+        corr.add_column(col, justify="left" if col == "metric" else "right",
+                             **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
     for m in report.metrics:
         cr = m.correlations
         corr.add_row(
@@ -519,9 +520,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
     c.print(corr)
 
     if any(m.groups is not None for m in report.metrics):
-        grp = Table(title="Scores by label group: mean (s.d.)", title_justify="left")
+        grp = compact_table("Scores by label group: mean (s.d.)")
         for col in ("metric", f"{f}=1", "n", f"{f}=0", "n", "t", "df", "p"):
-            grp.add_column(col, justify="left" if col == "metric" else "right")
+            grp.add_column(col, justify="left" if col == "metric" else "right",
+                             **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
         for m in report.metrics:
             g = m.groups
             if g is None:
@@ -542,12 +544,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
     cc = report.concordance
     if cc is not None:
         tb = cc.table
-        con = Table(
-            title=f"Concordance with the labels ({cc.n} samples with both metrics)",
-            title_justify="left",
-        )
+        con = compact_table(f"Concordance with the labels ({cc.n} samples with both metrics)")
         for col in ("", cc.m1, cc.m2, "joint"):
-            con.add_column(col, justify="left" if col == "" else "right")
+            con.add_column(col, justify="left" if col == "" else "right",
+                           **({"overflow": "fold"} if col == "" else {"no_wrap": True}))
         hi, lo = tb.correct_given_high, tb.wrong_given_low
         con.add_row(
             f"P({f}=1 | m1 > {tb.t_high[0]:g}, m2 > {tb.t_high[1]:g})",
