@@ -4,22 +4,29 @@ detector and their combinations on hand-labelled responses.
     nice -n 10 .venv/bin/python bench/abstention_check.py            # every figure (model calls cached)
     nice -n 10 .venv/bin/python bench/abstention_check.py --show     # and every row's signals
 
-Data: ``bench/abstention_dev.jsonl`` (92 responses, the development set; its labelling rule in
-``bench/abstention_dev.md``) and ``bench/abstention_heldout.jsonl`` (39 responses written by the
-same rule after the detector was frozen, to see how it does on phrasings it was not written
-against). Each row is labelled ``declines`` 1 or 0.
+Data, each row labelled ``declines`` 1 or 0 by the rule in ``bench/abstention_dev.md`` (which
+tells the story of the four sets):
+
+- ``dev``: ``bench/abstention_dev.jsonl``, 92 responses; the detector was written against it;
+- ``heldout``: 39 responses written after the first detector was frozen; its misses revised the
+  detector (v2), so it became development data;
+- ``final``: 40 responses written after v2 was frozen; it showed that ``detector_first`` (the
+  rule's choice on dev + heldout) overfit, and chose ``detector_or_judge``: development data too;
+- ``confirm``: 40 responses written after that choice: the figures to quote.
 
 Signals, per response:
 
-- the embedded judge's P(declines), one yes/no from log-probabilities, with the shipped prompt
-  (``declines``) and two variants in ``bench/prompts/`` (``declines_answers``: "does it give an
-  answer?", P(declines) = P(No); ``declines_short``: "does it say it cannot answer?");
+- the embedded judge's P(declines), one yes/no from log-probabilities, with three prompts in
+  ``bench/prompts/``: ``declines_v1`` (the prompt shipped before this measurement: "does the
+  response decline ...?"), ``declines_answers`` ("does it give an answer?", P(declines) = P(No);
+  shipped since as ``declines`` v2, the same text) and ``declines_short`` ("does it say it cannot
+  answer?");
 - the phrase detector (``ragsight.metrics.abstention.detect_declines``, English only): ``declines``
   (decline phrases, and nothing else but remarks about the documents and referrals), ``mixed``
   (a decline phrase beside other content), ``none`` (no decline phrase), ``not_english``.
 
 Methods, fixed before the judge's outputs were seen (the judge's prompt is the one of the three
-with the highest AUROC on the development set):
+with the highest AUROC on ``dev``):
 
 - ``judge``: declined when P >= 0.5;
 - ``detector``: declined when the detector says ``declines`` (mixed, none, not_english: answered);
@@ -29,8 +36,9 @@ with the highest AUROC on the development set):
 
 Each method's score for AUROC: 1 for a detector decline, 0 for a detector answer, the judge's P
 where the judge decides. Accuracy, AUROC, both with 95% bootstrap CIs (2,000 resamples of the
-rows, seed 0), and the judge calls each method needs. The method shipped is the one with the
-highest accuracy on the development set (ties: fewer judge calls); the held-out figures are
+rows, seed 0), and the judge calls each method needs. The method shipped is the one that is right
+most often on the development data (``dev``, ``heldout`` and ``final``; ties: fewer judge calls):
+``detector_or_judge``, as ``abstention``'s ``method=combined``. The ``confirm`` figures are
 reported for every method.
 
 Every model output is cached on disk (``$RAGSIGHT_ABSTENTION_CACHE``, default
@@ -60,11 +68,12 @@ from ragsight.judge import Judge, make_judge  # noqa: E402
 from ragsight.metrics.abstention import detect_declines  # noqa: E402
 from ragsight.prompts import fence, load_prompt, load_prompt_file  # noqa: E402
 
-SETS = {"dev": ROOT / "bench" / "abstention_dev.jsonl", "heldout": ROOT / "bench" / "abstention_heldout.jsonl"}
+SETS = {name: ROOT / "bench" / f"abstention_{name}.jsonl" for name in ("dev", "heldout", "final", "confirm")}
+DEVELOPMENT = ("dev", "heldout", "final")
 CACHE = Path(os.environ.get("RAGSIGHT_ABSTENTION_CACHE", "/work/cache/abstention/calls.jsonl"))
 # prompt id -> (where it is, whether P(declines) is P(Yes) (True) or P(No))
 PROMPTS: dict[str, tuple[str, bool]] = {
-    "declines": ("package", True),
+    "declines_v1": ("bench", True),
     "declines_answers": ("bench", False),
     "declines_short": ("bench", True),
 }
@@ -178,6 +187,8 @@ async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--show", action="store_true", help="print every row's signals")
     args = ap.parse_args()
+    shipped = load_prompt("declines")
+    assert shipped.hash == prompt("declines_answers").hash, "the shipped declines prompt is not the one measured"
     cache = JsonlCache(CACHE)
     data = {name: load(name) for name in SETS}
     print(f"cache: {CACHE} ({len(cache.d)} outputs); load average {os.getloadavg()}")
@@ -197,7 +208,7 @@ async def main() -> None:
 
     # the judge's prompt: the highest AUROC on the development set (English rows)
     print("\nThe embedded judge alone, P(declines) >= 0.5, by prompt:")
-    best_pid, best_auc = "declines", -1.0
+    best_pid, best_auc = "declines_v1", -1.0
     for pid in PROMPTS:
         for name, rows in data.items():
             en = [i for i, r in enumerate(rows) if r["lang"] == "en"]
@@ -208,7 +219,7 @@ async def main() -> None:
                 best_pid, best_auc = pid, f["auroc"]
     print(f"judge prompt used below: {best_pid} (highest AUROC on the development set)")
 
-    chosen: dict[str, tuple[float, int]] = {}
+    chosen: dict[str, list[int]] = {m: [0, 0, 0] for m in METHODS}  # right, rows, judge calls
     for name, rows in data.items():
         groups = {"English": [i for i, r in enumerate(rows) if r["lang"] == "en"],
                   "other languages": [i for i, r in enumerate(rows) if r["lang"] != "en"],
@@ -223,8 +234,10 @@ async def main() -> None:
                 f = figures([rows[i]["declines"] for i in idx], [out[i][0] for i in idx], [out[i][1] for i in idx])
                 print(f"  {method:18} {group:16} n={f['n']:3}  {fmt(f)}"
                       + (f"  judge calls {calls}/{len(rows)}" if group == "all" else ""))
-                if name == "dev" and group == "all":
-                    chosen[method] = (f["accuracy"], calls)
+                if name in DEVELOPMENT and group == "all":
+                    chosen[method][0] += round(f["accuracy"] * f["n"])
+                    chosen[method][1] += f["n"]
+                    chosen[method][2] += calls
         kinds = sorted({r["kind"] for r in rows})
         print("  by kind (accuracy of judge / detector / detector_first / detector_or_judge):")
         for kind in kinds:
@@ -241,8 +254,10 @@ async def main() -> None:
                 v = verdicts[name][i]
                 ps = " ".join(f"{p[(pid, name)][i]:.2f}" for pid in PROMPTS)
                 print(f"    {r['id']} {r['declines']} {v.verdict:11} P[{ps}] {r['response'][:70]}")
-    winner = max(METHODS, key=lambda m: (chosen[m][0], -chosen[m][1]))
-    print(f"\nshipped by the rule (highest accuracy on the development set, then fewer judge calls): {winner}")
+    print("\ndevelopment data (dev, heldout, final): " + ", ".join(
+        f"{m} {r}/{n} right, {c} judge calls" for m, (r, n, c) in chosen.items()))
+    winner = max(METHODS, key=lambda m: (chosen[m][0], -chosen[m][2]))
+    print(f"shipped by the rule (most right on the development data, then fewer judge calls): {winner}")
 
 
 if __name__ == "__main__":

@@ -3,21 +3,29 @@
 A question is out of scope when the sample says so (``Sample.out_of_scope``: metadata
 ``question_type`` is ``out_of_scope``, as ``ragsight generate`` writes it, or ``answerable`` is
 false, or ``out_of_scope`` is true; a row's top-level ``answerable`` field lands in metadata). The
-judge decides whether the response *declines* (says it cannot answer, the information is not in
-its documents, it does not know) rather than answering. The value is 1 when that choice is right
-for the question, else 0:
+metric decides whether the response *declines* (offers no answer, and says it cannot answer, the
+information is not in its documents, or it does not know) or *answers* (offers an answer to the
+question or a part of it, however hedged, right or wrong, negative or made up). The value is 1
+when that choice is right for the question, else 0:
 
 - out-of-scope question: declined -> 1 (correct decline), answered -> 0 (a made-up answer);
 - in-scope question: answered -> 1, declined -> 0 (a wrong decline).
 
 ``abstention(scope=out_of_scope)`` scores out-of-scope questions only (its mean is the rate of
 correct declines) and ``abstention(scope=in_scope)`` in-scope ones only (its mean is 1 minus the
-rate of wrong declines); the other samples end ``skipped``, with the reason. Whether the answer
-given is right is for the other metrics.
+rate of wrong declines); the other samples end ``skipped``, with the reason.
 
-The embedded judge answers one yes/no from log-probabilities (``declines``): declined when
-P(Yes) >= ``AnalysisSettings.support_threshold``; P is recorded. A remote judge answers JSON
-(``declines_json``): {"reason", "declines"}.
+How it decides (``method=combined``, the default; measured in ``bench/abstention_check.py``):
+first a deterministic phrase detector (:func:`detect_declines`, English only) reads the response
+clause by clause. When it finds decline phrases and nothing else but remarks about the documents
+and referrals, the response declined, and no judge is asked. Otherwise (no decline phrase, a
+decline phrase beside other content such as "The documents do not say, but usually 20 days", a
+response not in English) the judge decides: the absence of a phrase is no evidence of an answer.
+The embedded judge answers one yes/no from log-probabilities, "does the response give an
+answer?" (prompt ``declines``, v2), declined when P(No) >= 0.5; a remote judge answers JSON
+(``declines_json``): {"reason", "declines"}. ``method=judge`` asks the judge for every response.
+Every signal is recorded in the evidence: the detector's verdict, the patterns it matched and its
+clauses, the judge's P or reason when asked, and which of them decided.
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ from ._base import Metric
 __all__ = ["Abstention", "DeclineSignals", "detect_declines"]
 
 SCOPES = ("all", "out_of_scope", "in_scope")
+METHODS = ("combined", "judge")
+DECLINE_THRESHOLD = 0.5  # the embedded judge's P(declines) at or above which a response declines
 
 # ---- the phrase detector ---------------------------------------------------------------------
 
@@ -134,7 +144,7 @@ class DeclineSignals:
 
     verdict: str  # "declines": only decline, referral and remarks about the documents;
     #               "mixed": a decline phrase beside other content; "none": no decline phrase;
-    #               "not_english": not English (the detector does not read it)
+    #               "not_english": not English (the detector does not read it); "empty"
     matched: tuple[str, ...]  # the names of the patterns that matched
     clauses: tuple[tuple[str, str], ...]  # (kind, text) per clause: decline, referral, meta, filler, content
 
@@ -153,6 +163,8 @@ def is_english(text: str) -> bool:
 def detect_declines(response: str) -> DeclineSignals:
     """The phrase detector: English patterns of a decline, read clause by clause."""
     text = response.replace("’", "'").strip()
+    if not text:
+        return DeclineSignals("empty", (), ())
     if not is_english(text):
         return DeclineSignals("not_english", (), ())
     clauses: list[tuple[str, str]] = []
@@ -198,14 +210,17 @@ class Abstention(Metric):
     needs_judge = True
     groups = frozenset({"generation"})
 
-    def __init__(self, key: str | None = None, scope: str = "all") -> None:
+    def __init__(self, key: str | None = None, scope: str = "all", method: str = "combined") -> None:
         if scope not in SCOPES:
             raise ValueError(f"abstention scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+        if method not in METHODS:
+            raise ValueError(f"abstention method must be one of {', '.join(METHODS)}, not {method!r}")
         super().__init__(key)
         self.scope = scope
+        self.method = method
 
     def params(self) -> dict[str, Any]:
-        return {"scope": self.scope}
+        return {"scope": self.scope, "method": self.method}
 
     def missing(self, sample: Sample) -> str | None:
         if self.scope == "out_of_scope" and not sample.out_of_scope:
@@ -215,6 +230,35 @@ class Abstention(Metric):
         return super().missing(sample)
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
+        s = ctx.sample
+        assert s.question is not None and s.response is not None
+        signals = detect_declines(s.response)
+        details: dict[str, Any] = {
+            "out_of_scope": s.out_of_scope, "scope": self.scope, "method": self.method,
+            "detector": signals.verdict, "matched": list(signals.matched),
+            "clauses": [[kind, text] for kind, text in signals.clauses], "p_declines": None, "reason": None,
+        }
+        calls: Any = ()
+        if self.method == "combined" and signals.verdict == "declines":
+            declined, decided_by = True, "detector"
+            why = f"decline phrases: {', '.join(signals.matched)}"
+        else:
+            ans, declined, p, reason = await self._ask_judge(ctx)
+            calls = refs(ans)
+            decided_by = "judge"
+            details.update(p_declines=p, reason=reason)
+            why = f"judge: P(declines)={p:.2f}" if p is not None else f"judge: {reason}" if reason else "judge"
+        oos = s.out_of_scope
+        correct = declined == oos
+        what = ("declined an out-of-scope question" if declined and oos else
+                "answered an out-of-scope question" if oos else
+                "declined an in-scope question" if declined else "answered an in-scope question")
+        details.update(declined=declined, correct=correct, decided_by=decided_by)
+        return Score.scored(self.key, 1.0 if correct else 0.0, f"{what} ({why})",
+                            Evidence(details=details, calls=calls))
+
+    async def _ask_judge(self, ctx: SampleAnalyses) -> tuple[Any, bool, float | None, str | None]:
+        """(answer, declined, P(declines) from the embedded judge, reason from a remote one)."""
         judge = ctx.need_judge()
         s = ctx.sample
         assert s.question is not None and s.response is not None
@@ -222,31 +266,20 @@ class Abstention(Metric):
         response = fit_for_judge(judge, [s.response], field="response", output_tokens=64,
                                  alongside=[question], record=ctx.truncations)[0]
         values = {"question": question, "response": fence("response", response)}
-        p: float | None = None
-        reason: str | None = None
         if judge.supports_choices:
             async with ctx.batch:
                 ans: Any = await judge.choose(load_prompt("declines"), values, use_cache=ctx.settings.use_cache)
-            p = float(ans.value["Yes"])
-            declined = p >= ctx.settings.support_threshold
-        else:
-            def validate(d: dict[str, Any]) -> tuple[bool, str]:
-                v = d.get("declines")
-                if not isinstance(v, bool):
-                    raise OutputError('"declines" must be true or false')
-                why = d.get("reason")
-                return v, why.strip() if isinstance(why, str) else ""
+            p = 1.0 - float(ans.value["Yes"])  # the prompt asks whether the response gives an answer
+            return ans, p >= DECLINE_THRESHOLD, p, None
 
-            ans = await judge.ask(load_prompt("declines_json"), values, validate, max_tokens=96,
-                                  use_cache=ctx.settings.use_cache)
-            declined, reason = ans.value
-        oos = s.out_of_scope
-        correct = declined == oos
-        what = ("declined an out-of-scope question" if declined and oos else
-                "answered an out-of-scope question" if oos else
-                "declined an in-scope question" if declined else "answered an in-scope question")
-        ev = Evidence(details={"out_of_scope": oos, "declined": declined, "p_declines": p, "reason": reason,
-                               "correct": correct, "scope": self.scope},
-                      calls=refs(ans))
-        why = f"{what}{'' if p is None else f' (P(declines)={p:.2f})'}{f': {reason}' if reason else ''}"
-        return Score.scored(self.key, 1.0 if correct else 0.0, why, ev)
+        def validate(d: dict[str, Any]) -> tuple[bool, str]:
+            v = d.get("declines")
+            if not isinstance(v, bool):
+                raise OutputError('"declines" must be true or false')
+            why = d.get("reason")
+            return v, why.strip() if isinstance(why, str) else ""
+
+        ans = await judge.ask(load_prompt("declines_json"), values, validate, max_tokens=96,
+                              use_cache=ctx.settings.use_cache)
+        declined, reason = ans.value
+        return ans, declined, None, reason or None

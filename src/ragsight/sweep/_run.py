@@ -53,7 +53,8 @@ __all__ = ["ConfigRun", "SweepPlan", "SweepResult", "asweep", "plan_sweep", "swe
 OUT_OF_SCOPE = "out_of_scope"
 # Judge steps per judged sample for a remote (JSON) judge, by metric: shared steps are counted once
 # (faithfulness and context_recall share the verdict call against the contexts). The embedded
-# judge verifies one claim per call, so it makes more calls than this.
+# judge verifies one claim per call, so it makes more calls than this. abstention's step is
+# skipped when its phrase detector finds a clean decline: counted here as at most one.
 JUDGE_STEPS: dict[str, frozenset[str]] = {
     "faithfulness": frozenset({"claims:response", "verify:contexts"}),
     "context_recall": frozenset({"claims:reference", "verify:contexts"}),
