@@ -158,7 +158,11 @@ def test_a_failing_question_is_recorded_and_the_rest_go_on(tmp_path: Path) -> No
     path = run.write_jsonl(tmp_path / "answers.jsonl")
     result = ragsight.evaluate(str(path), ["faithfulness"], judge=RagScript(
         claims={"fine": ["fine"]}, verdicts={("fine", "contexts"): False}).judge())
-    assert result.scores["t2"]["faithfulness"].outcome.value == "skipped"
+    skipped = result.scores["t2"]["faithfulness"]
+    assert skipped.outcome.value == "skipped"
+    # the reason is the pipeline's error, not only the field it left empty
+    assert skipped.reason == ("the pipeline failed on this question (metadata.error: RuntimeError: "
+                              "the LLM provider is down): sample has no response, contexts")
 
 
 def test_testset_from_a_file(tmp_path: Path) -> None:

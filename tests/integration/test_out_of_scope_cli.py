@@ -53,7 +53,7 @@ def test_out_of_scope_rows_through_the_cli(tmp_path: Path, capsys: pytest.Captur
     with FakeOpenAIServer(handler=handler(JudgeWorld(), asked)) as srv:
         code = cli.main(["evaluate", str(data), "--judge", "openai:m", "--embedder", "openai:e", "--base-url",
                          srv.url, "--store", str(store), "--metrics",
-                         "context_recall,context_precision,abstention", "--quiet"])
+                         "context_recall,context_precision,abstention(method=judge)", "--quiet"])
     output = " ".join(capsys.readouterr().out.split())
     assert code == 0, output
     assert ("skipped context_recall on 2 sample(s): out-of-scope question: no relevant context to retrieve "
@@ -62,6 +62,7 @@ def test_out_of_scope_rows_through_the_cli(tmp_path: Path, capsys: pytest.Captur
     assert len(asked) == 3 and all("<response>" in a for a in asked)
     with Store(store) as st:
         scores = st.scores(st.runs()[0].id)
-    assert {sid: s["abstention"].value for sid, s in scores.items()} == {"mascot": 1.0, "founder": 0.0, "bags": 1.0}
-    assert scores["founder"]["abstention"].reason == "answered an out-of-scope question: answers"
+    key = "abstention(method=judge)"  # the judge decides every response (by default, clear ones need none)
+    assert {sid: s[key].value for sid, s in scores.items()} == {"mascot": 1.0, "founder": 0.0, "bags": 1.0}
+    assert scores["founder"][key].reason == "answered an out-of-scope question (judge: answers)"
     assert scores["bags"]["context_recall"].outcome.value == "scored"

@@ -110,7 +110,13 @@ def test_two_nodes_lose_one_mid_run_and_match_one_process(two_nodes: tuple[Any, 
     nodes = {n for _, n in seen}
     assert worker_id in nodes and head_id in nodes  # samples were evaluated on both nodes
     after = [n for t, n in seen if t > killed["at"]]
-    assert after and set(after) == {head_id}  # the run went on, on the head alone
+    # the run went on, on the head alone: a batch the worker node finished just before it died
+    # may still be saved after the kill (at most the batches it held: 2 of 2 samples), and
+    # everything else after the kill, and the run's last sample, came from the head
+    late = [n for n in after if n == worker_id]
+    assert len(late) <= 4, f"{len(late)} samples of the dead node saved after it was removed"
+    assert head_id in after and after[-1] == head_id
+    assert set(after) <= {head_id, worker_id}
     with pytest.raises(ProcessLookupError):
         os.kill(raylet_pid, 0)  # the worker node's raylet is gone
     # results identical to one process; every sample saved once, with its steps once

@@ -14,6 +14,7 @@ from tests.fakes.embedder import TableEmbedder
 from tests.integration.test_ray import ray_cluster  # noqa: F401 - the module's Ray instance
 from tests.unit.test_sweep import (
     claims_handler,
+    declines_handler,
     generator_provider,
     make_world,
     pipeline,
@@ -25,7 +26,8 @@ pytestmark = pytest.mark.slow  # a Ray instance
 
 
 def judge() -> ScriptedProvider:
-    return ScriptedProvider({"extract_claims": claims_handler, "verify_claims": verify_handler}, model="judge-model")
+    return ScriptedProvider({"extract_claims": claims_handler, "verify_claims": verify_handler,
+                             "declines_json": declines_handler}, model="judge-model")
 
 
 async def test_a_sweep_on_ray_scores_as_the_local_sweep(ray_cluster: None, tmp_path: Path) -> None:  # noqa: F811

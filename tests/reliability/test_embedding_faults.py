@@ -46,6 +46,21 @@ def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
     return path
 
 
+def after_the_preflight(world: JudgeWorld) -> Any:
+    """The world, except that the first embeddings request (the run's preflight) is answered
+    well: the server breaks once the run has begun."""
+    seen = {"n": 0}
+
+    def handler(request: Any) -> Any:
+        if request.path.endswith("/embeddings"):
+            seen["n"] += 1
+            if seen["n"] == 1:
+                return None  # the server's default: a good vector
+        return world(request)
+
+    return handler
+
+
 @pytest.mark.parametrize("fault", EMBEDDING_FAULTS)
 def test_a_broken_vector_is_a_failed_embedding_with_its_cause(
     fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -53,15 +68,15 @@ def test_a_broken_vector_is_a_failed_embedding_with_its_cause(
     data = write_jsonl(tmp_path / "d.jsonl", make_samples(3))
     store = tmp_path / "runs.db"
     world = JudgeWorld(fault_rate=1.0, faults=(fault,))  # every embedding answer is broken
-    with FakeOpenAIServer(handler=world) as srv:
+    with FakeOpenAIServer(handler=after_the_preflight(world)) as srv:
         code = cli.main(["evaluate", str(data), "--judge", "openai:m", "--embedder", "openai:e",
                          "--base-url", srv.url, "--store", str(store), "--quiet", "--metrics", METRICS,
                          "--out", str(tmp_path / "out.jsonl")])
         embed_requests = len(srv.requests_to("/embeddings"))
     captured = capsys.readouterr()
-    assert code == 0, captured.err
+    assert code == 1, captured.err  # both metrics failed on every sample: the run misses its gate
     assert "Traceback" not in captured.out + captured.err
-    assert world.injected[fault] == embed_requests > 0
+    assert world.injected[fault] == embed_requests - 1 > 0
     with Store(store) as st:
         run = st.runs()[0]
         scores = st.scores(run.id)
@@ -75,6 +90,23 @@ def test_a_broken_vector_is_a_failed_embedding_with_its_cause(
     assert "failed answer_similarity on 3 sample(s): embedding failed" in " ".join(captured.out.split())
     for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines():
         strict_loads(line)
+
+
+@pytest.mark.parametrize("fault", EMBEDDING_FAULTS)
+def test_a_server_that_breaks_every_vector_fails_the_preflight_with_the_cause(
+    fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", make_samples(3))
+    store = tmp_path / "runs.db"
+    with FakeOpenAIServer(handler=JudgeWorld(fault_rate=1.0, faults=(fault,))) as srv:
+        code = cli.main(["evaluate", str(data), "--judge", "openai:m", "--embedder", "openai:e",
+                         "--base-url", srv.url, "--store", str(store), "--quiet", "--metrics", METRICS])
+        judged = [r for r in srv.requests_to("/chat/completions") if r.json and r.json.get("max_tokens") != 1]
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2
+    assert "the embedder openai:e (needed by answer_relevancy, answer_similarity) is not usable" in err
+    assert CAUSES[fault] in err
+    assert judged == [] and not store.exists()  # before any judge call, and no store is created
 
 
 def test_a_user_embedder_that_returns_nan_fails_the_score_not_the_run() -> None:

@@ -108,6 +108,8 @@ class JudgeWorld:
     positive_embeddings: bool = True
     injected: Counter[str] = field(default_factory=Counter)
     answered: Counter[str] = field(default_factory=Counter)
+    # every judge request answered: (its messages as JSON, the fault injected or None)
+    log: list[tuple[str, str | None]] = field(default_factory=list)
     _seen: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -137,6 +139,7 @@ class JudgeWorld:
         fault = self._draw(request.body, prompt_id, count is not None, kinds)
         with self._lock:
             self.answered[prompt_id] += 1
+            self.log.append((json.dumps(body.get("messages")), fault))
             if fault is not None:
                 self.injected[fault] += 1
         if fault is None:

@@ -168,7 +168,8 @@ async def test_every_configuration_is_a_paired_run_and_the_dry_run_counts_it(tmp
     assert len(gen.requests) == len(set(steps))  # every distinct step sent once, repeats cached
     assert result.generator_calls == len(gen.requests)
     # judge: 2 steps (claims, verdicts) per judged sample and one abstention step on the
-    # out-of-scope one, as the plan says
+    # out-of-scope one, as the plan says (its answer, "Answer to: ...", is no clean decline, so
+    # the phrase detector leaves it to the judge)
     judge_steps = sum(r.result.judge_stats.get("steps", 0) for r in result.runs if r.result)
     assert plan.judge_steps == judge_steps == 4 * (3 * 2 + 1)
     # pairing: the same question ids in every run, tagged with the sweep and configuration

@@ -15,7 +15,14 @@ from typing import Any, TypeVar
 from .._limiter import Limiter as AdaptiveLimit
 from .._limiter import Permit, current_priority
 from .._retry import Failure
-from ..judge import ChoiceScores, Completion, JudgeProvider, JudgeRequest, ProviderError
+from ..judge import (
+    ChoiceScores,
+    Completion,
+    JudgeProvider,
+    JudgeRequest,
+    ProviderError,
+    provider_identity,
+)
 from ..store import Store
 
 __all__ = ["CacheServer", "LimitedProvider", "Limiter", "SharedCache", "attempt_id", "signal_of"]
@@ -110,6 +117,7 @@ class LimitedProvider:
         self.supports_choices = inner.supports_choices
         self.max_concurrency = inner.max_concurrency
         self.context_window = inner.context_window
+        self.identity = provider_identity(inner)  # the cache key is the real provider's
 
     async def _limited(self, call: Callable[[], Awaitable[T]]) -> T:
         ticket = uuid.uuid4().hex

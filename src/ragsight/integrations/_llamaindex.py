@@ -72,9 +72,13 @@ def _node(scored: Any, ids: str) -> dict[str, Any]:
     else:
         ident = metadata.get(ids)
     score = getattr(scored, "score", None)
-    return {"text": text, "id": None if ident in (None, "") else str(ident),
-            "score": float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-            "metadata": metadata}
+    out = {"text": text, "id": None if ident in (None, "") else str(ident),
+           "score": float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+           "metadata": metadata}
+    start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
+    if isinstance(start, int) and isinstance(end, int):  # where the node sits in its source document
+        out["offsets"] = {"start": start, "end": end}
+    return out
 
 
 async def aanswer_with_llamaindex(

@@ -25,7 +25,8 @@ class PipelineWarning(UserWarning):
 @dataclass
 class Capture:
     """What one question gave: the answer and the documents the generator saw, in order, each
-    ``{"text", "id", "score", "metadata"}``."""
+    ``{"text", "id", "score", "metadata"}`` (and ``offsets``, ``{"start", "end"}`` in its source
+    document, when the library records them)."""
 
     answer: str | None = None
     documents: list[dict[str, Any]] = field(default_factory=list)
@@ -97,7 +98,8 @@ def _out_row(row: Mapping[str, Any], pipeline: str, capture: Capture | None, err
         ids = _ids(capture.documents)
         if ids is not None:
             out["retrieved_ids"] = ids
-        meta["documents"] = [{"id": d.get("id"), "score": d.get("score"), "metadata": d.get("metadata") or {}}
+        meta["documents"] = [{"id": d.get("id"), "score": d.get("score"), "metadata": d.get("metadata") or {},
+                              **({"offsets": d["offsets"]} if d.get("offsets") else {})}
                              for d in capture.documents]
         meta.update(capture.extra)
     out["metadata"] = meta
@@ -134,7 +136,7 @@ async def answer_each(
 
     out = await asyncio.gather(*(one(r) for r in rows))
     run = PipelineRun(pipeline, list(out), time.monotonic() - t0)
-    if run.failed:  # said here: evaluate only sees rows without a response ("sample has no response")
+    if run.failed:  # said here too: evaluate skips those rows, naming metadata.error as the reason
         errors = dict.fromkeys(str(r["metadata"]["error"]) for r in run.failed)
         first = next(iter(errors))
         warnings.warn(

@@ -14,6 +14,7 @@ from ._judge import (
     JudgeStats,
     MemoryCallCache,
     RetryPolicy,
+    provider_identity,
     record_calls,
     step_key,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "ScriptedProvider",
     "UnexpectedPromptError",
     "make_judge",
+    "provider_identity",
     "record_calls",
     "step_key",
 ]

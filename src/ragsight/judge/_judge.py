@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from .._http import display_url
 from .._limiter import Limiter, LimiterStats, Permit
 from .._retry import Backoff, Failure, classify
 from ..errors import ConfigError, JudgeError
@@ -242,9 +243,39 @@ class _DeadlineReached(Exception):
     """The step's deadline passed while the call waited for a concurrency slot."""
 
 
-def step_key(judge_model: str, request: JudgeRequest, prompt_hash: str, kind: str, extra: Any = None) -> str:
+def provider_identity(provider: Any) -> dict[str, Any]:
+    """What of a provider changes its answers, for the cache key and the run's record: the
+    provider's own ``identity`` mapping when it has one (the embedded judge: its model file; a
+    wrapping provider: its inner one's), else its name, model, server (``base_url`` or
+    ``api_base``, without user info or query) and ``api_version``."""
+    own = getattr(provider, "identity", None)
+    if callable(own):
+        own = own()
+    if isinstance(own, Mapping):
+        return {str(k): v for k, v in own.items()}
+    ident: dict[str, Any] = {"provider": provider.name, "model": provider.model}
+    for attr in ("base_url", "api_base"):  # OpenAI-compatible servers; LiteLLM's endpoint
+        base = getattr(provider, attr, None)
+        if isinstance(base, str) and base:
+            ident["base_url"] = display_url(base)
+            break
+    version = getattr(provider, "api_version", None)
+    if isinstance(version, str) and version:
+        ident["api_version"] = version
+    return ident
+
+
+def step_key(
+    judge_model: str, request: JudgeRequest, prompt_hash: str, kind: str, extra: Any = None,
+    identity: Mapping[str, Any] | None = None,
+) -> str:
+    """The cache key of one judge step: the provider's identity (server, model, model file:
+    :func:`provider_identity`), the prompt and its hash, the rendered messages, the output
+    schema, the sampling settings and the kind of step. Two servers that serve different models
+    under one name therefore never share an answer."""
     basis = {
         "model": judge_model,
+        "provider": dict(identity) if identity is not None else None,
         "prompt": [request.prompt_id, request.prompt_version, prompt_hash],
         "messages": [[m.role, m.content] for m in request.messages],
         "schema": request.schema,
@@ -252,7 +283,7 @@ def step_key(judge_model: str, request: JudgeRequest, prompt_hash: str, kind: st
         "kind": kind,
         "extra": extra,
     }
-    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
 class Judge:
@@ -279,6 +310,7 @@ class Judge:
         adaptive: bool = True,
     ) -> None:
         self.provider = provider
+        self.identity = provider_identity(provider)
         self.cache = cache
         self.policy = policy or RetryPolicy()
         limit = max_concurrency or provider.max_concurrency
@@ -388,7 +420,7 @@ class Judge:
         """Render ``prompt``, call the judge, parse one JSON object and pass it to ``validate``,
         which returns the value or raises OutputError (ValueError) saying what is wrong."""
         request = self.request(prompt, values, count=count, max_tokens=max_tokens)
-        key = step_key(self.model, request, prompt.hash, "json")
+        key = step_key(self.model, request, prompt.hash, "json", identity=self.identity)
         return await self._dedup(key, lambda: self._ask(prompt, request, key, validate, use_cache))
 
     def _reuse(self, result: Any) -> Any:
@@ -625,7 +657,7 @@ class Judge:
     ) -> Answer[dict[str, float]]:
         """P(choice) for each choice, from next-token log-probabilities (embedded judge)."""
         request = self.request(prompt, values, max_tokens=1, schema=False)
-        key = step_key(self.model, request, prompt.hash, "choices", list(choices))
+        key = step_key(self.model, request, prompt.hash, "choices", list(choices), identity=self.identity)
         return await self._dedup(key, lambda: self._choose(prompt, request, key, choices, use_cache))
 
     async def _choose(

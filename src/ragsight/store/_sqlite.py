@@ -587,7 +587,11 @@ _RENAME = re.compile(r"(?i)\bALTER\s+TABLE\s+[\"`]?(\w+)[\"`]?\s+RENAME\s+TO\s+[
 
 
 def _connect(path: str) -> _Connection:
-    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, factory=_Connection)
+    # check_same_thread off: evaluate() called inside a running event loop (Jupyter) runs the
+    # evaluation in a worker thread while the caller's thread waits, so a Store opened by the
+    # caller is used by one thread at a time, never two at once.
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, factory=_Connection,
+                           check_same_thread=False)
     assert isinstance(conn, _Connection)
     conn.store_path = path
     conn.execute("PRAGMA busy_timeout = 30000")

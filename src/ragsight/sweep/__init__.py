@@ -5,10 +5,12 @@
     print_sweep_report(report); write_sweep_html(report, "sweep.html")
 
 The command line offers the same: ``ragsight sweep SWEEP.toml``, ``ragsight sweep --example`` and
-``ragsight sweep report``; see ``docs/sweep.md``.
+``ragsight sweep report``; see ``docs/sweep.md``. A LangChain or LlamaIndex pipeline factory is
+swept with ``sweep(..., factory=make_pipeline)`` or ``[pipeline] factory = "module:function"``.
 """
 
 from ._example import example_spec
+from ._factory import SpanLocator
 from ._html import render_sweep_html, write_sweep_html
 from ._report import (
     ConfigSummary,
@@ -31,6 +33,7 @@ __all__ = [
     "EffectStep",
     "GenerateSpec",
     "MetricComparison",
+    "SpanLocator",
     "SweepPlan",
     "SweepReport",
     "SweepResult",

@@ -180,7 +180,7 @@ def render_sweep_html(rep: SweepReport) -> str:
                    f"<td>{fmt(c.latency_per_question, 2)} s</td></tr>")
     out.append("</tbody></table>")
     if rep.overall_metrics:
-        out.append(f"<p class='muted'>overall: harmonic mean of {e(', '.join(rep.overall_metrics))}. Tokens and "
+        out.append(f"<p class='muted'>overall: mean of the metric means (↓ as 1 − mean) of {e(', '.join(rep.overall_metrics))}. Tokens and "
                    "latency: the generator's work per answered question (rewrites and answer) as measured when "
                    "it was made, plus retrieval.</p>")
     # best per metric

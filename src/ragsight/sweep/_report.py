@@ -3,9 +3,9 @@ parameter, the quality/cost trade-off, and plain-language findings.
 
 The statistics are those of ``ragsight compare`` (``ragsight.report``): a metric's mean with its
 percentile-bootstrap CI over the questions; a configuration against the baseline as a paired
-difference over the questions both scored (bootstrap CI, paired permutation p-value); the p-values
-of one family Holm-adjusted together. Two families: every (configuration, metric) against the
-baseline, and every step of every parameter's effect.
+difference over the questions both scored (paired permutation p-value, and the CI that inverts
+that test, unadjusted); the p-values of one family Holm-adjusted together. Two families: every
+(configuration, metric) against the baseline, and every step of every parameter's effect.
 
 A parameter's effect is read along one line of the grid: the configurations that differ from the
 baseline in that parameter only ("other settings held at the baseline"), when the sweep has them
@@ -34,11 +34,10 @@ from ..report import (
     fmt_p,
     fmt_signed,
     holm,
-    overall_score,
     paired_difference,
     summarize,
 )
-from ..result import EvaluationResult, load_result
+from ..result import EvaluationResult, load_result, overall_of
 from ..store import Store
 
 MIN_OVERALL_N = 5
@@ -268,10 +267,8 @@ def build_report(
     thin = [m for m in measured if m not in shared]
     for i, (r, m) in enumerate(zip(results, metas)):
         means = {k: (r.summary[k].mean if k in r.summary else None) for k in metrics}
-        ov = None
-        if shared:
-            ov = overall_score({k: min(1.0, max(0.0, v)) for k in shared if (v := means[k]) is not None},
-                               {k for k in shared if lower[k]})
+        # the one overall of docs/metrics.md: the mean of the oriented, clamped metric means
+        ov = overall_of({k: means[k] for k in shared}, {k for k in shared if lower[k]}).mean if shared else None
         tok, lat, answered, failed = _cost(r)
         label = str(m.get("sweep_config") or " ".join(f"{k}={params[i].get(k)}" for k in varied) or r.run_id)
         configs.append(ConfigSummary(
@@ -491,9 +488,9 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
     if legend:
         c.print(Text(legend))
     if rep.overall_metrics:
-        c.print(Text("overall: harmonic mean of " + ", ".join(rep.overall_metrics)))
+        c.print(Text("overall: mean of the metric means (↓ as 1 - mean) of " + ", ".join(rep.overall_metrics)))
 
-    best = Table(title=f"Best per metric vs the baseline {base.short} (paired; 95% CI; p Holm)",
+    best = Table(title=f"Best per metric vs the baseline {base.short} (paired; unadjusted 95% CI; p Holm)",
                  title_justify="left")
     for col in ("metric", "best", "mean", "diff", "CI of diff", "p"):
         best.add_column(col, justify="left" if col in ("metric", "best") else "right")

@@ -45,6 +45,7 @@ from ..testset import (
     make_target,
     read_testset,
 )
+from ._factory import SpanLocator, answer_with_factory, build_pipeline, load_factory
 from ._spec import Configuration, SweepSpec, load_sweep
 
 __all__ = ["ConfigRun", "SweepPlan", "SweepResult", "asweep", "plan_sweep", "sweep"]
@@ -52,7 +53,8 @@ __all__ = ["ConfigRun", "SweepPlan", "SweepResult", "asweep", "plan_sweep", "swe
 OUT_OF_SCOPE = "out_of_scope"
 # Judge steps per judged sample for a remote (JSON) judge, by metric: shared steps are counted once
 # (faithfulness and context_recall share the verdict call against the contexts). The embedded
-# judge verifies one claim per call, so it makes more calls than this.
+# judge verifies one claim per call, so it makes more calls than this. abstention's step is
+# skipped when its phrase detector finds a clean decline: counted here as at most one.
 JUDGE_STEPS: dict[str, frozenset[str]] = {
     "faithfulness": frozenset({"claims:response", "verify:contexts"}),
     "context_recall": frozenset({"claims:reference", "verify:contexts"}),
@@ -194,8 +196,10 @@ def _fingerprint(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> str:
                   (r.get("metadata") or {}).get("reference_spans")] for r in rows],
         "metrics": list(spec.metrics), "judge": spec.judge, "embedder": spec.embedder,
         "judged": [spec.judge_questions, spec.judge_out_of_scope], "target": spec.target, "template": spec.request_template,
-        "documents": [os.path.abspath(spec.path(d)) for d in spec.documents] if spec.reference else None,
+        "documents": [os.path.abspath(spec.path(d)) for d in spec.documents] if spec.reference or spec.factory else None,
     }
+    if spec.factory is not None:  # only then: the run ids of the other sweeps stay as they were
+        basis["factory"] = [spec.factory, dict(spec.factory_options)]
     return hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()[:6]
 
 
@@ -308,6 +312,9 @@ def plan_sweep(spec: SweepSpec, rows: Sequence[Mapping[str, Any]], store: Store 
                     ctok += cfg.max_answer_tokens
     else:
         target_calls = len(todo) * len(rows)
+        if spec.factory is not None:
+            notes.append(f"the factory builds one pipeline per configuration to run ({len(todo)}); each "
+                         "answers every question")
         notes.append("the system under test generates its own answers: its tokens are not counted here")
     # judge steps: per judged question, the steps of the metrics that run on it (a metric's own
     # rules decide: abstention(scope=out_of_scope) only on out-of-scope questions, ...)
@@ -398,6 +405,39 @@ async def _answer_target(
     return out
 
 
+async def _answer_factory(
+    factory: Callable[..., Any], rows: Sequence[Mapping[str, Any]], config: Configuration, spec: SweepSpec,
+    judged: set[str], run: ConfigRun, locator: SpanLocator | None,
+) -> list[dict[str, Any]]:
+    built = await build_pipeline(factory, dict(config.params), config.label)
+    questions = [{"id": _row_id(r), "question": str(r.get("question", r.get("user_input")))} for r in rows]
+    answered = await answer_with_factory(built, questions, spec.factory_options, max(1, spec.concurrency))
+    run.target_calls += len(rows)
+    out = []
+    for row, got in zip(rows, answered.rows):
+        meta = dict(got.get("metadata") or {})
+        keep = {k: meta[k] for k in ("latency_s", "error", "pipeline", "langchain_run_id", "retriever_runs",
+                                     "retrievals", "contexts_from") if meta.get(k) is not None}
+        if meta.get("error"):
+            run.failed += 1
+            key = str(meta["error"])[:80]
+            run.errors[key] = run.errors.get(key, 0) + 1
+        else:
+            run.answered += 1
+        contexts = got.get("contexts") if not meta.get("error") else None
+        spans = None
+        if contexts is not None:
+            documents = [{"text": t, **d} for t, d in zip(contexts, meta.get("documents") or [])]
+            keep["documents"] = meta.get("documents")
+            if locator is not None or any((d.get("metadata") or {}).get("doc_id") for d in documents):
+                placer = locator if locator is not None else SpanLocator(())
+                spans = [placer.span(d) for d in documents]
+                keep["spans_located"] = sum(1 for x in spans if x is not None)
+        out.append(_sample_row(row, config, spec, judged=_row_id(row) in judged, response=got.get("response"),
+                               contexts=contexts, ids=got.get("retrieved_ids"), spans=spans, meta=keep))
+    return out
+
+
 async def asweep(
     source: str | os.PathLike[str] | Mapping[str, Any] | SweepSpec,
     *,
@@ -405,6 +445,7 @@ async def asweep(
     judge: Any = None,
     embedder: Any = None,
     target: Callable[..., Any] | None = None,
+    factory: Callable[..., Any] | None = None,
     pipeline: RagPipeline | None = None,
     backend: str = "local",
     ray_address: str | None = None,
@@ -418,14 +459,28 @@ async def asweep(
     ``source``: a sweep file (.toml, .yaml), a dict or a :class:`SweepSpec`. ``judge`` /
     ``embedder``: for the judge metrics (specs or instances; default: the sweep's own, else the
     embedded ones). ``target``: a Python callable ``fn(question, **config)`` to sweep instead of
-    the definition's pipeline. ``pipeline``: a ready :class:`RagPipeline` (tests). ``progress`` is
-    called with (event, run, index, total) as configurations start and finish.
+    the definition's pipeline. ``factory``: a LangChain / LlamaIndex pipeline factory
+    ``make_pipeline(**config)`` returning an LCEL runnable or a query engine, built once per
+    configuration and asked through ``ragsight.integrations`` (docs/integrations/).
+    ``pipeline``: a ready :class:`RagPipeline` (tests). ``progress`` is called with (event, run,
+    index, total) as configurations start and finish.
     """
     spec = load_sweep(source)
+    if target is not None and factory is not None:
+        raise ConfigError("give sweep(..., target=fn) or sweep(..., factory=fn), not both")
     if target is not None:
-        spec = SweepSpec(**{**spec.__dict__, "target": "callable"})
+        spec = SweepSpec(**{**spec.__dict__, "target": "callable", "factory": None})
+    elif factory is not None:
+        spec = SweepSpec(**{**spec.__dict__, "factory": "callable", "target": None})
     elif spec.target == "callable":
         raise ConfigError("the sweep's pipeline is 'callable': pass the function, sweep(..., target=fn)")
+    elif spec.factory == "callable":
+        raise ConfigError("the sweep's pipeline factory is 'callable': pass it, sweep(..., factory=make_pipeline)")
+    if spec.target is not None and spec.factory is not None:
+        raise ConfigError("the sweep names a target and a pipeline factory: give one")
+    make: Callable[..., Any] | None = None
+    if spec.factory is not None:
+        make = factory if factory is not None else load_factory(spec.factory)
     own_store = not isinstance(store, Store)
     st = store if isinstance(store, Store) else Store(store)
     t0 = time.monotonic()
@@ -450,6 +505,12 @@ async def asweep(
                 base_url=spec.base_url, notice=notice,
             )
             own.append(pipeline)
+        locator: SpanLocator | None = None
+        if make is not None and spec.documents:  # to place the factory's chunks in the documents
+            locator = SpanLocator(load_corpus([spec.path(d) for d in spec.documents]).documents)
+        elif make is not None and notice and any(m.startswith("span_") for m in spec.metrics):
+            notice("the span metrics need each retrieved chunk's document span: name the sweep's documents "
+                   "(the chunks are found in them) or give doc_id, start and end in each chunk's metadata")
         eval_judge: Any = judge_spec
         if judge_metrics and not isinstance(judge_spec, Judge):
             eval_judge = make_judge(judge_spec, base_url=spec.base_url, notice=notice)
@@ -481,6 +542,8 @@ async def asweep(
                 if spec.reference:
                     assert pipeline is not None
                     samples = await _answer_reference(pipeline, rows, config, spec, judged, run)
+                elif make is not None:
+                    samples = await _answer_factory(make, rows, config, spec, judged, run, locator)
                 else:
                     samples = await _answer_target(target if target is not None else spec.target, rows,
                                                    config, spec, judged, run)

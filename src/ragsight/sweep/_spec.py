@@ -15,6 +15,10 @@ The same definition is a Python dict, a TOML file or a YAML file::
     # target = "http://localhost:8000/ask"  #   with request_template = {...}
     # target = "cmd:python my_rag.py"       #   {"question", "config"} on stdin
     # target = "callable"                   #   the function given to sweep(..., target=fn)
+    # or a LangChain / LlamaIndex pipeline factory:
+    # factory = "my_rag:make_pipeline"      #   make_pipeline(**config) -> LCEL runnable or query engine
+    # factory = "callable"                  #   the function given to sweep(..., factory=fn)
+    # framework, input_key, answer_key, ids #   the adapter's options (docs/integrations/)
 
     [fixed]                                 # settings shared by every configuration
     chunk_overlap = 32
@@ -48,6 +52,7 @@ from typing import Any
 
 from ..errors import ConfigError, InputError, MissingExtraError
 from ..pipeline import PipelineConfig
+from ._factory import FACTORY_OPTIONS, FRAMEWORKS
 
 __all__ = ["Configuration", "GenerateSpec", "SweepSpec", "load_sweep"]
 
@@ -105,8 +110,10 @@ class SweepSpec:
     documents: tuple[str, ...] = ()
     testset: str | None = None
     generate: GenerateSpec | None = None
-    target: str | None = None  # None: the reference pipeline
+    target: str | None = None  # None (and no factory): the reference pipeline
     request_template: Mapping[str, Any] | None = None
+    factory: str | None = None  # a LangChain / LlamaIndex pipeline factory, module:function
+    factory_options: Mapping[str, Any] = field(default_factory=dict)
     metrics: tuple[str, ...] = DEFAULT_METRICS
     judge_questions: int | None = None
     judge_out_of_scope: int | None = None
@@ -119,7 +126,7 @@ class SweepSpec:
 
     @property
     def reference(self) -> bool:
-        return self.target is None
+        return self.target is None and self.factory is None
 
     @property
     def baseline(self) -> Configuration:
@@ -141,25 +148,42 @@ class SweepSpec:
         pipeline = data.get("pipeline", "reference")
         target: str | None = None
         template = None
+        factory: str | None = None
+        options: dict[str, Any] = {}
         if isinstance(pipeline, str):
             target = None if pipeline == "reference" else pipeline
         elif isinstance(pipeline, Mapping):
-            extra = sorted(set(pipeline) - {"target", "request_template"})
+            extra = sorted(set(pipeline) - {"target", "request_template", "factory", *FACTORY_OPTIONS})
             if extra:
-                raise ConfigError(f"sweep: [pipeline] takes target and request_template, not {', '.join(extra)}")
+                raise ConfigError(f"sweep: [pipeline] takes target (with request_template) or factory (with "
+                                  f"{', '.join(FACTORY_OPTIONS)}), not {', '.join(extra)}")
             target = pipeline.get("target") or None
             template = pipeline.get("request_template")
             if template is not None and not isinstance(template, Mapping):
                 raise ConfigError("sweep: pipeline.request_template must be a table (a JSON object)")
+            factory = pipeline.get("factory") or None
+            options = {k: pipeline[k] for k in FACTORY_OPTIONS if pipeline.get(k) is not None}
+            if factory is not None and target is not None:
+                raise ConfigError("sweep: [pipeline] takes a target or a factory, not both")
+            if options and factory is None:
+                raise ConfigError(f"sweep: [pipeline] {', '.join(options)} go with a factory")
+            if factory is not None and not isinstance(factory, str):
+                raise ConfigError("sweep: pipeline.factory is 'module:function' (or 'callable')")
+            for k, v in options.items():
+                if not isinstance(v, str):
+                    raise ConfigError(f"sweep: pipeline.{k} must be a string, not {type(v).__name__}")
+            if options.get("framework") not in (None, *FRAMEWORKS):
+                raise ConfigError(f"sweep: pipeline.framework must be {' or '.join(FRAMEWORKS)}, "
+                                  f"not {options['framework']!r}")
         else:
-            raise ConfigError("sweep: pipeline must be 'reference' or a table with target")
+            raise ConfigError("sweep: pipeline must be 'reference' or a table with target or factory")
         fixed = dict(data.get("fixed") or {})
         grid = data.get("grid") or {}
         listed = data.get("configurations") or []
         if not isinstance(grid, Mapping) or not isinstance(listed, Sequence):
             raise ConfigError("sweep: grid must be a table of lists; configurations a list of tables")
         configs = expand(fixed, grid, listed)
-        if target is None:
+        if target is None and factory is None:
             for c in configs:
                 try:
                     PipelineConfig.from_mapping(c.params)
@@ -196,7 +220,7 @@ class SweepSpec:
         for key, v in (("judge_questions", jq), ("judge_out_of_scope", jo)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise ConfigError(f"sweep: {key} must be an integer >= 0 (or left out for all)")
-        if target is None and not documents:
+        if target is None and factory is None and not documents:
             raise ConfigError("sweep: the reference pipeline needs documents (a folder or files)")
         testset = data.get("testset")
         if testset is None and generate is None:
@@ -206,7 +230,7 @@ class SweepSpec:
         return cls(
             name=name, configurations=tuple(configs), baseline_index=baseline_index,
             documents=documents, testset=str(testset) if testset else None, generate=generate,
-            target=target, request_template=template, metrics=tuple(metrics), judge_questions=jq,
+            target=target, request_template=template, factory=factory, factory_options=options, metrics=tuple(metrics), judge_questions=jq,
             judge_out_of_scope=jo,
             judge=data.get("judge"), embedder=data.get("embedder"), base_url=data.get("base_url"),
             concurrency=int(data.get("concurrency") or 4), base_dir=str(base_dir), raw=dict(data),

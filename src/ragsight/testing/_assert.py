@@ -17,7 +17,7 @@ from typing import Any
 from .._evaluate import aevaluate
 from ..errors import ConfigError, InputError
 from ..judge import Judge, JudgeProvider, make_judge
-from ..metrics import resolve_metrics
+from ..metrics import Metric, resolve_metrics
 from ..report import RunData, render_report, save_html
 from ..result import EvaluationResult
 from ..sample import Dataset, Sample
@@ -39,6 +39,7 @@ PLUGIN_MODULE = "_ragsight_pytestplugin"
 WIDTH = 80
 _WORST = 3
 _CLAIMS = 4
+_REASON = 600  # characters of a reason shown (a judge's error body can be long)
 
 
 class ScoresBelowThresholdError(AssertionError):
@@ -187,8 +188,21 @@ def _keys(thresholds: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+def _not_applicable(metric: Metric, sample: Sample) -> bool:
+    """The metric does not apply to this question by design, as docs/data.md says: a retrieval
+    metric measured against a reference on an out-of-scope question (no relevant context
+    exists), or an abstention of one scope on a question of the other. Not a failure: a golden
+    set with out-of-scope questions (``ragsight generate`` writes about 15%) must be able to pass."""
+    if metric.in_scope_only and sample.out_of_scope:
+        return True
+    scope = getattr(metric, "scope", None)
+    return (scope == "out_of_scope" and not sample.out_of_scope) or (scope == "in_scope" and sample.out_of_scope)
+
+
 def _failures(result: EvaluationResult, thresholds: Mapping[str, float], mode: str) -> list[Failure]:
     failures: list[Failure] = []
+    metrics = {m.key: m for m in resolve_metrics(list(thresholds))}
+    not_applicable: list[Failure] = []
     for key, threshold in thresholds.items():
         lower = result.summary[key].lower_is_better
         per_sample: list[Failure] = []
@@ -197,7 +211,11 @@ def _failures(result: EvaluationResult, thresholds: Mapping[str, float], mode: s
             if score is None or score.value is None or score.outcome.value != "scored":
                 outcome = score.outcome.value if score is not None else "missing"
                 reason = score.reason if score is not None else "no score"
-                per_sample.append(Failure(sample.id, key, threshold, None, outcome, reason, lower))
+                failure = Failure(sample.id, key, threshold, None, outcome, reason, lower)
+                if outcome == "skipped" and key in metrics and _not_applicable(metrics[key], sample):
+                    not_applicable.append(failure)
+                else:
+                    per_sample.append(failure)
                 continue
             missed = score.value > threshold if lower else score.value < threshold
             if mode == "each" and missed:
@@ -207,6 +225,10 @@ def _failures(result: EvaluationResult, thresholds: Mapping[str, float], mode: s
             if mean is not None and (mean > threshold if lower else mean < threshold):
                 per_sample.append(Failure("(mean)", key, threshold, mean, "scored", "", lower))
         failures.extend(per_sample)
+    # nothing passes silently: when no gated metric scored any sample, the skips by design are
+    # the failure (a gate that measured nothing)
+    if not_applicable and not any(s.counts["scored"] for k, s in result.summary.items() if k in thresholds):
+        failures.extend(not_applicable)
     return failures
 
 
@@ -248,8 +270,15 @@ def _message(result: EvaluationResult, failures: Sequence[Failure], store: str, 
     for metric in dict.fromkeys(f.metric for f in failures):
         mine = [f for f in failures if f.metric == metric]
         op = "<=" if mine[0].lower_is_better else ">="
-        items = [f"{f.sample_id} {f.value:.2f}" if f.value is not None
-                 else f"{f.sample_id} not scored ({f.outcome}: {_clip(f.reason, 50)})" for f in mine]
+        items = [f"{f.sample_id} {f.value:.2f}" for f in mine if f.value is not None]
+        # the samples one reason left unscored, named together, with the reason whole: the
+        # cause of a failed judge step (HTTP status, what the server said) is in its tail
+        unscored: dict[tuple[str, str], list[str]] = {}
+        for f in mine:
+            if f.value is None:
+                unscored.setdefault((f.outcome, _clip(f.reason, _REASON)), []).append(f.sample_id)
+        items += [f"{', '.join(ids)} not scored ({outcome}: {reason})"
+                  for (outcome, reason), ids in unscored.items()]
         lines += _wrap(f"  {metric} {op} {mine[0].threshold:g}: ", items, "    ")
     worst = sorted((f for f in failures if f.value is not None and f.sample_id != "(mean)"),
                    key=lambda f: -f.margin)[:_WORST]
