@@ -147,8 +147,11 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(
             # half the kills at a random time after start (start-up, creating the run, mid-run),
             # half at a random moment just after a sample was committed
             if len(kills) % 2 == 0:
+                # (or once 3 more samples are saved: on a fast machine a second and a half is
+                # a third of the run, and the run must outlast ten kills)
                 deadline = time.monotonic() + rng.uniform(0.3, 1.5)
-                while time.monotonic() < deadline and proc.poll() is None:
+                while (time.monotonic() < deadline and proc.poll() is None
+                       and finished_count(store) < done_before + 3):
                     time.sleep(0.01)
             else:
                 target = done_before + rng.randint(1, 2)
