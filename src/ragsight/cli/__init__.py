@@ -32,7 +32,7 @@ from ..report import fmt as _fmt
 from ..report import print_repeats
 from ..result import EvaluationResult, load_result
 from ..store import FORMATS, Store, export_run
-from . import _report, _testset
+from . import _judges, _report, _testset
 from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
 from ._common import add_store as _add_store
 
@@ -124,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _report.register(sub)
     _testset.register(sub)
+    _judges.register(sub)
     return p
 
 

@@ -5,6 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ._catalogue import (
+    BUILTIN_EMBEDDERS,
+    BUILTIN_JUDGES,
+    STRONGER_JUDGE,
+    BuiltinModel,
+    agreement_notice,
+)
 from ._judge import (
     Answer,
     CallCache,
@@ -25,8 +32,12 @@ from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Me
 from ._scripted import ScriptedProvider, UnexpectedPromptError
 
 __all__ = [
+    "BUILTIN_EMBEDDERS",
+    "BUILTIN_JUDGES",
     "DEFAULT_MODEL",
+    "STRONGER_JUDGE",
     "Answer",
+    "BuiltinModel",
     "CallCache",
     "ChoiceScores",
     "Completion",
@@ -45,15 +56,13 @@ __all__ = [
     "RetryPolicy",
     "ScriptedProvider",
     "UnexpectedPromptError",
+    "agreement_notice",
     "make_judge",
     "record_calls",
     "step_key",
 ]
 
-DEFAULT_NOTICE = (
-    "No judge configured: using the embedded judge ({name}) offline on this CPU. "
-    "For a stronger judge: --judge openai:MODEL [--base-url URL]."
-)
+DEFAULT_NOTICE = "No judge configured. "  # then the embedded judge's agreement line (_catalogue.py)
 
 
 def _say(notice: Any, text: str) -> None:
@@ -82,8 +91,7 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
                                  max_concurrency=max_concurrency or 16), policy=policy)
     if kind == "local":
         provider = LocalProvider(rest or None)
-        if spec is None:
-            _say(notice, DEFAULT_NOTICE.format(name=provider.model))
+        _say(notice, (DEFAULT_NOTICE if spec is None else "") + agreement_notice(provider.model))
         return Judge(provider, policy=policy)
     raise ConfigError(
         f"unknown judge '{text}'. Use openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp, LiteLLM), "
