@@ -83,18 +83,19 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         raise ConfigError(f"cannot use {type(spec).__name__} as a judge")
     text = (spec or "local").strip()
     kind, _, rest = text.partition(":")
-    if kind == "openai":
+    if kind in ("openai", "openai-logprobs"):
         if not rest:
-            raise ConfigError("--judge openai needs a model name: openai:MODEL, e.g. openai:gpt-4o-mini")
+            raise ConfigError(f"--judge {kind} needs a model name: {kind}:MODEL, e.g. openai:gpt-4o-mini")
         timeout = policy.call_timeout_s if policy is not None else 60.0
-        return Judge(OpenAIProvider(rest, base_url=base_url, timeout=timeout,
-                                 max_concurrency=max_concurrency or 16), policy=policy)
+        return Judge(OpenAIProvider(rest, base_url=base_url, timeout=timeout, max_concurrency=max_concurrency or 16,
+                                    choices=kind == "openai-logprobs"), policy=policy)
     if kind == "local":
         provider = LocalProvider(rest or None)
         _say(notice, (DEFAULT_NOTICE if spec is None else "") + agreement_notice(provider.model))
         return Judge(provider, policy=policy)
     raise ConfigError(
         f"unknown judge '{text}'. Use openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp, LiteLLM), "
+        "openai-logprobs:MODEL (yes/no verdicts from log-probabilities), "
         "local (the embedded judge), local:qwen2.5-coder-0.5b, or local:PATH.gguf."
     )
 
