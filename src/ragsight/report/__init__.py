@@ -50,6 +50,13 @@ from ._compare import (
 )
 from ._format import fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
+from ._pairs import (
+    PairAgreement,
+    PairCalibrationReport,
+    calibrate_pairs,
+    is_pair_labels,
+    print_pair_calibration,
+)
 from ._repeats_view import print_repeats
 
 __all__ = [
@@ -63,6 +70,8 @@ __all__ = [
     "GroupStats",
     "MetricCalibration",
     "MetricRow",
+    "PairAgreement",
+    "PairCalibrationReport",
     "PairConcordance",
     "PairedDifference",
     "PairedRow",
@@ -79,6 +88,7 @@ __all__ = [
     "best_matching_sentence",
     "best_threshold",
     "calibrate",
+    "calibrate_pairs",
     "compare",
     "compare_runs",
     "concordance_table",
@@ -92,12 +102,14 @@ __all__ = [
     "group_comparison",
     "harmonic_mean",
     "holm",
+    "is_pair_labels",
     "load_labels",
     "load_runs",
     "overall_score",
     "paired_difference",
     "print_calibration",
     "print_comparison",
+    "print_pair_calibration",
     "print_repeats",
     "render_report",
     "run_spread",
