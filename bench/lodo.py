@@ -242,12 +242,29 @@ class Candidate:
         return len(self.features) if self.features else 1
 
 
+# The claim model shipped before issue 21 (analyses/_calibrated.py at e0f2e61), kept here so that
+# the reference row does not change when the product's combination does.
+OLD_JUDGE_MODEL = {
+    "features": ["judge_logit", "prior_logit", "overlap_best", "missing", "numbers", "entities"],
+    "mean": [-0.407464, -0.902759, 0.565938, 5.86087, 0.759819, 0.774716],
+    "scale": [0.891341, 0.345689, 0.222407, 4.011694, 0.379837, 0.310773],
+    "coef": [0.610164, -0.47196, 0.54288, -0.462483, 0.38624, 0.42189],
+    "intercept": -0.572769,
+}
+
+
+def _old_combine(judge_p: float, signals: Mapping[str, float]) -> float:
+    from ragsight.analyses._calibrated import CombinationModel, feature_values
+
+    return CombinationModel.from_dict(OLD_JUDGE_MODEL).predict(feature_values(judge_p, signals))
+
+
 def _shipped(cols: Mapping[str, Any]) -> Any:
-    """The shipped combination (analyses/_calibrated.py, fitted on 230 WiCE claims) on claim
-    rows; on EVOUNA rows (no prior) the shipped answer model."""
+    """The combination shipped before issue 21 (fitted on 230 WiCE claims) on claim rows; on
+    EVOUNA rows (no prior) the shipped answer model."""
     import numpy as np
 
-    from ragsight.analyses._calibrated import combine, combine_answer
+    from ragsight.analyses._calibrated import combine_answer
 
     out = []
     for i in range(len(cols["judge_p"])):
@@ -258,7 +275,7 @@ def _shipped(cols: Mapping[str, Any]) -> Any:
             continue
         sig = {k: float(cols[k][i]) for k in FEATURES if k in cols and not math.isnan(cols[k][i])}
         sig["judge_prior"] = float(cols["prior_p"][i])
-        out.append(combine(jp, sig))
+        out.append(_old_combine(jp, sig))
     return np.array(out)
 
 
