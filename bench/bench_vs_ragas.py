@@ -120,11 +120,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def started_mock(kit: Path, python: Path, log_dir: Path, tiktoken_dir: str):
+def started_mock(kit: Path, python: Path, log_dir: Path, tiktoken_dir: str, capacity: int | None = None):
+    """The kit's mock in a subprocess; with ``capacity``, behind bench/limited_mock.py (HTTP 429
+    beyond that many chat calls in flight)."""
     port = free_port()
     env = dict(os.environ, MOCK_LOG_DIR=str(log_dir), TIKTOKEN_CACHE_DIR=tiktoken_dir)
-    proc = subprocess.Popen([str(python), str(kit / "mock_openai.py"), "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    cmd = [str(python), str(kit / "mock_openai.py"), "--port", str(port)]
+    if capacity is not None:
+        cmd = [str(python), str(Path(__file__).with_name("limited_mock.py")), "--kit", str(kit),
+               "--capacity", str(capacity), "--port", str(port)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(200):
@@ -213,6 +218,11 @@ def run_ragsight(mock: Mock, rows: list[dict[str, Any]], metrics: list[Any], lat
     judge: Any = "openai:gpt-4o-mini"
     if shim:
         judge = questions_shim(OpenAIProvider("gpt-4o-mini", base_url=mock.url + "/v1"))
+    if "fixed_limit" in variant:  # the limit before issue 22: a fixed number of calls in flight
+        from ragsight.judge import Judge
+
+        inner = OpenAIProvider("gpt-4o-mini", base_url=mock.url + "/v1", max_concurrency=variant["fixed_limit"])
+        judge = Judge(questions_shim(inner) if shim else inner, adaptive=False)
     embedder: Any = "openai:text-embedding-3-small"
     if "embed_concurrency" in variant:
         from ragsight.embed._openai import OpenAIEmbedder
@@ -526,6 +536,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--depth-probe", action="store_true",
                     help="one sample at a time, each metric alone and each suite: sequential round trips "
                          "(wall / latency), ragsight without its preflight ping")
+    ap.add_argument("--capacity", default=None, metavar="N,N",
+                    help="ragsight only: against the mock behind limited_mock.py (HTTP 429 beyond N calls in "
+                         "flight), for each N: the adaptive default against a fixed limit (--fixed-limit)")
+    ap.add_argument("--fixed-limit", type=int, default=16,
+                    help="with --capacity: the fixed limit to compare with (default 16, the limit before issue 22)")
     ap.add_argument("--json", type=Path, default=None, help="write all figures here")
     args = ap.parse_args(argv)
 
@@ -566,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
                                "cpu": cpu, "cores": os.cpu_count(), "ragsight_git": rev, "ragas": rg_ver,
                                "suites": {}, "broken": {}}
 
+    if args.capacity:
+        return capacity(args, kit, rows, suites, latencies, shim, tk, stamp, results)
     with contextlib.ExitStack() as stack:
         if args.mock_url:
             mock = Mock(args.mock_url, args.mock_log_dir)
@@ -834,6 +851,67 @@ def variants(args: argparse.Namespace, mock: Mock, rows: list[dict[str, Any]], s
             print_table(f"ragsight {suite} @ {int(lat)} ms: wall time by variant (median of {args.repeat})",
                         ["variant", "median wall", "vs default", "runs", "load1 at start", "chat calls"], rows_out)
             results["variants"][f"{suite}@{int(lat)}"] = {k: {"walls": walls[k], "loads": loads[k]} for k in walls}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+# ----------------------------------------------------------------------------- capacity mode
+
+def capacity(args: argparse.Namespace, kit: Path, rows: list[dict[str, Any]], suites: list[str],
+             latencies: list[float], shim: bool, tk: str, stamp: str, results: dict[str, Any]) -> int:
+    """Against a mock that refuses (HTTP 429) any call beyond N in flight: ragsight's defaults (the
+    adaptive limit) and a fixed limit, interleaved, median of --repeat. Targets (issue 22): with
+    N = 64 the seven metrics in <= 1.5 s at 300 ms; with N = 8 no more 429s than the fixed limit."""
+    caps = [int(x) for x in args.capacity.split(",") if x.strip()]
+    results["capacity"] = {}
+    targets: list[tuple[str, bool, str]] = []
+    for cap in caps:
+        with tempfile.TemporaryDirectory(prefix="mock-logs-") as log_dir, \
+                started_mock(kit, args.ragas_python, Path(log_dir), tk, capacity=cap) as mock:
+            run_ragsight(mock, rows[:1], ["context_precision", "answer_relevancy"], 0, f"warmup-{stamp}", shim)
+            for suite in suites:
+                for lat in latencies:
+                    out: dict[str, list[dict[str, Any]]] = {"adaptive (default)": [], f"fixed {args.fixed_limit}": []}
+                    for rep in range(args.repeat):
+                        for name in out:
+                            v = {} if name.startswith("adaptive") else {"fixed_limit": args.fixed_limit}
+                            r = run_ragsight(mock, rows, SUITES[suite], lat,
+                                             f"cap{cap}-{stamp}-{suite}-{int(lat)}-{name[:5]}-{rep}", shim, variant=v)
+                            out[name].append(r)
+                    table = []
+                    summary: dict[str, Any] = {}
+                    for name, runs in out.items():
+                        walls = [r["wall_s"] for r in runs]
+                        refused = [r["server"].get("refused", 0) for r in runs]
+                        conc = runs[-1]["judge_stats"].get("concurrency", {})
+                        failed = sum(r["outcomes"].get("failed", 0) for r in runs)
+                        summary[name] = {"walls": walls, "refused": refused, "concurrency": conc,
+                                         "peak": [r["server"]["max_inflight"] for r in runs],
+                                         "failed": failed, "loads": [r["load1"] for r in runs]}
+                        table.append([name, f"{statistics.median(walls):.2f} s", str([round(w, 2) for w in walls]),
+                                      f"{statistics.median(refused):.0f}", str(refused),
+                                      str([r["server"]["max_inflight"] for r in runs]),
+                                      f"{conc.get('min_limit', '-')}-{conc.get('max_limit', '-')}" if conc else "-",
+                                      str(failed), str([round(r["load1"], 1) for r in runs])])
+                    print_table(f"{suite} @ {int(lat)} ms against a mock that takes {cap} calls at once "
+                                f"({len(rows)} samples, median of {args.repeat})",
+                                ["judge limit", "median wall", "runs", "median 429s", "429s per run",
+                                 "peak in flight", "limit range (last run)", "failed scores", "load1"], table)
+                    results["capacity"][f"{cap}/{suite}@{int(lat)}"] = summary
+                    ad, fx = summary["adaptive (default)"], summary[f"fixed {args.fixed_limit}"]
+                    if cap >= 64 and suite == "seven" and lat == 300:
+                        w = statistics.median(ad["walls"])
+                        targets.append((f"N={cap}: seven metrics @300 ms <= 1.5 s", w <= 1.5, f"{w:.2f} s"))
+                    if cap <= 8:
+                        a, f = statistics.median(ad["refused"]), statistics.median(fx["refused"])
+                        targets.append((f"N={cap}: 429s <= fixed {args.fixed_limit} ({suite} @{int(lat)} ms)",
+                                        a <= f, f"{a:.0f} vs {f:.0f}"))
+    print("\ntargets (issue 22)")
+    for label, ok, shown in targets:
+        print(f"  {'PASS' if ok else 'FAIL'}  {label}: {shown}")
+    results["capacity_targets"] = [{"target": t, "pass": ok, "value": v} for t, ok, v in targets]
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=1, default=str))

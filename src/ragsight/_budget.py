@@ -16,6 +16,14 @@ it are not). A cut text keeps its beginning (three quarters of the kept tokens) 
 quarter): the middle is replaced by the marker ``[... truncated N tokens ...]``, so the judge, and
 anyone reading the stored prompt, sees where and how much was cut. Cuts fall on whitespace.
 
+The budget bounds the whole prompt, not only the long texts: each fenced text also costs its tags
+(:data:`FENCE_TOKENS`), a reply that answers per text costs tokens per text (``output_per_item``),
+and no text is cut below :data:`MIN_KEEP` tokens. When even that cannot fit (10,000 short chunks
+against a 32,768-token window), the last texts of the list (the lowest-ranked chunks) are
+dropped whole, as few as needed, and the drop is recorded like a cut: ``contexts[971..10000]``
+with ``dropped`` texts and their tokens. Callers that judge each text (chunk relevance) then
+judge the kept ones only, and the evidence says which were left out.
+
 Every cut is recorded twice: in the prompt (the marker, stored with the judge call) and as a
 :class:`Truncation` appended to the caller's record (per sample, in the analyses).
 """
@@ -28,6 +36,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_WINDOW",
+    "FENCE_TOKENS",
     "HEAD_SHARE",
     "TEMPLATE_ALLOWANCE",
     "Truncation",
@@ -41,8 +50,9 @@ __all__ = [
 DEFAULT_WINDOW = 32_768
 TEMPLATE_ALLOWANCE = 512
 HEAD_SHARE = 0.75
-MIN_KEEP = 32  # never cut a text below this many tokens (then the call itself may overflow)
+MIN_KEEP = 32  # never cut a text below this many tokens (texts are dropped whole instead)
 _MARKER_TOKENS = 12  # room left for the marker itself
+FENCE_TOKENS = 12  # the tags around one numbered fenced text: <context n="123"> ... </context>
 
 Counter = Callable[[str], int]
 
@@ -50,20 +60,26 @@ Counter = Callable[[str], int]
 @dataclass(frozen=True)
 class Truncation:
     """One cut: ``field`` names the text (``contexts[3]``, ``response``), ``tokens`` its length
-    before and ``kept`` after (both as the judge counts tokens), ``window`` the window assumed."""
+    before and ``kept`` after (both as the judge counts tokens), ``window`` the window assumed.
+    A drop of whole texts is one record too: ``field`` names the range (``contexts[971..10000]``),
+    ``dropped`` how many texts, ``tokens`` their length, ``kept`` 0."""
 
     field: str
     tokens: int
     kept: int
     window: int
+    dropped: int = 0
 
     @property
     def cut(self) -> int:
         return self.tokens - self.kept
 
     def to_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "tokens": self.tokens, "kept": self.kept,
-                "cut": self.cut, "window": self.window}
+        out: dict[str, Any] = {"field": self.field, "tokens": self.tokens, "kept": self.kept,
+                               "cut": self.cut, "window": self.window}
+        if self.dropped:
+            out["dropped"] = self.dropped
+        return out
 
 
 def marker(n_tokens: int) -> str:
@@ -136,23 +152,68 @@ def truncate_text(text: str, keep: int, count: Counter) -> tuple[str, int, int]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _names(field: str | Sequence[str], n: int) -> list[str]:
+    if not isinstance(field, str):
+        return list(field)
+    return [field] if n == 1 else [f"{field}[{i}]" for i in range(1, n + 1)]
+
+
+def _range_name(names: Sequence[str], first: int, last: int) -> str:
+    """``contexts[971..10000]`` for names[first..last] of the form ``contexts[k]``."""
+    a, b = names[first], names[last]
+    if first == last:
+        return a
+    if a.endswith("]") and "[" in a and b.endswith("]") and a.split("[")[0] == b.split("[")[0]:
+        return f"{a[:-1]}..{b.split('[')[-1]}"
+    return f"{a}..{b}"
+
+
 def fit_texts(
     texts: Sequence[str], budget: int, count: Counter, *, field: str | Sequence[str], window: int,
+    per_item: int = 0, keep_first: int = 0, drop: bool = False,
 ) -> tuple[list[str], list[Truncation]]:
     """Cut ``texts`` so that together they take at most ``budget`` tokens, longest first.
 
     ``field`` names them in the records: one name per text, or one name for all (then one text is
-    ``field`` and several are ``field[i]``, 1-based as the prompts number chunks).
+    ``field`` and several are ``field[i]``, 1-based as the prompts number chunks). ``per_item``
+    tokens are charged for each text after the first ``keep_first`` (its fence tags, its part of
+    the reply). With ``drop``, when the texts cannot fit even at :data:`MIN_KEEP` tokens each,
+    the last ones are dropped whole (never the first ``keep_first``) and the result is shorter;
+    without it, every text keeps at least MIN_KEEP tokens whatever the budget.
     """
     items = list(texts)
     if not items:
         return items, []
-    budget = max(budget, MIN_KEEP * len(items))
-    if sum(_byte_len(t) for t in items) <= budget:
+    names = _names(field, len(items))
+    notes: list[Truncation] = []
+    if not drop:
+        budget = max(budget, MIN_KEEP * len(items))
+    extra = max(0, len(items) - keep_first) * per_item
+    if sum(_byte_len(t) for t in items) + extra <= budget:
         return items, []
     sizes = [_count(count, t) for t in items]
-    if sum(sizes) <= budget:
+    if sum(sizes) + extra <= budget:
         return items, []
+    if drop:
+        # the longest prefix whose texts fit at MIN_KEEP tokens each (with their per-item cost)
+        need = 0
+        kept_n = 0
+        for i, size in enumerate(sizes):
+            cost = min(size, MIN_KEEP) + (per_item if i >= keep_first else 0)
+            if need + cost > budget and i >= keep_first:
+                break
+            need += cost
+            kept_n = i + 1
+        if kept_n < len(items):
+            notes.append(Truncation(_range_name(names, kept_n, len(items) - 1), sum(sizes[kept_n:]), 0,
+                                    window, dropped=len(items) - kept_n))
+            items, sizes, names = items[:kept_n], sizes[:kept_n], names[:kept_n]
+        budget = max(0, budget - max(0, len(items) - keep_first) * per_item)
+        if sum(sizes) <= budget:
+            return items, notes
+        budget = max(budget, MIN_KEEP * len(items))
+    else:
+        budget = max(MIN_KEEP * len(items), budget - extra)
     # water-filling: the largest cap such that sum(min(size, cap)) <= budget
     order = sorted(sizes)
     remaining = budget
@@ -165,17 +226,12 @@ def fit_texts(
         cap = share
         break
     out: list[str] = []
-    notes: list[Truncation] = []
-    for i, (text, size) in enumerate(zip(items, sizes), start=1):
+    for text, size, name in zip(items, sizes, names):
         if size <= cap:
             out.append(text)
             continue
         new, before, kept = truncate_text(text, cap, count)
         out.append(new)
-        if not isinstance(field, str):
-            name = field[i - 1]
-        else:
-            name = field if len(items) == 1 else f"{field}[{i}]"
         notes.append(Truncation(name, before, kept, window))
     return out, notes
 
@@ -189,13 +245,19 @@ def fit_for_judge(
     alongside: Sequence[str] = (),
     output_per_token: float = 0.0,
     record: MutableSequence[Truncation] | None = None,
+    per_item: int = 0,
+    keep_first: int = 0,
+    drop: bool = False,
 ) -> list[str]:
     """``texts`` cut to fit one call of ``judge`` (a Judge or a provider; None: unchanged).
 
     The budget is the judge's window less ``output_tokens`` (the reply's max_tokens), the template
     allowance and the ``alongside`` texts that go into the same call uncut. ``output_per_token``
     reserves reply tokens in proportion to the kept text (a reply that labels each sentence).
-    Cuts are appended to ``record``.
+    ``per_item``, ``keep_first`` and ``drop`` are those of :func:`fit_texts`: a list of chunks
+    passes its fence tags and reply tokens per chunk, and ``drop=True`` so that the lowest-ranked
+    chunks are left out when not even a short piece of each fits. Cuts and drops are appended to
+    ``record``.
     """
     if judge is None or not texts:
         return list(texts)
@@ -207,7 +269,8 @@ def fit_for_judge(
         _byte_len(t) for t in alongside if _byte_len(t) <= 64
     )
     budget = int((window - fixed) / (1.0 + max(0.0, output_per_token)))
-    out, notes = fit_texts(texts, budget, count, field=field, window=window)
+    out, notes = fit_texts(texts, budget, count, field=field, window=window, per_item=per_item,
+                           keep_first=keep_first, drop=drop)
     if record is not None:
         record.extend(notes)
     return out

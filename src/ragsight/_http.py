@@ -18,7 +18,7 @@ import re
 import socket
 import ssl
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -28,7 +28,9 @@ from .errors import ConfigError, ProviderError
 __all__ = [
     "CONNECT_TIMEOUT",
     "DEFAULT_BASE_URL",
+    "MIN_SECRET_CHARS",
     "build_headers",
+    "clip",
     "display_url",
     "error_from_response",
     "error_from_transport",
@@ -37,6 +39,7 @@ __all__ = [
     "parse_json_body",
     "parse_retry_after",
     "redact",
+    "redact_answer",
     "resolve_api_key",
     "resolve_base_url",
     "secrets_of",
@@ -113,6 +116,21 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return _SK_TOKEN.sub("sk-***", text)
 
 
+MIN_SECRET_CHARS = 8
+
+
+def redact_answer(text: str, secrets: Iterable[str]) -> str:
+    """A successful answer (content, model name) with each secret of at least
+    :data:`MIN_SECRET_CHARS` characters replaced by ``***``: a server that echoes the key in
+    what it answers must not get it stored. Only the exact secrets are replaced (an answer may
+    rightly say "Bearer bonds" or "sk-learn"); shorter keys are placeholders that local servers
+    accept (``EMPTY``, ``ollama``), and replacing them would corrupt ordinary words."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_CHARS and secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
 def display_url(url: str | httpx.URL) -> str:
     """``url`` fit for a message: no user info, query or fragment (they can carry keys)."""
     try:
@@ -129,15 +147,89 @@ def make_client(
     *, timeout: float, max_connections: int, headers: Mapping[str, str]
 ) -> httpx.AsyncClient:
     """An AsyncClient with a 10 s connect timeout and ``timeout`` for each read, write and wait for
-    a pooled connection. Call inside the event loop that will use it."""
+    a pooled connection. Call inside the event loop that will use it. More than
+    :data:`POOL_SHARD` connections are spread over several pools (see :class:`ShardedTransport`)."""
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
     return httpx.AsyncClient(
         headers=dict(headers),
         timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
-        limits=httpx.Limits(
-            max_connections=max_connections, max_keepalive_connections=max_connections
-        ),
+        limits=limits,
+        verify=ssl_context(),
+        transport=ShardedTransport(max_connections) if max_connections > POOL_SHARD else None,
         follow_redirects=False,
     )
+
+
+_SSL_CONTEXT: ssl.SSLContext | None = None
+
+
+def ssl_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's roots), made once per process: each costs 25-50 ms
+    of CPU to load, and a run makes a client for the judge and one for the embedder."""
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:
+        _SSL_CONTEXT = httpx.create_ssl_context()
+    return _SSL_CONTEXT
+
+
+# httpcore's connection pool (1.0) walks every connection for each queued request, and every idle
+# connection against all the others, whenever a request starts or ends: its CPU cost grows with
+# the square of the pool. At 100 connections that was 60 ms of CPU per sample on the benchmark
+# kit, more than all of ragsight's own work; pools of 16 cost nothing measurable.
+POOL_SHARD = 16
+
+
+class ShardedTransport(httpx.AsyncBaseTransport):
+    """``max_connections`` spread over pools of at most :data:`POOL_SHARD` connections; each
+    request goes to the pool with the fewest requests in flight (counted until its response is
+    closed)."""
+
+    def __init__(self, max_connections: int, shard: int = POOL_SHARD) -> None:
+        k = -(-max_connections // shard)
+        per = -(-max_connections // k)
+        limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
+        self._pools = [httpx.AsyncHTTPTransport(verify=ssl_context(), limits=limits) for _ in range(k)]
+        self._load = [0] * k
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        i = min(range(len(self._pools)), key=self._load.__getitem__)
+        self._load[i] += 1
+        try:
+            response = await self._pools[i].handle_async_request(request)
+        except BaseException:
+            self._load[i] -= 1
+            raise
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
+        response.stream = _Released(stream, lambda: self._release(i))
+        return response
+
+    def _release(self, i: int) -> None:
+        self._load[i] -= 1
+
+    async def aclose(self) -> None:
+        for pool in self._pools:
+            await pool.aclose()
+
+
+class _Released(httpx.AsyncByteStream):
+    """A response body that calls ``done`` once when it is closed."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, done: Callable[[], None]) -> None:
+        self._inner = inner
+        self._done: Callable[[], None] | None = done
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            done, self._done = self._done, None
+            if done is not None:
+                done()
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
@@ -176,22 +268,27 @@ def _as_seconds(value: str) -> float | None:
     return max(0.0, seconds)
 
 
-def error_text(response: httpx.Response) -> str:
+def error_text(response: httpx.Response, secrets: Iterable[str] = ()) -> str:
     """The server's own error message from a response body (OpenAI ``{"error": {"message"}}``,
-    ``{"error": "..."}``, FastAPI ``{"detail": ...}`` or plain text), one line, not redacted."""
+    ``{"error": "..."}``, FastAPI ``{"detail": ...}`` or plain text), one line, redacted with
+    :func:`redact` *before* it is cut to 300 characters (cutting first could keep part of a key
+    that straddles the cut)."""
     try:
         body: Any = response.json()
     except (ValueError, UnicodeDecodeError):
         text = response.text
     else:
         text = _message_of(body)
-    text = " ".join(text.split())
-    if len(text) > _DETAIL_LIMIT:
-        text = text[: _DETAIL_LIMIT - 3] + "..."
-    return text
+    return clip(redact(" ".join(text.split()), secrets), _DETAIL_LIMIT)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with "..." (redact before clipping, never after)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _message_of(body: Any) -> str:
+    """The message of an error body, whole (the caller redacts, then cuts)."""
     if isinstance(body, Mapping):
         for key in ("error", "detail", "message"):
             if key in body:
@@ -201,11 +298,11 @@ def _message_of(body: Any) -> str:
                     code = inner.get("code") or inner.get("type")
                     if code and str(code) not in parts[0]:
                         parts.append(f"[{code}]")
-                    return " ".join(p for p in parts if p) or json.dumps(inner)[:_DETAIL_LIMIT]
+                    return " ".join(p for p in parts if p) or json.dumps(inner)
                 if isinstance(inner, str):
                     return inner
-                return json.dumps(inner)[:_DETAIL_LIMIT]
-    return json.dumps(body)[:_DETAIL_LIMIT]
+                return json.dumps(inner)
+    return json.dumps(body)
 
 
 def error_from_response(
@@ -224,7 +321,7 @@ def error_from_response(
     is fatal: no wait will help); other statuses are neither.
     """
     status = response.status_code
-    detail = redact(error_text(response), secrets)
+    detail = error_text(response, secrets)
     said = f" Server said: {detail}" if detail else ""
     retry_after = parse_retry_after(response.headers)
     where = display_url(base_url)
@@ -361,7 +458,7 @@ def error_from_transport(
         )
     return ProviderError(
         f"the connection to the {role} at {where} failed ({type(exc).__name__}: "
-        f"{redact(str(exc))[:_DETAIL_LIMIT]}).",
+        f"{clip(redact(str(exc)), _DETAIL_LIMIT)}).",
         retryable=True,
     )
 
@@ -371,6 +468,7 @@ def timeout_error(*, role: str, base_url: str, timeout: float) -> ProviderError:
     return ProviderError(
         f"the {role} at {display_url(base_url)} gave no complete answer within {timeout:g} s.",
         retryable=True,
+        timed_out=True,
     )
 
 
@@ -379,7 +477,7 @@ def parse_json_body(response: httpx.Response, *, role: str, secrets: Iterable[st
     try:
         return response.json()
     except (ValueError, UnicodeDecodeError):
-        start = redact(" ".join(response.text[:80].split()), secrets)
+        start = clip(redact(" ".join(response.text[:4000].split()), secrets), 80)
         raise ProviderError(
             f"the {role} answered HTTP {response.status_code} with a body that is not JSON "
             f"(starts with {start!r}).",

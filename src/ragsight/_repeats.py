@@ -29,7 +29,8 @@ class RepeatReport:
     """N runs of the same evaluation and the run-to-run spread of each metric's mean.
 
     ``spread[metric]`` is over the runs where the metric had a mean (scored at least once);
-    ``overall`` is the spread of the overall score (harmonic mean of the metric means).
+    ``overall`` is the spread of the overall score (the mean of the metric means) and
+    ``overall_harmonic`` that of their harmonic mean (docs/metrics.md, "Overall score").
     """
 
     run_ids: tuple[str, ...]
@@ -38,6 +39,7 @@ class RepeatReport:
     results: tuple[EvaluationResult, ...]
     spread: Mapping[str, RunSpread]
     overall: RunSpread
+    overall_harmonic: RunSpread | None = None
 
     def means(self, metric: str) -> list[float | None]:
         """The metric's mean in each run, in run order."""
@@ -106,6 +108,7 @@ async def evaluate_repeats(
         means = [r.summary[key].mean for r in results if key in r.summary]
         spread[key] = run_spread([m for m in means if m is not None])
     overall = run_spread([o for o in (r.overall for r in results) if o is not None])
+    harmonic = run_spread([o for o in (r.overall_harmonic for r in results) if o is not None])
     return RepeatReport(
         run_ids=tuple(r.run_id for r in results),
         seeds=tuple(seeds),
@@ -113,4 +116,5 @@ async def evaluate_repeats(
         results=tuple(results),
         spread=spread,
         overall=overall,
+        overall_harmonic=harmonic,
     )

@@ -89,10 +89,13 @@ class PairedDifference:
     """Two runs compared on the same samples: ``diff`` is mean(b - a), so positive means B is
     higher than A.
 
-    ``ci_low``/``ci_high`` are a percentile-bootstrap CI of the mean difference (``None`` for
-    fewer than 2 pairs). ``p_value`` is a two-sided paired permutation (sign-flip) test of
-    "mean difference is 0"; ``exact`` says whether it enumerated every sign assignment (at most
-    16 non-zero differences) or drew Monte Carlo flips (p = (1 + hits) / (1 + n_perm)).
+    ``p_value`` is a two-sided paired permutation (sign-flip) test of "the differences are
+    symmetric about 0"; ``exact`` says whether it enumerated every sign assignment (at most 16
+    pairs) or drew Monte Carlo flips (p = (1 + hits) / (1 + n_perm)). ``ci_low``/``ci_high``
+    invert that same test (the shifts it does not reject at 1 - ``confidence``), so the CI
+    excludes 0 exactly when ``p_value < 1 - confidence``. Both ends are ``None`` when the
+    interval is unbounded: too few pairs for the test to reject anything (at most 5 at 95%).
+    The CI is unadjusted: it speaks for this one comparison, not for a family of them.
     """
 
     n: int
@@ -104,6 +107,13 @@ class PairedDifference:
     confidence: float
     p_value: float | None
     exact: bool
+
+    @property
+    def ci_excludes_zero(self) -> bool:
+        """Whether the CI lies wholly on one side of 0 (never when it is unbounded)."""
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_low > 0 or self.ci_high < 0
 
     def verdict(
         self,
@@ -391,48 +401,99 @@ def overall_score(
 # Paired comparison of two runs
 
 
-def _permutation_p(
+def _flip_intervals(
     d: npt.NDArray[np.float64], rng: np.random.Generator, n_perm: int
-) -> tuple[float, bool]:
-    """Two-sided sign-flip test of mean(d) == 0; returns (p, exact)."""
-    d = d[d != 0]  # a zero difference is unchanged by flipping its sign
-    m = d.shape[0]
-    if m == 0:
-        return 1.0, True
-    observed = abs(float(np.sum(d)))
-    tol = 1e-9 * float(np.sum(np.abs(d)))  # sums are formed in different orders
-    if m <= EXACT_PERMUTATION_MAX:
-        codes = np.arange(2**m, dtype=np.int64)[:, None]
-        signs = 1.0 - 2.0 * ((codes >> np.arange(m, dtype=np.int64)) & 1)
-        hits = int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
-        return hits / 2**m, True
-    hits = 0
-    batch = max(1, _BOOT_CHUNK // m)
-    for start in range(0, n_perm, batch):
-        k = min(batch, n_perm - start)
-        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(k, m))
-        hits += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
-    return (1 + hits) / (1 + n_perm), False
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], bool]:
+    """The sign-flip reference set of ``d``, as one interval of shifts per sign assignment.
+
+    A sign assignment flips the differences in a set F and keeps the rest K. Testing the shift
+    ``d0`` (the differences ``d - d0`` are symmetric about 0), the assignment is at least as
+    extreme as the observed one, ``|sum_K(d - d0) - sum_F(d - d0)| >= |sum(d - d0)|``, exactly
+    when ``sum_F(d - d0) * sum_K(d - d0) <= 0``, i.e. when ``d0`` lies between mean(d over F) and
+    mean(d over K) (the whole line when F or K is empty). Every such interval holds mean(d),
+    so p(d0) = (number of intervals holding d0) / (number of assignments) falls away from
+    mean(d) on both sides and the shifts not rejected form one interval.
+
+    The assignments are all 2**n when n <= EXACT_PERMUTATION_MAX (exact), else the identity
+    plus ``n_perm`` random ones (p = (1 + hits) / (1 + n_perm) at every shift). Returns the
+    lower and upper ends of the intervals and whether the set is exact.
+    """
+    n = d.shape[0]
+    total = float(np.sum(d))
+    tol = 1e-9 * float(np.sum(np.abs(d)))  # a subset sum this close to 0 is 0 (rounding)
+    exact = n <= EXACT_PERMUTATION_MAX
+    if exact:
+        codes = np.arange(2**n, dtype=np.int64)[:, None]
+        flips = ((codes >> np.arange(n, dtype=np.int64)) & 1).astype(np.float64)
+        sum_f, count_f = flips @ d, flips.sum(axis=1)
+    else:
+        sum_f = np.empty(n_perm + 1, dtype=np.float64)
+        count_f = np.empty(n_perm + 1, dtype=np.float64)
+        sum_f[0] = count_f[0] = 0.0  # the observed assignment itself
+        batch = max(1, _BOOT_CHUNK // n)
+        for start in range(0, n_perm, batch):
+            k = min(batch, n_perm - start)
+            flips = rng.integers(0, 2, size=(k, n)).astype(np.float64)
+            sum_f[1 + start : 1 + start + k] = flips @ d
+            count_f[1 + start : 1 + start + k] = flips.sum(axis=1)
+    sum_k, count_k = total - sum_f, n - count_f
+    sum_f[np.abs(sum_f) <= tol] = 0.0
+    sum_k[np.abs(sum_k) <= tol] = 0.0
+    whole = (count_f == 0) | (count_k == 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_f = np.where(whole, 0.0, sum_f / np.where(whole, 1.0, count_f))
+        mean_k = np.where(whole, 0.0, sum_k / np.where(whole, 1.0, count_k))
+    centre = float(np.mean(d))
+    # min/max with the mean itself: every interval holds it in floating point too, which is
+    # what makes "0 lies in the CI" and "p >= 1 - confidence" the same statement.
+    low = np.where(whole, -np.inf, np.minimum(np.minimum(mean_f, mean_k), centre))
+    high = np.where(whole, np.inf, np.maximum(np.maximum(mean_f, mean_k), centre))
+    return low, high, exact
+
+
+def _count_for(alpha: float, size: int) -> int:
+    """The fewest hits k out of ``size`` with k / size >= alpha (the test does not reject)."""
+    k = max(0, math.ceil(alpha * size) - 1)
+    while k / size < alpha:
+        k += 1
+    return k
+
+
+def _inverted_ci(
+    low: npt.NDArray[np.float64], high: npt.NDArray[np.float64], alpha: float
+) -> tuple[float | None, float | None]:
+    """The shifts d0 with p(d0) >= alpha: [k-th smallest low end, k-th largest high end]."""
+    k = max(1, _count_for(alpha, low.shape[0]))
+    lo = float(np.partition(low, k - 1)[k - 1])
+    hi = float(-np.partition(-high, k - 1)[k - 1])
+    return (lo if math.isfinite(lo) else None), (hi if math.isfinite(hi) else None)
 
 
 def paired_difference(
     a: Floats,
     b: Floats,
     seed: int = 0,
-    n_boot: int = 2000,
     n_perm: int = 10000,
     confidence: float = 0.95,
 ) -> PairedDifference:
     """Compare run B with run A on the same samples (``a[i]`` and ``b[i]`` score sample i).
 
-    ``diff`` = mean(b - a). The CI bootstraps the per-sample differences; the p-value flips
-    the sign of each difference: every assignment when at most 16 differences are non-zero
-    (the smallest attainable p is then 2 / 2**m), otherwise ``n_perm`` random assignments with
-    the +1 correction. Bootstrap and permutation draw from independent streams derived from
-    ``seed``, so changing ``n_boot`` does not change the p-value.
+    ``diff`` = mean(b - a). The p-value is a two-sided paired permutation test: under "no
+    difference" the sign of each per-sample difference is a coin flip, and p is the share of
+    sign assignments whose |sum| is at least the observed one. Every assignment is enumerated
+    when there are at most 16 pairs (exact; the smallest attainable p is 2 / 2**n), otherwise
+    ``n_perm`` random ones (generator seeded with ``seed``) with the +1 correction.
+
+    The CI inverts that same test: it holds every shift d0 for which the test of "the
+    differences are symmetric about d0" (the same sign assignments applied to ``d - d0``) gives
+    p >= 1 - ``confidence`` (Ernst 2004, "Permutation methods: a basis for exact inference";
+    the ends are means of subsets of the differences, as in Hartigan 1969). So the CI excludes
+    0 exactly when p < 1 - confidence: the interval and the unadjusted test cannot disagree. A
+    percentile bootstrap could (with 14 pairs of which 4 differ it excluded 0 at p = 0.125).
+    When no shift can be rejected (at most 5 pairs at 95%: p >= 2 / 2**n > 0.05) the interval
+    is unbounded and both ends are ``None``.
     """
     _check_confidence(confidence)
-    _check_positive("n_boot", n_boot)
     _check_positive("n_perm", n_perm)
     xa = _floats(a, "a")
     xb = _floats(b, "b")
@@ -440,10 +501,10 @@ def paired_difference(
     n = xa.shape[0]
     if n == 0:
         return PairedDifference(0, None, None, None, None, None, confidence, None, False)
-    boot_seq, perm_seq = np.random.SeedSequence(seed).spawn(2)
     d = xb - xa
-    ci_low, ci_high = _percentile_ci(d, np.random.default_rng(boot_seq), n_boot, confidence)
-    p_value, exact = _permutation_p(d, np.random.default_rng(perm_seq), n_perm)
+    low, high, exact = _flip_intervals(d, np.random.default_rng(seed), n_perm)
+    p_value = int(np.count_nonzero((low <= 0.0) & (high >= 0.0))) / low.shape[0]
+    ci_low, ci_high = _inverted_ci(low, high, round(1.0 - confidence, 12))
     return PairedDifference(
         n=n,
         mean_a=float(np.mean(xa)),

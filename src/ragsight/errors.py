@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "EmbeddingError",
     "InputError",
     "JudgeError",
     "JudgeSameAsGeneratorWarning",
@@ -37,6 +38,20 @@ class JudgeUnavailableError(ConfigError):
     """The judge cannot be reached or rejects the credentials (found by the preflight call)."""
 
 
+class EmbeddingError(RagsightError):
+    """Embedding texts failed: the server failed after the embedder's own retries, or the vectors
+    cannot be used (NaN, infinity, all zeros, wrong shape). ``status`` is the last HTTP status
+    (None for connection failures and unusable vectors), ``fatal`` tells whether retrying later
+    can help, ``attempts`` how many requests were made for the failing batch."""
+
+    def __init__(self, message: str, *, status: int | None = None, fatal: bool = False,
+                 attempts: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.fatal = fatal
+        self.attempts = attempts
+
+
 class StoreError(RagsightError):
     """The run store cannot be opened, is locked by another run, or lacks the requested run."""
 
@@ -59,7 +74,8 @@ class MissingExtraError(RagsightError):
 
 class ProviderError(Exception):
     """A provider call failed. ``retryable`` tells the Judge whether to try again;
-    ``retry_after`` (seconds) is the server's requested wait, when it gave one."""
+    ``retry_after`` (seconds) is the server's requested wait, when it gave one; ``timed_out``
+    says the call got no answer in time (a sign of an overloaded server, as HTTP 429 is)."""
 
     def __init__(
         self,
@@ -69,13 +85,19 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         fatal: bool = False,
+        timed_out: bool = False,
+        too_large: bool = False,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.timed_out = timed_out
         self.status = status
         self.retry_after = retry_after
         # fatal: no later call can succeed either (bad key, unknown model); stops the run early
         self.fatal = fatal
+        # the answer was larger than the provider reads; it was cut there and not used (counted
+        # by the Judge as answers_too_large)
+        self.too_large = too_large
 
 
 class OutputError(ValueError):

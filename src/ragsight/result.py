@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._files import atomic_write, strict_json
 from ._score import Outcome, Score
-from ._stats import overall_score, summarize
+from ._stats import harmonic_mean, summarize
 from .errors import MissingExtraError
 from .metrics import Metric, resolve_metrics
 from .sample import RowProblem, Sample
-from .store import Store
+from .store import INPUT_COLUMNS, Store, input_columns
 
-__all__ = ["EvaluationResult", "MetricSummary", "load_result", "summarize_scores"]
+__all__ = [
+    "EvaluationResult",
+    "MetricSummary",
+    "Overall",
+    "load_result",
+    "overall_entry",
+    "overall_of",
+    "summarize_scores",
+]
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,107 @@ class MetricSummary:
             "fail_reasons": dict(self.fail_reasons),
         }
 
+    def why_no_mean(self) -> str | None:
+        """Why the metric has no mean (no sample scored), in words; None when it has one."""
+        if self.mean is not None:
+            return None
+        total = sum(self.counts.values())
+        if total == 0:
+            return "no sample was evaluated"
+        c = self.counts
+
+        def top(reasons: Mapping[str, int]) -> str:
+            if not reasons:
+                return ""
+            reason, _count = max(reasons.items(), key=lambda kv: kv[1])
+            more = f" (and {len(reasons) - 1} other reason(s))" if len(reasons) > 1 else ""
+            return f": {reason}{more}"
+
+        if c.get("failed", 0) == total:
+            return f"failed on all {total} samples{top(self.fail_reasons)}"
+        if c.get("skipped", 0) == total:
+            return f"skipped on all {total} samples{top(self.skip_reasons)}"
+        if c.get("undetermined", 0) == total:
+            return f"undetermined on all {total} samples (its definition has no value for them)"
+        parts = [f"{c[o]} {o}" for o in ("failed", "skipped", "undetermined") if c.get(o)]
+        return f"no sample scored ({', '.join(parts)})"
+
+    @property
+    def all_failed_or_skipped(self) -> bool:
+        """Every score of the metric failed or was skipped (nothing scored or undetermined)."""
+        total = sum(self.counts.values())
+        return total > 0 and self.counts.get("failed", 0) + self.counts.get("skipped", 0) == total
+
+
+def overall_entry(mean: float, lower_is_better: bool) -> float:
+    """How a metric's mean enters the overall score: oriented so that higher is better
+    (a lower-is-better metric as ``1 - mean``), then clamped to [0, 1].
+
+    Metric means are reported as computed; a cosine-based metric (answer_relevancy,
+    answer_similarity, mrr_by_similarity) can have a mean below 0. Only here, where means of
+    different metrics are combined, is a value outside [0, 1] clamped (docs/metrics.md)."""
+    v = 1.0 - mean if lower_is_better else mean
+    return min(1.0, max(0.0, v))
+
+
+@dataclass(frozen=True)
+class Overall:
+    """The overall score of a run and what went into it (docs/metrics.md, "Overall score").
+
+    ``mean``: the headline, the arithmetic mean of the metrics' entries (each metric mean
+    oriented and clamped by :func:`overall_entry`). ``harmonic``: the harmonic mean of the same
+    entries, the overall of the ragas-style specification; it is 0 whenever one entry is 0, so
+    it is shown beside the headline, not as it. ``entries``: metric -> value as entered.
+    ``left_out``: metric -> why it has no mean (failed or skipped on every sample...), so a
+    metric never vanishes from the overall silently. ``clamped``: metrics whose mean lay
+    outside [0, 1] and entered clamped."""
+
+    mean: float | None
+    harmonic: float | None
+    entries: Mapping[str, float]
+    left_out: Mapping[str, str] = field(default_factory=dict)
+    clamped: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mean": self.mean, "harmonic": self.harmonic, "entries": dict(self.entries),
+                "left_out": dict(self.left_out), "clamped": list(self.clamped)}
+
+    def describe_left_out(self) -> str:
+        """One line naming the metrics left out and why (empty when none was)."""
+        if not self.left_out:
+            return ""
+        items = "; ".join(f"{k} ({why})" for k, why in self.left_out.items())
+        return f"the overall leaves out {len(self.left_out)} metric(s) with no mean: {items}"
+
+
+def overall_of(
+    means: Mapping[str, float | None],
+    lower_is_better: Collection[str] = (),
+    why_left_out: Mapping[str, str] | None = None,
+) -> Overall:
+    """The overall of metric means (``None`` for a metric with no mean: it is left out, with
+    the reason from ``why_left_out`` or "no scored sample")."""
+    entries: dict[str, float] = {}
+    left_out: dict[str, str] = {}
+    clamped: list[str] = []
+    for key, mean in means.items():
+        if mean is None:
+            left_out[key] = (why_left_out or {}).get(key) or "no scored sample"
+            continue
+        lower = key in lower_is_better
+        entries[key] = overall_entry(mean, lower)
+        raw = 1.0 - mean if lower else mean
+        if raw != entries[key]:
+            clamped.append(key)
+    values = list(entries.values())
+    return Overall(
+        mean=sum(values) / len(values) if values else None,
+        harmonic=harmonic_mean(values) if values else None,
+        entries=entries,
+        left_out=left_out,
+        clamped=tuple(clamped),
+    )
+
 
 def summarize_scores(
     key: str, scores: Sequence[Score], lower_is_better: bool = False, seed: int = 0
@@ -55,7 +164,8 @@ def summarize_scores(
         if s.outcome is Outcome.SKIPPED:
             skip[s.reason] = skip.get(s.reason, 0) + 1
         elif s.outcome is Outcome.FAILED:
-            reason = s.reason.split(":")[0] if s.reason else "failed"
+            # the whole reason: its cause and any "pip install" hint come after a colon
+            reason = s.reason or "failed"
             fail[reason] = fail.get(reason, 0) + 1
     st = summarize(values, seed=seed)
     return MetricSummary(key, st.n, st.mean, st.sd, st.ci_low, st.ci_high, counts, lower_is_better, skip, fail)
@@ -88,49 +198,83 @@ class EvaluationResult:
         }
 
     @property
-    def overall(self) -> float | None:
-        """Harmonic mean of the metric means (lower-is-better metrics enter as 1 - mean)."""
+    def overall_detail(self) -> Overall:
+        """The overall score with its parts: the headline mean, the harmonic mean beside it,
+        each metric's entry, and the metrics left out (no mean) with the reason."""
+        return overall_of(
+            {k: s.mean for k, s in self.summary.items()},
+            {k for k, low in self._lower.items() if low},
+            {k: s.why_no_mean() or "" for k, s in self.summary.items()},
+        )
 
-        # A cosine-based mean can be negative; it enters the harmonic mean as 0 (clamped to [0, 1]).
-        means = {k: min(1.0, max(0.0, s.mean)) for k, s in self.summary.items() if s.mean is not None}
-        if not means:
-            return None
-        return overall_score(means, {k for k in means if self._lower[k]})
+    @property
+    def overall(self) -> float | None:
+        """The headline overall score: the arithmetic mean of the metric means, each oriented
+        (lower-is-better as 1 - mean) and clamped to [0, 1]; None when no metric has a mean.
+        Metrics with no mean are left out and named in :attr:`overall_detail`."""
+        return self.overall_detail.mean
+
+    @property
+    def overall_harmonic(self) -> float | None:
+        """The harmonic mean of the same entries as :attr:`overall` (the specification's
+        overall score; 0 whenever one metric's entry is 0)."""
+        return self.overall_detail.harmonic
+
+    def worst(self) -> tuple[str, str, float] | None:
+        """The sample with the lowest score of the run, as (sample id, metric, value): each
+        scored value oriented so that lower is worse (a lower-is-better metric as 1 - value);
+        ties go to the earlier sample. None when nothing was scored."""
+        found: tuple[float, str, str, float] | None = None
+        for s in self.samples:
+            for key, score in self.scores.get(s.id, {}).items():
+                if score.outcome is not Outcome.SCORED or score.value is None:
+                    continue
+                oriented = 1.0 - score.value if self._lower.get(key) else score.value
+                if found is None or oriented < found[0]:
+                    found = (oriented, s.id, key, score.value)
+        return None if found is None else (found[1], found[2], found[3])
 
     def __getitem__(self, metric: str) -> MetricSummary:
         return self.summary[metric]
 
     def records(self) -> list[dict[str, Any]]:
-        """One dict per sample, in input order: {"id", "run_id", "scores": {metric: {...}}}."""
+        """One dict per sample, in input order: {"id", "run_id", the inputs (question, contexts,
+        response, reference, reference_contexts, retrieved_ids, relevant_ids, metadata),
+        "scores": {metric: {...}}}."""
         out = []
         for s in self.samples:
             per = self.scores.get(s.id, {})
-            out.append({"id": s.id, "run_id": self.run_id,
+            out.append({"id": s.id, "run_id": self.run_id, **input_columns(s, "json"),
                         "scores": {k: per[k].to_dict() for k in self.metric_keys if k in per}})
         return out
 
     def write_jsonl(self, path: str | os.PathLike[str]) -> None:
-        with open(path, "w", encoding="utf-8") as f:
+        """Write :meth:`records` as strict JSON lines, to a temporary file renamed over ``path``
+        when complete (a write killed midway leaves the previous file whole)."""
+        with atomic_write(path) as f:
             for rec in self.records():
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                f.write(strict_json(rec) + "\n")
 
     def to_pandas(self) -> Any:
-        """A DataFrame with one row per sample: id, question, and for each metric its value,
-        ``<metric>__outcome`` and ``<metric>__reason``."""
+        """A DataFrame with one row per sample: the inputs (``id``, ``question``, ``contexts``,
+        ``response``, ``reference``, ``reference_contexts``, ``retrieved_ids``, ``relevant_ids``,
+        ``metadata``, as Python lists and dicts), then for each metric its value,
+        ``<metric>__outcome`` and ``<metric>__reason``. So a filter reads
+        ``df[df.faithfulness < 0.5][["question", "contexts"]]``."""
         try:
             import pandas as pd
         except ImportError as exc:
             raise MissingExtraError("to_pandas()", "pandas", "pandas") from exc
         rows = []
         for s in self.samples:
-            row: dict[str, Any] = {"id": s.id, "question": s.question, "response": s.response}
+            row: dict[str, Any] = {"id": s.id, **input_columns(s, "python")}
             for k in self.metric_keys:
                 sc = self.scores.get(s.id, {}).get(k)
                 row[k] = sc.value if sc else None
                 row[f"{k}__outcome"] = sc.outcome.value if sc else None
                 row[f"{k}__reason"] = sc.reason if sc else None
             rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows, columns=list(rows[0]) if rows else ["id", *INPUT_COLUMNS])
 
     def __repr__(self) -> str:
         parts = []

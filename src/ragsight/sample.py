@@ -1,53 +1,83 @@
 """Samples and data sets: the frozen ``Sample`` type, loading and validation.
 
-A data set can come from JSONL, JSON, CSV, Parquet, a pandas DataFrame or a list of dicts. The
-field names of other tools load unchanged (``user_input``, ``retrieved_contexts``, ``answer``,
-``ground_truth``...). No field is required: a missing field only makes the metrics that need it
-``skipped``. A row that cannot be used is reported with its file, row and field, and the other rows
-still load.
+A data set can come from JSONL, JSON, CSV, Parquet, a pandas DataFrame, a list of dicts or of
+objects (a ragas ``EvaluationDataset``, a Hugging Face ``datasets.Dataset``, DeepEval test
+cases), all duck-typed. The field names and value shapes of other tools load unchanged
+(``_shapes.py`` holds the rules; ``docs/data.md`` says them for users). No field is required: a
+missing field only makes the metrics that need it ``skipped``. A row that cannot be used is
+reported with its file, row and field, and the other rows still load; problems of one kind are
+reported once, with their count and first rows.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
-import difflib
 import hashlib
 import io
 import json
-import math
 import os
+import re
+import stat
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ._shapes import (
+    FIELD_ALIASES,
+    MAX_DIGITS,
+    FieldError,
+    HugeNumber,
+    deepest_key,
+    is_missing,
+    merge_phoenix_spans,
+    read_row,
+    row_mapping,
+)
 from .errors import InputError, MissingExtraError
 
-__all__ = ["Dataset", "RowProblem", "Sample", "SampleWarning"]
+__all__ = ["FIELD_ALIASES", "Dataset", "ProblemGroup", "RowProblem", "Sample", "SampleWarning",
+           "group_problems", "is_out_of_scope"]
+
+# A text data file (JSONL, JSON, CSV) is read whole into memory: refuse beyond this size.
+MAX_TEXT_FILE_BYTES = 2 * 1024**3
 
 
 class SampleWarning(UserWarning):
     """A data set loaded, but something in it looks like a mistake (e.g. a misspelt field)."""
 
 
-# canonical name -> accepted names (the canonical one first)
-FIELD_ALIASES: dict[str, tuple[str, ...]] = {
-    "id": ("id", "sample_id", "qid", "question_id"),
-    "question": ("question", "user_input", "query", "input"),
-    "contexts": ("contexts", "retrieved_contexts", "context", "retrieved_context"),
-    "response": ("response", "answer", "output", "generated_answer"),
-    "reference": ("reference", "ground_truth", "ground_truths", "reference_answer", "expected_output"),
-    "reference_contexts": ("reference_contexts", "ground_truth_contexts"),
-    "retrieved_ids": ("retrieved_ids", "retrieved_context_ids"),
-    "relevant_ids": ("relevant_ids", "reference_context_ids", "relevant_context_ids"),
-    "metadata": ("metadata",),
-}
-_ALIAS_TO_FIELD = {alias: name for name, aliases in FIELD_ALIASES.items() for alias in aliases}
-_LIST_FIELDS = ("contexts", "reference_contexts", "retrieved_ids")
-# the fields that carry something to evaluate (a row with none of them and unknown ones is a mistake)
-_CONTENT_FIELDS = ("question", "contexts", "response", "reference", "reference_contexts",
-                   "retrieved_ids", "relevant_ids")
+_FALSE = {"false", "no", "0", "n", "f"}
+_TRUE = {"true", "yes", "1", "y", "t"}
+
+
+def _flag(value: Any) -> bool | None:
+    """True / False from a bool, a number or the words CSV cells hold; None when unset."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and not is_missing(value):
+        return bool(value)
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in _TRUE:
+            return True
+        if v in _FALSE:
+            return False
+    return None
+
+
+def is_out_of_scope(metadata: Mapping[str, Any]) -> bool:
+    """The rule for an out-of-scope question (the documents do not answer it; the system
+    should decline): ``metadata.question_type == "out_of_scope"`` (as ``ragsight generate``
+    writes), ``answerable`` false, or ``out_of_scope`` true. A row's top-level ``answerable`` /
+    ``out_of_scope`` / ``question_type`` fields land in metadata, so they count too."""
+    if str(metadata.get("question_type", "")).strip().lower() in ("out_of_scope", "out-of-scope"):
+        return True
+    if _flag(metadata.get("answerable")) is False:
+        return True
+    return _flag(metadata.get("out_of_scope")) is True
 
 
 @dataclass(frozen=True)
@@ -85,6 +115,11 @@ class Sample:
         if isinstance(self.reference, str):
             return (self.reference,)
         return tuple(self.reference)
+
+    @property
+    def out_of_scope(self) -> bool:
+        """True when the question is marked out of scope (see :func:`is_out_of_scope`)."""
+        return is_out_of_scope(self.metadata)
 
     def has(self, name: str) -> bool:
         """True when the field is present and not empty."""
@@ -136,144 +171,48 @@ def question_id(question: str | None, reference: str | Sequence[str] | None) -> 
     return "q-" + digest.hexdigest()[:12]
 
 
-def _is_missing(value: Any) -> bool:
-    if value is None:
-        return True
-    return isinstance(value, float) and math.isnan(value)
+@dataclass(frozen=True)
+class ProblemGroup:
+    """Row problems of one kind: the same field and the same message but for row-specific
+    values (numbers, quoted names). ``rows`` are all the rows, in order."""
+
+    source: str
+    field: str | None
+    message: str  # the first occurrence's message
+    rows: tuple[int, ...]
+    warning: bool
+
+    def __str__(self) -> str:
+        return self.line()
+
+    def line(self, shown: int = 5) -> str:
+        """One line: the rows (the first ``shown`` of them and the count), the field, the message."""
+        msg = self.message.removeprefix("warning: ")
+        where = f"{self.source}, row {self.rows[0]}"
+        if len(self.rows) > 1:
+            first = ", ".join(str(r) for r in self.rows[:shown])
+            more = f", ... ({len(self.rows):,} rows)" if len(self.rows) > shown else ""
+            where = f"{self.source}, rows {first}{more}"
+        if self.field:
+            where += f", field '{self.field}'"
+        if len(msg) > 400:
+            msg = msg[:400] + " [...]"
+        return f"{where}: {msg}"
 
 
-def _to_plain(value: Any) -> Any:
-    """numpy / pandas / pyarrow scalars and arrays to plain Python values."""
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return value.tolist()
-    return value
+_VARYING = re.compile(r"'[^']*'|\"[^\"]*\"|\d[\d,.]*")
 
 
-class _RowError(Exception):
-    def __init__(self, field_name: str | None, message: str) -> None:
-        super().__init__(message)
-        self.field_name = field_name
-        self.message = message
-
-
-def _text(name: str, value: Any) -> str | None:
-    if _is_missing(value):
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    if not isinstance(value, str):
-        raise _RowError(name, f"expected text, got {type(value).__name__}. Give '{name}' as a string.")
-    return value
-
-
-def _text_list(name: str, value: Any, from_csv: bool) -> tuple[str, ...] | None:
-    value = _to_plain(value)
-    if _is_missing(value):
-        return None
-    if isinstance(value, str):
-        if from_csv and value.strip().startswith("["):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise _RowError(
-                    name, f"the cell starts like a JSON list but does not parse ({exc.msg}). "
-                    f'Write it as a JSON array of strings, e.g. ["first chunk", "second chunk"].'
-                ) from exc
-        elif from_csv and value.strip() == "":
-            return None
-        else:
-            how = (
-                'in a CSV cell, as a JSON array: ["chunk one", "chunk two"]'
-                if from_csv
-                else 'as a list of strings: ["chunk one", "chunk two"]'
-            )
-            raise _RowError(
-                name,
-                f"'{name}' is one string, but it must be a list of strings (one per chunk). "
-                f"Give it {how}; a single chunk is a list of one.",
-            )
-    if not isinstance(value, (list, tuple)):
-        raise _RowError(
-            name, f"expected a list of strings, got {type(value).__name__}. Give '{name}' as a "
-            'list of strings, e.g. ["chunk one", "chunk two"].'
-        )
-    out = []
-    for i, item in enumerate(value):
-        item = _to_plain(item)
-        if isinstance(item, (int, float)) and not isinstance(item, bool) and name.endswith("ids"):
-            item = str(item)
-        if not isinstance(item, str):
-            raise _RowError(
-                name, f"item {i} is {type(item).__name__}, not a string. Every item must be text."
-            )
-        out.append(item)
-    return tuple(out)
-
-
-def _reference(value: Any, from_csv: bool) -> str | tuple[str, ...] | None:
-    value = _to_plain(value)
-    if _is_missing(value):
-        return None
-    if isinstance(value, str):
-        if from_csv and value.strip().startswith('["'):
-            try:
-                parsed = json.loads(value)
-            except json.JSONDecodeError:
-                return value
-            return _reference(parsed, False)
-        return value
-    if isinstance(value, (list, tuple)):
-        # blank aliases accept nothing: drop them; a list of blanks is a missing reference
-        items = tuple(a for a in (_text_list("reference", value, False) or ()) if a.strip())
-        if not items:
-            return None
-        return items[0] if len(items) == 1 else items
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    raise _RowError(
-        "reference", f"expected text or a list of acceptable answers, got {type(value).__name__}. "
-        'Give the reference as a string, or a list of strings when several answers are acceptable.'
-    )
-
-
-def _relevant_ids(value: Any, from_csv: bool) -> tuple[str, ...] | dict[str, float] | None:
-    value = _to_plain(value)
-    if _is_missing(value):
-        return None
-    if isinstance(value, str) and from_csv and value.strip()[:1] in "[{":
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise _RowError("relevant_ids", f"the cell does not parse as JSON ({exc.msg}).") from exc
-    if isinstance(value, Mapping):
-        grades: dict[str, float] = {}
-        for k, g in value.items():
-            if isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g < 0:
-                raise _RowError(
-                    "relevant_ids",
-                    f"grade of '{k}' is {g!r}; grades must be numbers >= 0 (0 = not relevant).",
-                )
-            grades[str(k)] = float(g)
-        return grades
-    return _text_list("relevant_ids", value, from_csv)
-
-
-def _metadata(value: Any) -> dict[str, Any]:
-    value = _to_plain(value)
-    if _is_missing(value):
-        return {}
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            return {"value": value}
-        value = parsed
-    if not isinstance(value, Mapping):
-        raise _RowError(
-            "metadata", f"expected an object (mapping), got {type(value).__name__}. Give metadata as "
-            'an object, e.g. {"chunk_size": 512, "generator": "my-model"}.'
-        )
-    return dict(value)
+def group_problems(problems: Iterable[RowProblem]) -> list[ProblemGroup]:
+    """Problems grouped by kind (source, field, message with its row-specific values masked),
+    in the order each kind first appears."""
+    groups: dict[tuple[str, str | None, str], list[RowProblem]] = {}
+    for p in problems:
+        key = (p.source, p.field, _VARYING.sub("#", p.message))
+        groups.setdefault(key, []).append(p)
+    return [ProblemGroup(ps[0].source, ps[0].field, ps[0].message, tuple(p.row for p in ps),
+                         ps[0].message.startswith("warning:"))
+            for ps in groups.values()]
 
 
 def sample_from_mapping(
@@ -282,76 +221,64 @@ def sample_from_mapping(
     """Build a Sample from one row. Returns it with (field, warning) notes.
 
     A row without an id gets :func:`question_id`, or ``row-N`` (its 1-based position, ``row``)
-    when it has neither a question nor a reference. Raises _RowError for an unusable field.
+    when it has neither a question nor a reference. Raises FieldError for an unusable field.
+    ``from_csv`` is kept for callers; every source is read by the same rules.
     """
-    notes: list[tuple[str, str]] = []
-    canon: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for key, value in raw.items():
-        key_s = str(key)
-        name = _ALIAS_TO_FIELD.get(key_s) or _ALIAS_TO_FIELD.get(key_s.strip().lower())
-        if name is None:
-            extra[key_s] = _to_plain(value)
-            close = difflib.get_close_matches(key_s.lower(), list(_ALIAS_TO_FIELD), n=1, cutoff=0.8)
-            if close:
-                notes.append(
-                    (key_s, f"unknown field '{key_s}' kept in metadata; did you mean '{close[0]}'?")
-                )
-            continue
-        if name in canon and not _is_missing(canon[name]):
-            if not _is_missing(value):
-                notes.append((key_s, f"'{key_s}' duplicates '{name}'; the first one is used."))
-            continue
-        canon[name] = value
-
-    if extra and not any(name in canon for name in _CONTENT_FIELDS):
-        got = ", ".join(f"'{k}'" for k in list(extra)[:8])
-        raise _RowError(
-            None,
-            f"none of this row's fields is known ({got}). Name them question, contexts, response, "
-            "reference (the names of other tools work too: user_input, retrieved_contexts, answer, "
-            "ground_truth...).",
-        )
-    meta = _metadata(canon.get("metadata"))
-    if extra:
-        meta = {**extra, **meta}
-    raw_id = canon.get("id")
-    sid = None if _is_missing(raw_id) else str(_to_plain(raw_id)).strip()
-    question = _text("question", canon.get("question"))
-    contexts = _text_list("contexts", canon.get("contexts"), from_csv)
-    response = _text("response", canon.get("response"))
-    reference = _reference(canon.get("reference"), from_csv)
-    ref_contexts = _text_list("reference_contexts", canon.get("reference_contexts"), from_csv)
-    retrieved_ids = _text_list("retrieved_ids", canon.get("retrieved_ids"), from_csv)
-    relevant_ids = _relevant_ids(canon.get("relevant_ids"), from_csv)
-    if not sid:
-        sid = question_id(question, reference) or f"row-{row if row is not None else 0}"
+    got = read_row(raw)
+    v = got.values
+    sid = v["id"] or question_id(v["question"], v["reference"]) or f"row-{row if row is not None else 0}"
     sample = Sample(
         id=sid,
-        question=question,
-        contexts=contexts,
-        response=response,
-        reference=reference,
-        reference_contexts=ref_contexts,
-        retrieved_ids=retrieved_ids,
-        relevant_ids=relevant_ids,
-        metadata=meta,
+        question=v["question"],
+        contexts=v["contexts"],
+        response=v["response"],
+        reference=v["reference"],
+        reference_contexts=v["reference_contexts"],
+        retrieved_ids=v["retrieved_ids"],
+        relevant_ids=v["relevant_ids"],
+        metadata=got.metadata,
     )
-    return sample, notes
+    return sample, got.notes
+
+
+def _looks_binary(head: bytes) -> bool:
+    """NUL bytes and not UTF-8 (a text file may hold a NUL character; a binary one is rarely
+    valid UTF-8), or NUL bytes in more than a tenth of it (UTF-16 and the like)."""
+    nul = head.count(b"\x00")
+    if not nul:
+        return False
+    if nul * 10 > len(head):
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _parse_int(text: str) -> int | HugeNumber:
+    """json's parse_int: a number too long for int() stays text, reported by field later."""
+    return int(text) if len(text) <= MAX_DIGITS else HugeNumber(text)
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_int=_parse_int)
 
 
 class Dataset:
     """An ordered collection of samples with unique ids, plus the problems found while loading.
 
     Rows that cannot be used are not in the data set; they are listed in ``problems`` (file, row,
-    field, how to fix) so a run can report them. Use ``Dataset.load(path)`` or
-    ``Dataset.from_records(rows)``.
+    field, how to fix) so a run can report them. ``sources`` says which of the data's names
+    filled each ragsight field (``{"response": ("actual_output",), ...}``). Use
+    ``Dataset.load(data)`` or ``Dataset.from_records(rows)``.
     """
 
     def __init__(self, samples: Iterable[Sample], problems: Iterable[RowProblem] = (), source: str = "<data>") -> None:
         self.samples: list[Sample] = list(samples)
         self.problems: list[RowProblem] = list(problems)
         self.source = source
+        self.sources: dict[str, tuple[str, ...]] = {}
         seen: set[str] = set()
         for s in self.samples:
             if s.id in seen:
@@ -385,30 +312,46 @@ class Dataset:
 
     @classmethod
     def from_records(
-        cls, rows: Iterable[Mapping[str, Any]], source: str = "<records>", *, from_csv: bool = False,
+        cls, rows: Iterable[Any], source: str = "<records>", *, from_csv: bool = False,
         row_numbers: Sequence[int] | None = None,
     ) -> Dataset:
-        """Build a data set from dict-like rows. Bad rows are reported, not raised."""
+        """Build a data set from dict-like rows (or objects with ``to_dict()`` /
+        ``model_dump()``). Bad rows are reported, not raised."""
+        rows = list(rows)
+        numbers = list(row_numbers) if row_numbers is not None else list(range(1, len(rows) + 1))
+        rows, numbers = merge_phoenix_spans(rows, numbers)
         samples: list[Sample] = []
         problems: list[RowProblem] = []
         ids: dict[str, int] = {}
         explicit: set[str] = set()
         by_position: list[int] = []
-        for i, raw in enumerate(rows):
-            rown = row_numbers[i] if row_numbers is not None else i + 1
-            if not isinstance(raw, Mapping):
+        sources: dict[str, dict[str, None]] = {}
+        for obj, rown in zip(rows, numbers):
+            raw = row_mapping(obj)
+            if raw is None:
                 problems.append(RowProblem(
-                    source, rown, None, f"expected an object with fields, got {type(raw).__name__}. "
+                    source, rown, None, f"expected an object with fields, got {type(obj).__name__}. "
                     'Each row must be an object such as {"question": "...", "response": "..."}.'))
                 continue
             try:
-                sample, notes = sample_from_mapping(raw, from_csv=from_csv, row=rown)
-            except _RowError as exc:
+                got = read_row(raw)
+            except FieldError as exc:
                 problems.append(RowProblem(source, rown, exc.field_name, exc.message))
                 continue
-            for fname, note in notes:
+            except (RecursionError, MemoryError):
+                problems.append(RowProblem(source, rown, None, "the row nests too deeply to read; flatten it."))
+                continue
+            v = got.values
+            sid = v["id"] or question_id(v["question"], v["reference"]) or f"row-{rown}"
+            sample = Sample(id=sid, question=v["question"], contexts=v["contexts"], response=v["response"],
+                            reference=v["reference"], reference_contexts=v["reference_contexts"],
+                            retrieved_ids=v["retrieved_ids"], relevant_ids=v["relevant_ids"],
+                            metadata=got.metadata)
+            for fname, note in got.notes:
                 problems.append(RowProblem(source, rown, fname, "warning: " + note))
-            has_explicit_id = any(not _is_missing(raw.get(a)) for a in FIELD_ALIASES["id"])
+            for name, src in got.sources.items():
+                sources.setdefault(name, {})[src] = None
+            has_explicit_id = v["id"] is not None
             if sample.id in ids:
                 if has_explicit_id or sample.id in explicit:
                     problems.append(
@@ -434,42 +377,68 @@ class Dataset:
                 "their ids are their row numbers (row-N), so another run of this data pairs with "
                 "them by position only. Give each row an id to pair them safely."))
         ds = cls(samples, problems, source)
-        for p in problems:
-            if p.message.startswith("warning:"):
-                warnings.warn(str(p).replace("warning: ", ""), SampleWarning, stacklevel=2)
+        ds.sources = {name: tuple(srcs) for name, srcs in sources.items()}
+        for g in group_problems(p for p in problems if p.message.startswith("warning:")):
+            warnings.warn(g.line(), SampleWarning, stacklevel=2)
         return ds
 
     @classmethod
     def from_pandas(cls, df: Any, source: str = "<DataFrame>") -> Dataset:
+        names = [n for n in getattr(df.index, "names", None) or () if n is not None]
+        if names:  # a named index (Phoenix's context.span_id, a user's id) is data: keep it
+            df = df.reset_index()
         records = df.to_dict(orient="records")
         return cls.from_records(records, source)
 
     @classmethod
     def load(cls, data: Any) -> Dataset:
-        """Load from a path (.jsonl, .json, .csv, .parquet), a DataFrame, a list of dicts, or a Dataset."""
+        """Load from a path (.jsonl, .json, .csv, .parquet), a pandas DataFrame, a list of dicts
+        or of row objects, a ragas ``EvaluationDataset`` or a Hugging Face ``datasets.Dataset``
+        (duck-typed: ``to_list()`` / ``to_pandas()``), or a Dataset."""
         if isinstance(data, Dataset):
             return data
         if isinstance(data, (str, os.PathLike)):
             return cls.from_file(Path(data))
-        if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
+        kind = type(data).__name__
+        if kind == "DataFrame" and hasattr(data, "to_dict"):
             return cls.from_pandas(data)
         if isinstance(data, Mapping):
+            splits = [k for k, v in data.items() if callable(getattr(v, "to_list", None))]
+            if splits and len(splits) == len(data):
+                raise InputError(f"this is a {kind} of splits ({', '.join(map(str, splits))}); give one split, "
+                                 f"e.g. data[{splits[0]!r}].")
             return cls.from_records(_columns_to_rows(data, "<dict>"), "<dict>")
+        to_list = getattr(data, "to_list", None)
+        if callable(to_list):  # ragas EvaluationDataset, datasets.Dataset
+            return cls.from_records(to_list(), f"<{kind}>")
+        to_pandas = getattr(data, "to_pandas", None)
+        if callable(to_pandas):
+            return cls.from_pandas(to_pandas(), f"<{kind}>")
         if isinstance(data, Iterable):
             rows = list(data)
             if rows and all(isinstance(r, Sample) for r in rows):
                 return cls(rows, source="<samples>")
             return cls.from_records(rows, "<records>")
-        raise InputError(f"cannot load a data set from {type(data).__name__}; give a file path, a DataFrame or a list of dicts.")
+        raise InputError(f"cannot load a data set from {kind}; give a file path, a DataFrame, a list of dicts, "
+                         "a ragas EvaluationDataset or a Hugging Face Dataset.")
 
     @classmethod
     def from_file(cls, path: Path) -> Dataset:
-        if not path.exists():
-            raise InputError(f"{path}: no such file. Check the path.")
-        if path.is_dir():
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file. Check the path.") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+        if stat.S_ISDIR(st.st_mode):
             raise InputError(f"{path}: is a folder; give a .jsonl, .json, .csv or .parquet file.")
         suffix = path.suffix.lower()
         src = str(path)
+        if suffix not in (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet"):
+            raise InputError(f"{src}: unknown file type '{suffix}'. Use .jsonl, .json, .csv or .parquet.")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{src}: not a regular file (a device, pipe or socket); save the data to a file "
+                             "and give its path.")
         if suffix == ".parquet":
             try:
                 import pandas as pd
@@ -482,7 +451,16 @@ class Dataset:
             except Exception as exc:
                 raise InputError(f"{src}: not a readable Parquet file ({exc}).") from exc
             return cls.from_pandas(df, src)
-        raw = path.read_bytes()
+        if st.st_size > MAX_TEXT_FILE_BYTES:
+            raise InputError(
+                f"{src}: {st.st_size / 1024**3:.1f} GiB is more than ragsight reads from a text file "
+                f"({MAX_TEXT_FILE_BYTES / 1024**3:.0f} GiB); split it, or convert it to Parquet.")
+        with path.open("rb") as f:
+            head = f.read(65536)
+            if _looks_binary(head):
+                raise InputError(f"{src}: the file is binary (NUL bytes in its first 64 KiB, and not UTF-8 "
+                                 f"text), not {suffix[1:].upper()}. Check the path; give a UTF-8 text file.")
+            raw = head + f.read()
         if not raw.strip().lstrip(b"\xef\xbb\xbf").strip():
             raise InputError(f"{src}: the file is empty. Give a file with one sample per row.")
         if suffix in (".jsonl", ".ndjson"):
@@ -498,9 +476,7 @@ class Dataset:
             ) from exc
         if suffix == ".json":
             return cls._from_json(text, src)
-        if suffix in (".csv", ".tsv"):
-            return cls._from_csv(text, src, "\t" if suffix == ".tsv" else ",")
-        raise InputError(f"{src}: unknown file type '{suffix}'. Use .jsonl, .json, .csv or .parquet.")
+        return cls._from_csv(text, src, "\t" if suffix == ".tsv" else ",")
 
     @classmethod
     def _from_jsonl_bytes(cls, raw: bytes, src: str) -> Dataset:
@@ -527,10 +503,14 @@ class Dataset:
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
+                rows.append(_loads(line))
                 numbers.append(n)
             except json.JSONDecodeError as exc:
                 problems.append(RowProblem(src, n, None, f"not valid JSON ({exc.msg} at column {exc.colno}). Each line must be one JSON object."))
+            except RecursionError:
+                key, _ = deepest_key(line)
+                problems.append(RowProblem(src, n, key, f"nests deeper than Python's JSON reader allows "
+                                           f"({'field ' + repr(key) if key else 'the row'}); flatten it."))
         ds = cls.from_records(rows, src, row_numbers=numbers)
         ds.problems = problems + ds.problems
         ds.problems.sort(key=lambda p: p.row)
@@ -539,11 +519,20 @@ class Dataset:
     @classmethod
     def _from_json(cls, text: str, src: str) -> Dataset:
         try:
-            data = json.loads(text)
+            data = _loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"{src}, line {exc.lineno}: not valid JSON ({exc.msg}). If it is one object per line, name it .jsonl.") from exc
+        except RecursionError:
+            key, line = deepest_key(text, limit=200)
+            raise InputError(f"{src}, line {line}: the JSON nests too deeply to read"
+                             f"{' (field ' + repr(key) + ')' if key else ''}; flatten it, or write one object "
+                             "per line as .jsonl so the other rows still load.") from None
         if isinstance(data, Mapping):
-            for key in ("samples", "data", "rows", "records"):
+            inner = data.get("results")
+            if isinstance(inner, Mapping) and isinstance(inner.get("results"), list):
+                return cls.from_records(inner["results"], src)  # promptfoo eval --output results.json
+            # testCases: a DeepEval test run (.deepeval/.latest_test_run.json, TestRun by alias)
+            for key in ("samples", "data", "rows", "records", "results", "test_cases", "testCases", "goldens"):
                 if isinstance(data.get(key), list):
                     return cls.from_records(data[key], src)
             return cls.from_records(_columns_to_rows(data, src), src)
@@ -559,6 +548,8 @@ class Dataset:
         numbers: list[int] = []
         problems: list[RowProblem] = []
         line = 1  # the header
+        # a cell can be as long as the file (csv's default limit is 131,072 characters)
+        old_limit = csv.field_size_limit(max(csv.field_size_limit(), min(len(text) + 1, 2**31 - 1)))
         try:
             for row in reader:
                 line = reader.line_num
@@ -568,11 +559,15 @@ class Dataset:
                 rows.append({k: (None if v == "" else v) for k, v in row.items()})
                 numbers.append(line)
         except csv.Error as exc:
-            raise InputError(
-                f"{src}, line {line + 1}: the CSV does not parse ({exc}). Look for an unclosed "
-                'quote: a cell that holds quotes, commas or line breaks must be quoted, with quotes '
-                'inside it doubled ("").'
-            ) from exc
+            msg = str(exc)
+            if "NUL" in msg:
+                hint = "The file holds NUL bytes: it is binary, or saved as UTF-16; save it as UTF-8 text."
+            else:
+                hint = ('Look for an unclosed quote: a cell that holds quotes, commas or line breaks must be '
+                        'quoted, with quotes inside it doubled ("").')
+            raise InputError(f"{src}, line {line + 1}: the CSV does not parse ({msg}). {hint}") from exc
+        finally:
+            csv.field_size_limit(old_limit)
         if not rows and not problems:
             raise InputError(f"{src}: the file has a header row and no samples under it.")
         ds = cls.from_records(rows, src, from_csv=True, row_numbers=numbers)

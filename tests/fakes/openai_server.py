@@ -12,8 +12,11 @@ hash-seeded vectors for ``POST /v1/embeddings``, a model list for ``GET /v1/mode
 "no reply scripted" for anything else (so a test that forgot to script a reply fails loudly).
 
 Every request is recorded (method, path, headers, body) before it is answered, including those
-answered by a reset or never answered. Leaving the ``with`` block wakes every hanging or trickling
-reply at once, so teardown is prompt; it re-raises the first exception a handler raised.
+answered by a reset or never answered. A connection that ends without a request (a client that
+connected and gave up before writing it, e.g. its time ran out) is counted in
+``empty_connections``. ``settle()`` waits until every connection accepted so far has been read,
+so counts taken after it are complete. Leaving the ``with`` block wakes every hanging or
+trickling reply at once, so teardown is prompt; it re-raises the first exception a handler raised.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ import contextlib
 import hashlib
 import json
 import random
+import select
 import socket
 import socketserver
 import struct
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,11 +59,12 @@ class RecordedRequest:
 class Reply:
     """How to answer one request. Build with the class methods, not the constructor."""
 
-    kind: str  # "http" | "reset" | "hang" | "trickle" | "default"
+    kind: str  # "http" | "reset" | "hang" | "trickle" | "huge" | "default"
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes = b""
     interval: float = 0.0
+    size: int = 0  # "huge": the content's length in bytes
 
     @classmethod
     def chat(
@@ -186,6 +192,14 @@ class Reply:
         )
 
     @classmethod
+    def huge(cls, size: int, *, model: str = DEFAULT_MODEL) -> Reply:
+        """A chat completion whose content is ``size`` bytes of filler, generated as it is sent
+        (the server never holds it), with a correct Content-Length: a server that ignores
+        ``max_tokens``. The client may hang up at any point."""
+        return cls(kind="huge", size=int(size), headers=(("Content-Type", "application/json"),),
+                   body=model.encode())
+
+    @classmethod
     def default(cls) -> Reply:
         """Whatever the server does for this path when nothing is scripted."""
         return cls(kind="default")
@@ -221,6 +235,9 @@ class _State:
     requests: list[RecordedRequest] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     connections: set[socket.socket] = field(default_factory=set)
+    unread: set[socket.socket] = field(default_factory=set)  # accepted, request not read yet
+    accepting: threading.Lock = field(default_factory=threading.Lock)  # accept + count as one
+    empty_connections: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -244,6 +261,24 @@ class _Server(ThreadingHTTPServer):
         # clients that time out and hang up mid-reply are the point of this server
         pass
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        # counted on arrival (in the accepting thread), until its handler has read the request
+        # or ended: settle() waits for the count to fall to 0
+        state = self.owner._state
+        with state.accepting:  # select() said a connection waits: accept() returns at once
+            conn, addr = super().get_request()
+            with state.lock:
+                state.unread.add(conn)
+        return conn, addr
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            state = self.owner._state
+            with state.lock:
+                state.unread.discard(request)  # whatever the handler did, it is over
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
@@ -262,6 +297,8 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.owner._state
         with state.lock:
             state.connections.discard(self.connection)
+            if not getattr(self, "_recorded", False) and not getattr(self, "raw_requestline", b""):
+                state.empty_connections += 1
         with contextlib.suppress(OSError):
             super().finish()
 
@@ -287,6 +324,9 @@ class _Handler(BaseHTTPRequestHandler):
             json=parsed,
         )
         reply = owner._choose(request)
+        self._recorded = True
+        with owner._state.lock:
+            owner._state.unread.discard(self.connection)
         with contextlib.suppress(OSError):  # the client gave up (timeout) or reset
             self._send(reply, request)
 
@@ -299,6 +339,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.rfile.close()  # drop the makefile reference so close() really closes
             self.connection.close()
+            return
+        if reply.kind == "huge":
+            self._send_huge(reply)
             return
         if reply.kind == "default":
             reply = self.server.owner._default(request)
@@ -317,6 +360,28 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         else:
             self.wfile.write(reply.body)
+
+
+    def _send_huge(self, reply: Reply) -> None:
+        head = ('{"id": "chatcmpl-huge", "object": "chat.completion", "created": 1700000000, '
+                f'"model": {json.dumps(reply.body.decode())}, "choices": [{{"index": 0, '
+                '"message": {"role": "assistant", "content": "').encode()
+        tail = b'"}, "finish_reason": "stop", "logprobs": null}]}'
+        self.send_response(reply.status)
+        for name, value in reply.headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(head) + reply.size + len(tail)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(head)
+        block = b"filler " * (65536 // 7)
+        left = reply.size
+        stopping = self.server.owner._state.stopping
+        while left > 0 and not stopping.is_set():
+            piece = block[:left]
+            self.wfile.write(piece)
+            left -= len(piece)
+        self.wfile.write(tail)
 
 
 class FakeOpenAIServer:
@@ -437,6 +502,35 @@ class FakeOpenAIServer:
         """Exceptions raised by ``handler`` (each answered with HTTP 500)."""
         with self._state.lock:
             return list(self._state.errors)
+
+    @property
+    def empty_connections(self) -> int:
+        """Connections that ended without a request line: the client connected and closed (or
+        stalled past the handler's timeout) before writing anything."""
+        with self._state.lock:
+            return self._state.empty_connections
+
+    def settle(self, timeout: float = 10.0) -> bool:
+        """Wait until every connection that has reached the server has had its request read
+        (or ended without one), so ``requests`` and ``empty_connections`` are complete for
+        everything clients sent so far. A request can arrive after the client stopped waiting
+        for it (a timeout), and the server's threads may not have read it yet when the client's
+        work returns. Returns False if that did not happen within ``timeout`` seconds."""
+        server = self._server
+        if server is None:
+            return True
+        deadline = time.monotonic() + timeout
+        while True:
+            # one snapshot: no connection waits to be accepted, none is between accept and count
+            with self._state.accepting:
+                waiting, _, _ = select.select([server.socket], [], [], 0)
+                with self._state.lock:
+                    unread = len(self._state.unread)
+            if not waiting and not unread:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
 
     # -- called from the handler threads ------------------------------------------------------
 

@@ -51,7 +51,8 @@ def test_evaluate_contract_out_file_and_summary(
     run_id = rows[0]["run_id"]
     assert run_id in stdout
     for r in rows:
-        assert set(r) == {"id", "run_id", "scores"}
+        assert set(r) == {"id", "run_id", "scores", "question", "contexts", "response", "reference",
+                          "reference_contexts", "retrieved_ids", "relevant_ids", "metadata"}  # the inputs too
         assert list(r["scores"]) == ["faithfulness", "context_recall"]
         for s in r["scores"].values():
             assert set(s) == {"value", "outcome", "reason"}
@@ -90,10 +91,10 @@ def test_unusable_input_exits_2_with_a_clear_message(tmp_path: Path, capsys: pyt
     code, _, stderr = run(capsys, "evaluate", str(tmp_path / "missing.jsonl"), "--store", str(tmp_path / "s.db"))
     assert code == 2 and "no such file" in stderr
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"question": "q", "contexts": "one string", "response": "r"}\n')
+    bad.write_text('{"question": "q", "contexts": [1, 2], "response": "r"}\n')
     code, _, stderr = run(capsys, "evaluate", str(bad), "--store", str(tmp_path / "s.db"))
     assert code == 2
-    assert "row 1" in stderr and "contexts" in stderr and "list of strings" in stderr
+    assert "row 1" in stderr and "contexts" in stderr and "not a string" in stderr
     assert "Traceback" not in stderr
 
 

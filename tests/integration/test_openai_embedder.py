@@ -238,15 +238,12 @@ async def test_base64_vectors_and_zero_vectors(
     import base64
 
     packed = base64.b64encode(np.array([3.0, 4.0], dtype="<f4").tobytes()).decode()
-    server.enqueue(
-        Reply.json(
-            {
-                "data": [
-                    {"index": 0, "embedding": packed},
-                    {"index": 1, "embedding": [0.0, 0.0]},
-                ]
-            }
-        )
-    )
+    server.enqueue(Reply.json({"data": [{"index": 0, "embedding": packed},
+                                        {"index": 1, "embedding": [1.0, 0.0]}]}))
     vectors = await make_embedder().embed(["a", "b"])
-    np.testing.assert_allclose(vectors, [[0.6, 0.8], [0.0, 0.0]], rtol=1e-6)
+    np.testing.assert_allclose(vectors, [[0.6, 0.8], [1.0, 0.0]], rtol=1e-6)
+    # an all-zero vector has no direction: refused with its cause, never a similarity of 0
+    server.enqueue(Reply.json({"data": [{"index": 0, "embedding": packed},
+                                        {"index": 1, "embedding": [0.0, 0.0]}]}))
+    with pytest.raises(EmbeddingError, match="all-zero embedding"):
+        await make_embedder(max_attempts=1).embed(["a", "b"])

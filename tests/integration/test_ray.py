@@ -43,6 +43,7 @@ from ragsight.metrics import resolve_metrics  # noqa: E402
 from ragsight.sample import Dataset  # noqa: E402
 from ragsight.store import SQLiteCallCache, Store  # noqa: E402
 from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply  # noqa: E402
+from tests.fakes.capacity import Capacity  # noqa: E402
 from tests.fakes.embedder import TableEmbedder  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -285,7 +286,14 @@ def without_cache_flags(score: Score) -> Score:
     return dataclasses.replace(score, evidence=dataclasses.replace(score.evidence, calls=calls))
 
 
-def assert_same_scores(a: Run, b: Run, *, ignore_cached: bool = False) -> None:
+def without_call_keys(score: Score) -> Score:
+    calls = tuple(dataclasses.replace(c, key="") for c in score.evidence.calls)
+    return dataclasses.replace(score, evidence=dataclasses.replace(score.evidence, calls=calls))
+
+
+def assert_same_scores(a: Run, b: Run, *, ignore_cached: bool = False, other_server: bool = False) -> None:
+    """``other_server``: the runs asked two servers, so their cache keys differ (a key holds the
+    server: another server's answers are never replayed); everything else must match."""
     sa, sb = a.scores(), b.scores()
     assert list(sa) == list(sb) == [r["id"] for r in rows()]
     for sid in sa:
@@ -294,6 +302,8 @@ def assert_same_scores(a: Run, b: Run, *, ignore_cached: bool = False) -> None:
             x, y = sa[sid][m], sb[sid][m]
             if ignore_cached:
                 x, y = without_cache_flags(x), without_cache_flags(y)
+            if other_server:
+                x, y = without_call_keys(x), without_call_keys(y)
             assert x == y, f"{sid} {m}: {x} != {y}"
 
 
@@ -354,6 +364,24 @@ async def test_http_judge_limit_holds_for_the_cluster_and_the_cache_is_shared(
         assert_same_scores(dist, again, ignore_cached=True)
         assert again.cached_flags() and all(again.cached_flags())
         assert not srv.errors
+
+
+async def test_cluster_limit_adapts_to_a_small_server(ray_cluster: None, tmp_path: Path) -> None:
+    """Two workers against a server that refuses (HTTP 429) any call beyond 4 in flight: the
+    cluster's limiter hears the refusals of both and cuts the one limit they share; the scores
+    are those of one process against an unlimited server."""
+    with FakeOpenAIServer(handler=HttpWorld()) as srv:
+        local = await local_run(tmp_path / "local.db", "openai:fake-model", "openai:fake-embed", srv.url)
+    gate = Capacity(HttpWorld(latency_s=0.02), limit=4)
+    with FakeOpenAIServer(handler=gate) as srv:
+        limiter: dict[str, Any] = {}
+        dist = await ray_run(tmp_path / "ray.db", "openai:fake-model", "openai:fake-embed",
+                             base_url=srv.url, workers=2, judge_limit=32, limiter_stats=limiter)
+    assert_same_scores(local, dist, other_server=True)
+    assert gate.refused > 0 and gate.peak <= 4
+    assert limiter["overloads"] == gate.refused
+    assert limiter["cuts"] >= 1 and limiter["min_limit"] <= 4 < limiter["max_limit"]
+    assert dist.stats["concurrency"]["overloads"] == gate.refused  # recorded with the run
 
 
 async def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(

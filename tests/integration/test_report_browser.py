@@ -20,7 +20,7 @@ import pytest
 from ragsight import Store
 from ragsight.cli import main
 from ragsight.report._html import CSP, e
-from tests.unit.test_report_data import put_run, scripted_runs
+from tests.unit.test_report_data import RAG_ROWS, put_run, scripted_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
@@ -78,6 +78,8 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     with Store(db) as store:
         await scripted_runs(store)
+        # the same five questions as run-A and run-B, so the three runs pair (compare refuses
+        # runs that pair fewer than 80% of their samples), with a failure and a skip among them
         put_run(
             store,
             "failures",
@@ -85,14 +87,18 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
                 "faithfulness": {
                     "paris": 0.4,
                     "python": "failed:judge returned no JSON after 3 attempts",
-                    "hello": "skipped:sample has no contexts",
+                    "hostile": 0.9,
+                    "hello": 0.6,
+                    "nocontext": "skipped:sample has no contexts",
                 }
             },
+            samples=RAG_ROWS,
         )
     both = tmp_path / "compare.html"
     single = tmp_path / "single.html"
     assert (
-        main(["report", "run-A", "run-B", "failures", "--store", str(db), "--out", str(both)]) == 0
+        main(["report", "run-A", "run-B", "failures", "--store", str(db), "--out", str(both),
+              "--allow-poor-pairing"]) == 0  # 'failures' holds 3 of run-A's 5 samples
     )
     assert main(["report", "run-A", "--store", str(db), "--out", str(single)]) == 0
     ARTIFACTS.mkdir(exist_ok=True)
@@ -113,8 +119,10 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
     assert "&lt;script&gt;document.title=" in dom
     # the key parts are there
     assert 'id="comparison"' in dom and all(f'id="r{i}"' in dom for i in (1, 2, 3))
-    # panels: 5 + 5 + 3; plots: histograms 2 + 2 + 1, one per metric across runs 2
-    assert dom.count('<details class="sample"') == 13 and dom.count("<svg") == 7
+    # the runs pair in full: no pairing warning
+    assert '<p class="warn"><strong>Only' not in dom
+    # panels: 5 + 5 + 5; plots: histograms 2 + 2 + 1, one per metric across runs 2
+    assert dom.count('<details class="sample"') == 15 and dom.count("<svg") == 7
     assert "judge returned no JSON after 3 attempts" in dom  # the failure and its cause
     assert "<mark " in dom and 'class="claim ok"' in dom and 'class="best"' in dom
     assert shot.stat().st_size > 50_000  # a blank page compresses to a few kB
@@ -137,3 +145,25 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
     assert first and first.groups() == ("3", ' open=""')  # "hello", context_precision 0
     assert "scripted verdict for claim 1" in dom_off and "<mark " in dom_off
     assert shot_nojs.stat().st_size > 50_000
+
+
+def test_the_comparison_page_reads_at_600_px(tmp_path: Path) -> None:
+    # issue 15, item 14: at 600 px the paired-differences table made the page 250 px wider than
+    # the window and its rows hundreds of pixels tall; now each wide table scrolls in its box
+    db = tmp_path / "runs.db"
+    ids = [f"s{i}" for i in range(6)]
+    with Store(db) as store:
+        for run_id, shift in (("narrow-a", 0.0), ("narrow-b", 0.1)):
+            put_run(store, run_id, {
+                name: {sid: round(0.3 + shift + 0.05 * i, 3) for i, sid in enumerate(ids)}
+                for name in ("faithfulness", "answer_relevancy", "context_precision_without_reference",
+                             "factual_correctness(mode=recall)")
+            }, metadata={"chunk_size": 512 if shift else 256, "generator": "gpt-4o-mini-2024-07-18"})
+    page = tmp_path / "compare.html"
+    assert main(["report", "narrow-a", "narrow-b", "--store", str(db), "--out", str(page)]) == 0
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report-compare-600px.png"
+    dom, _ = browse(tmp_path, page, "--dump-dom", f"--screenshot={shot}", "--window-size=600,2400")
+    attrs = body_attrs(dom)
+    assert attrs.get("data-js") == "ran" and attrs.get("data-js-errors") == ""
+    assert attrs.get("data-overflow-px") == "0", f"the page is {attrs.get('data-overflow-px')} px wider than 600"

@@ -63,7 +63,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def key_of(req: RecordedRequest) -> str | None:
+def key_of(req: RecordedRequest, base_url: str) -> str | None:
     """The judge step (cache key) a chat request belongs to, rebuilt from its body as the Judge
     builds it: so the server's log can be checked against the cache."""
     body = req.json if isinstance(req.json, dict) else {}
@@ -77,7 +77,8 @@ def key_of(req: RecordedRequest) -> str | None:
         schema=body["response_format"]["json_schema"]["schema"],
         max_tokens=body["max_tokens"], temperature=body["temperature"], seed=body.get("seed"),
     )
-    return step_key(body["model"], request, prompt.hash, "json")
+    identity = {"provider": f"openai:{body['model']}", "model": body["model"], "base_url": base_url}
+    return step_key(body["model"], request, prompt.hash, "json", identity=identity)
 
 
 def db_query(path: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -160,10 +161,14 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(
                 killed = True
         _out, err = proc.communicate(timeout=120)
         new_requests = srv.requests[n_req_before:]
-        keys = [k for k in (key_of(r) for r in new_requests) if k is not None]
+        keys = [k for k in (key_of(r, srv.url) for r in new_requests) if k is not None]
         # finished judge work is never asked again: no request of this process was for a step
         # already in the cache when it started
         assert not set(keys) & cached_before, "a cached judge step was asked again after resume"
+        if killed and proc.returncode == 0:
+            # the process finished between poll() and the signal (a fast machine): the run is
+            # complete, and this is the uninterrupted last process
+            killed = False
         if killed:
             assert proc.returncode == -signal.SIGKILL
             kills.append({"finished_at_kill": finished_count(store), "requests": len(keys)})
@@ -175,7 +180,8 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(
         break
     elapsed = time.monotonic() - t_start
 
-    assert len(kills) == N_KILLS
+    # every planned kill landed, unless the last process outran its signal (then one fewer)
+    assert len(kills) >= N_KILLS - 1, kills
     mid_run = [k for k in kills if 0 < k["finished_at_kill"] < N_SAMPLES]
     assert len(mid_run) >= N_KILLS // 2, f"too few kills landed mid-run: {kills}"
     run_id = db_query(store, "SELECT id FROM runs")[0][0]

@@ -13,8 +13,9 @@ import asyncio
 import itertools
 import json
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from ragsight import Outcome
 from ragsight.errors import JudgeUnavailableError
 from ragsight.judge import RetryPolicy
 from ragsight.store import Store
-from tests.fakes import FakeOpenAIServer, Reply
+from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply
 from tests.reliability.world import (
     CONTENT_FAULTS,
     FAULT_KINDS,
@@ -44,19 +45,73 @@ N_SAMPLES = 12
 WALL_BOUND_S = 60.0  # 12 samples; a clean run takes about 1 s on an idle machine
 
 
+@dataclass
+class WorldRun:
+    """One evaluation against the fault world, as the checks need it."""
+
+    result: Any
+    calls: list[dict[str, Any]]  # the judge calls recorded in the store
+    wall: float
+    requests: list[RecordedRequest]  # the chat requests the judge's server read
+    empty_connections: int  # connections to the judge's server that ended without a request
+    lags: list[tuple[float, float]]  # (monotonic time, lateness) of the event loop's wake-ups
+    clock: float  # time.time() - time.monotonic() during the run, to place calls on the lags
+
+
+async def _watch_loop(lags: list[tuple[float, float]], step: float = 0.02) -> None:
+    """Sleep ``step`` over and over in the run's own event loop and record how late each wake-up
+    is: the time the loop could not run anything (a timer due then, such as a call's timeout,
+    fires that much late)."""
+    while True:
+        t = time.monotonic()
+        await asyncio.sleep(step)
+        now = time.monotonic()
+        lags.append((now, max(0.0, now - t - step)))
+
+
 def run_world(world: JudgeWorld, samples: list[dict[str, Any]], store: Path,
-              metrics: list[str] = METRICS, **kw: Any) -> tuple[Any, list[dict[str, Any]], float, int]:
-    """Evaluate ``samples`` against a fake server answering with ``world``: (result, judge calls
-    recorded in the store, wall time, chat requests the server received)."""
-    with FakeOpenAIServer(handler=world) as srv:
+              metrics: list[str] = METRICS, **kw: Any) -> WorldRun:
+    """Evaluate ``samples`` against fake servers answering with ``world`` (the judge and the
+    embedder each on their own server, so the judge's server sees judge traffic only), with a
+    watcher of the event loop's lateness running beside the evaluation."""
+    # At most 16 calls in flight (the old fixed limit): the fake server answers from threads of
+    # this test's own process, and on a loaded 2-core machine 64 calls at once (the adaptive
+    # default's start) time out (1.5 s) more often; the checks below account for timeouts, but
+    # a run where most calls time out tests little. Concurrency has tests of its own.
+    kw.setdefault("judge_concurrency", 16)
+    lags: list[tuple[float, float]] = []
+
+    async def evaluate(judge_url: str, embed_url: str) -> Any:
+        watcher = asyncio.ensure_future(_watch_loop(lags))
+        try:
+            return await ragsight.aevaluate(
+                samples, metrics, judge="openai:m", embedder="openai:e", base_url=judge_url,
+                embedder_base_url=embed_url, policy=POLICY, store=store, **kw)
+        finally:
+            watcher.cancel()
+
+    with FakeOpenAIServer(handler=world) as srv, FakeOpenAIServer(handler=world) as embed_srv:
+        clock = time.time() - time.monotonic()
         t0 = time.monotonic()
-        result = ragsight.evaluate(samples, metrics, judge="openai:m", embedder="openai:e",
-                                   base_url=srv.url, policy=POLICY, store=store, **kw)
+        result = asyncio.run(evaluate(srv.url, embed_srv.url))
         wall = time.monotonic() - t0
-        n_requests = len(srv.requests_to("/chat/completions"))
+        assert srv.settle(), "the judge's server still had connections it had not read"
+        requests = srv.requests_to("/chat/completions")
+        empty = srv.empty_connections
     with Store(store) as st:
         calls = st.judge_calls(result.run_id)
-    return result, calls, wall, n_requests
+    return WorldRun(result, calls, wall, requests, empty, lags, clock)
+
+
+def loop_lateness(run: WorldRun, start: float, end: float) -> float:
+    """How long the event loop could not run between ``start`` and ``end`` (monotonic): the
+    watcher's late wake-ups, each covering [wake - lateness, wake], clipped to the window."""
+    return sum(max(0.0, min(end, t) - max(start, t - late)) for t, late in run.lags)
+
+
+def timed_out(call: dict[str, Any]) -> bool:
+    error = call["error"] or ""
+    return "timed out" in error or "gave no complete answer within" in error
 
 
 @pytest.fixture(scope="module")
@@ -66,11 +121,11 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         mp.setattr(fake_server._Server, "request_queue_size", 128)
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HTTP_PROXY", "http_proxy"):
             mp.delenv(name, raising=False)
-        result, calls, _, _ = run_world(JudgeWorld(), make_samples(N_SAMPLES),
-                                        tmp_path_factory.mktemp("clean") / "clean.db")
-    assert all(c["error"] is None for c in calls)
-    assert all(s.outcome is Outcome.SCORED for per in result.scores.values() for s in per.values())
-    yield result.scores
+        run = run_world(JudgeWorld(), make_samples(N_SAMPLES),
+                        tmp_path_factory.mktemp("clean") / "clean.db")
+    assert all(c["error"] is None for c in run.calls)
+    assert all(s.outcome is Outcome.SCORED for per in run.result.scores.values() for s in per.values())
+    yield run.result.scores
 
 
 def world_answer(call: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
@@ -98,8 +153,8 @@ def check_no_partial_parse(calls: list[dict[str, Any]]) -> None:
         assert c["error"] and c["error"].startswith("unusable output: "), c
 
 
-def check_run(result: Any, calls: list[dict[str, Any]], clean: dict[str, Any],
-              samples: list[dict[str, Any]], wall: float) -> dict[str, int]:
+def check_run(run: WorldRun, clean: dict[str, Any], samples: list[dict[str, Any]]) -> dict[str, int]:
+    result, calls, wall = run.result, run.calls, run.wall
     ids = [s["id"] for s in samples]
     # every pair ends in exactly one defined outcome; nothing missing, nothing extra
     assert sorted(result.scores) == sorted(ids)
@@ -138,8 +193,14 @@ def check_run(result: Any, calls: list[dict[str, Any]], clean: dict[str, Any],
         first = min(c["started_at"] for c in step_calls)
         last = max(c["started_at"] + c["latency_s"] for c in step_calls)
         assert last - first <= POLICY.step_deadline_s + 1.0
+    # bounded in time: no call outlives its timeout by more than the event loop was unable to
+    # run past that timeout (the timer fires, and the call is cancelled, when the loop gets to
+    # it) plus 0.5 s for the cancellation's own steps. On an idle machine the lateness is ~0.
     for c in calls:
-        assert c["latency_s"] <= POLICY.call_timeout_s + 1.0, c["error"]
+        start = c["started_at"] - run.clock
+        due = start + POLICY.call_timeout_s
+        late = loop_lateness(run, due, start + c["latency_s"])
+        assert c["latency_s"] <= POLICY.call_timeout_s + late + 0.5, (c["error"], late)
     assert wall < WALL_BOUND_S
     check_no_partial_parse(calls)
     return dict(outcomes)
@@ -149,17 +210,39 @@ def check_run(result: Any, calls: list[dict[str, Any]], clean: dict[str, Any],
 def test_each_fault_kind_ends_in_defined_outcomes(fault: str, clean: dict[str, Any], tmp_path: Path) -> None:
     samples = make_samples(N_SAMPLES)
     world = JudgeWorld(fault_rate=0.3, faults=[fault], seed=11)
-    result, calls, wall, n_requests = run_world(world, samples, tmp_path / "run.db")
+    run = run_world(world, samples, tmp_path / "run.db")
+    result, calls = run.result, run.calls
     assert world.injected[fault] >= 3, f"the world injected too few {fault} faults to test"
-    outcomes = check_run(result, calls, clean, samples, wall)
+    outcomes = check_run(run, clean, samples)
     stats = result.judge_stats
-    # every request the server saw is a recorded call (plus the preflight ping)
-    assert n_requests == stats["calls"] + 1
     assert stats["calls"] == len(calls)
+    # every request the judge's server read is one recorded call, plus the preflight ping
+    whole = [r for r in run.requests if r.json is not None]
+    read = Counter(json.dumps(r.json["messages"]) for r in whole)
+    recorded = Counter(json.dumps(c["messages"]) for c in calls)
+    unrecorded = read - recorded
+    assert sum(unrecorded.values()) == 1, "a request reached the server without a recorded call"
+    assert [prompt_id_of(r.json) for r in whole
+            if json.dumps(r.json["messages"]) in unrecorded] == [None]  # the ping
+    # and a recorded call the server never read (whole) ran out of time before its request was
+    # written, or while writing it (the server then read a cut body): under load the client
+    # itself can take longer than the timeout to send. Each is a timeout. Idle: none.
+    never_read = recorded - read
+    for key, n in never_read.items():
+        assert n <= sum(timed_out(c) for c in calls if json.dumps(c["messages"]) == key), (
+            f"{n} call(s) the server never read did not time out")
+    assert len(run.requests) - len(whole) <= sum(never_read.values())
     if fault in CONTENT_FAULTS:
         assert stats["reasks"] >= 1
-        refused = [c for c in calls if c["error"] and c["error"].startswith("unusable output")]
-        assert len(refused) == world.injected[fault]
+        # every broken answer the world sent was refused, unless its call had already timed out
+        # (the client stopped waiting before it read the answer); nothing else was refused
+        faulted = Counter(key for key, kind in world.log if kind is not None)
+        refused = Counter(json.dumps(c["messages"]) for c in calls
+                          if c["error"] and c["error"].startswith("unusable output"))
+        assert not refused - faulted, "refused an answer the world did not break"
+        for key, n in (faulted - refused).items():
+            assert n <= sum(timed_out(c) for c in calls if json.dumps(c["messages"]) == key)
+        assert sum(faulted.values()) == world.injected[fault]
     else:
         assert stats["retries"] >= 1
     assert outcomes.get("failed", 0) <= 0.1 * N_SAMPLES * len(METRICS)
@@ -170,10 +253,12 @@ def test_truncated_claims_are_reasked_never_read_short(clean: dict[str, Any], tm
     both refused and asked again; the claims in the evidence are the complete list."""
     samples = make_samples(N_SAMPLES)
     world = JudgeWorld(fault_rate=0.5, faults=["truncated_stop", "truncated_length"], seed=3)
-    result, calls, wall, _ = run_world(world, samples, tmp_path / "run.db")
-    check_run(result, calls, clean, samples, wall)
+    run = run_world(world, samples, tmp_path / "run.db")
+    result, calls = run.result, run.calls
+    check_run(run, clean, samples)
     claim_calls = [c for c in calls if c["prompt_id"] == "extract_claims"]
-    cut = [c for c in claim_calls if c["error"]]
+    # (a call that timed out, which a loaded machine can cause, is not a cut answer)
+    cut = [c for c in claim_calls if c["error"] and not timed_out(c)]
     assert cut, "the world should have cut some claim lists"
     for c in cut:
         assert c["parsed"] is None
@@ -193,7 +278,7 @@ def test_truncated_claims_are_reasked_never_read_short(clean: dict[str, Any], tm
 def test_retry_after_is_honoured(tmp_path: Path) -> None:
     samples = make_samples(4)
     world = JudgeWorld(fault_rate=0.4, faults=["http429_retry_after"], seed=5)
-    _, calls, _, _ = run_world(world, samples, tmp_path / "run.db", metrics=["faithfulness"])
+    calls = run_world(world, samples, tmp_path / "run.db", metrics=["faithfulness"]).calls
     by_step: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in calls:
         by_step[c["step"]].append(c)
@@ -212,7 +297,8 @@ def test_twenty_percent_broken_loses_at_most_two_percent(clean: dict[str, Any], 
     """20% of the judge's answers broken, every kind mixed: at most 2% of scores end failed."""
     samples = make_samples(50, seed=2)
     world = JudgeWorld(fault_rate=0.2, faults=FAULT_KINDS, seed=20)
-    result, calls, wall, _ = run_world(world, samples, tmp_path / "run.db")
+    run = run_world(world, samples, tmp_path / "run.db")
+    result, calls, wall = run.result, run.calls, run.wall
     n_scores = len(samples) * len(METRICS)
     failed = sum(s.outcome is Outcome.FAILED for per in result.scores.values() for s in per.values())
     assert failed <= 0.02 * n_scores, f"{failed} of {n_scores} scores failed"

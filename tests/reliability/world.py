@@ -19,10 +19,12 @@ transport retry of the same body gets a fresh draw.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import random
 import re
+import struct
 import threading
 import time
 from collections import Counter
@@ -33,10 +35,14 @@ from typing import Any
 from tests.fakes import RecordedRequest, Reply, embedding_for
 
 __all__ = [
+    "ALL_FAULTS",
+    "ANSWER_FAULTS",
     "CONTENT_FAULTS",
+    "EMBEDDING_FAULTS",
     "FAULT_KINDS",
     "TRANSPORT_FAULTS",
     "JudgeWorld",
+    "b64_vector",
     "make_samples",
 ]
 
@@ -45,6 +51,14 @@ TRANSPORT_FAULTS = (
     "http429_retry_after", "http429", "http500", "http502", "http503", "reset", "hang", "trickle",
 )
 FAULT_KINDS = CONTENT_FAULTS + TRANSPORT_FAULTS
+# Faults of the second reliability pass (issue 20). Judge answers: "echo_key" is a good answer
+# that carries the request's API key in its content and its "model" field (a careless proxy);
+# "huge" is an answer larger than the provider reads (``huge_bytes``, a server that ignores
+# max_tokens). Embedding answers: NaN values (bare NaN tokens, as Python's json writes them),
+# base64 float32 holding an infinity, an all-zero vector, values beyond float32.
+ANSWER_FAULTS = ("echo_key", "huge")
+EMBEDDING_FAULTS = ("emb_nan", "emb_inf_base64", "emb_zero", "emb_overflow")
+ALL_FAULTS = FAULT_KINDS + ANSWER_FAULTS + EMBEDDING_FAULTS
 
 _STOP_WORDS = (
     "the a an and or of to in on at by for with from is are was were be been has have had it its "
@@ -88,11 +102,14 @@ class JudgeWorld:
     seed: int = 0
     latency: float = 0.0
     trickle_interval: float = 0.05
+    huge_bytes: int = 9 * 1024 * 1024  # just over the provider's 8 MiB cap
     # all-positive vectors: cosine similarities in (0, 1], like real text embedders give for
     # related texts (the server's default vectors have cosines around 0, often negative)
     positive_embeddings: bool = True
     injected: Counter[str] = field(default_factory=Counter)
     answered: Counter[str] = field(default_factory=Counter)
+    # every judge request answered: (its messages as JSON, the fault injected or None)
+    log: list[tuple[str, str | None]] = field(default_factory=list)
     _seen: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -100,8 +117,15 @@ class JudgeWorld:
 
     def __call__(self, request: RecordedRequest) -> Reply | None:
         body = request.json if isinstance(request.json, dict) else {}
-        if request.path.endswith("/embeddings") and self.positive_embeddings:
-            return embeddings_reply(body)
+        if request.path.endswith("/embeddings"):
+            kinds = [k for k in self.faults if k in EMBEDDING_FAULTS]
+            fault = self._draw(request.body, "embeddings", False, kinds) if kinds else None
+            if fault is not None:
+                with self._lock:
+                    self.injected[fault] += 1
+                return embeddings_reply(body, fault)
+            if self.positive_embeddings:
+                return embeddings_reply(body)
         if not request.path.endswith("/chat/completions"):
             return None  # model lists: the server's default
         if self.latency:
@@ -111,16 +135,24 @@ class JudgeWorld:
             return Reply.chat("pong")  # the preflight ping
         answer, count = self.answer(prompt_id, body)
         text = json.dumps(answer)
-        fault = self._draw(request.body, prompt_id, count is not None)
+        kinds = [k for k in self.faults if k not in EMBEDDING_FAULTS]
+        fault = self._draw(request.body, prompt_id, count is not None, kinds)
         with self._lock:
             self.answered[prompt_id] += 1
+            self.log.append((json.dumps(body.get("messages")), fault))
             if fault is not None:
                 self.injected[fault] += 1
         if fault is None:
             return Reply.chat(text)
+        if fault == "echo_key":
+            key = (request.headers.get("authorization", "").removeprefix("Bearer ")
+                   or request.headers.get("api-key", ""))
+            echoed = {**answer, "debug": f"request had Authorization: Bearer {key} (key {key})"}
+            return Reply.chat(json.dumps(echoed), model=f"m-served-for-{key}")
         return self.faulty(fault, text, answer)
 
-    def _draw(self, raw: bytes, prompt_id: str, has_count: bool) -> str | None:
+    def _draw(self, raw: bytes, prompt_id: str, has_count: bool,
+              faults: Sequence[str] | None = None) -> str | None:
         if self.fault_rate <= 0:
             return None
         digest = hashlib.sha256(raw).hexdigest()
@@ -130,7 +162,8 @@ class JudgeWorld:
         rng = random.Random(f"{self.seed}:{digest}:{n}")
         if rng.random() >= self.fault_rate:
             return None
-        kinds = [k for k in self.faults if k != "wrong_count" or has_count]
+        pool = self.faults if faults is None else faults
+        kinds = [k for k in pool if k != "wrong_count" or has_count]
         return rng.choice(kinds) if kinds else None
 
     def faulty(self, fault: str, text: str, answer: dict[str, Any]) -> Reply:
@@ -160,6 +193,8 @@ class JudgeWorld:
             return Reply.hang()
         if fault == "trickle":
             return Reply.trickle(Reply.chat(text), interval=self.trickle_interval)
+        if fault == "huge":
+            return Reply.huge(self.huge_bytes)
         raise ValueError(f"unknown fault {fault!r}")
 
     # -- the world's answers ----------------------------------------------------------------------
@@ -225,13 +260,36 @@ class JudgeWorld:
         raise AssertionError(f"the judge world has no answer for prompt {prompt_id!r}")
 
 
-def embeddings_reply(body: dict[str, Any]) -> Reply:
+def b64_vector(values: Sequence[float]) -> str:
+    """``values`` as OpenAI's ``encoding_format=base64`` sends them: little-endian float32."""
+    return base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode()
+
+
+def embeddings_reply(body: dict[str, Any], fault: str | None = None) -> Reply:
+    """Positive vectors for the request's texts; with ``fault``, the last text's vector broken
+    in that way (see EMBEDDING_FAULTS)."""
     inputs = body.get("input")
     texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
-    rows = [{"object": "embedding", "index": i, "embedding": [abs(x) for x in embedding_for(t, 8)]}
-            for i, t in enumerate(texts)]
-    return Reply.json({"object": "list", "data": rows, "model": body.get("model", "e"),
-                       "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+    rows: list[dict[str, Any]] = [
+        {"object": "embedding", "index": i, "embedding": [abs(x) for x in embedding_for(t, 8)]}
+        for i, t in enumerate(texts)]
+    if fault is not None and rows:
+        last = rows[-1]
+        vec = list(last["embedding"])
+        if fault == "emb_nan":
+            last["embedding"] = [float("nan"), *vec[1:]]
+        elif fault == "emb_inf_base64":
+            last["embedding"] = b64_vector([float("inf"), *vec[1:]])
+        elif fault == "emb_zero":
+            last["embedding"] = [0.0] * len(vec)
+        elif fault == "emb_overflow":
+            last["embedding"] = [1e39, *vec[1:]]
+        else:
+            raise ValueError(f"unknown embedding fault {fault!r}")
+    # json.dumps writes NaN as a bare token, as careless servers do
+    return Reply.raw(json.dumps({"object": "list", "data": rows, "model": body.get("model", "e"),
+                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}}),
+                     content_type="application/json")
 
 
 def prompt_id_of(body: dict[str, Any]) -> str | None:

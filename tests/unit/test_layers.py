@@ -18,7 +18,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ragsight"
 # Highest first. A unit is a package (folder) or a top-level module of ragsight.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
-    ("report", "testset", "sweep", "integrations", "testing", "pytest_plugin"),
+    ("sweep",),
+    ("report", "testset", "pipeline", "integrations", "testing", "pytest_plugin"),
     ("_repeats",),
     ("_evaluate",),
     ("engine",),
@@ -28,12 +29,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("judge",),
     ("embed",),
-    ("sample", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text", "_retry"),
+    ("sample", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
+     "_retry", "_files", "_limiter"),
 )
 # Units of one layer that may import each other, as (importer, imported).
-SIDEWAYS = {("report", "testset"), ("sample", "_score"), ("sample", "errors"), ("_http", "errors"),
+SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("testing", "report"), ("sample", "_score"),
+            ("sample", "errors"), ("sample", "_shapes"), ("_http", "errors"),
             ("_budget", "prompts"), ("prompts", "errors"), ("_score", "errors"), ("sample", "_text"),
-            ("_budget", "_text"), ("_http", "_retry"), ("_retry", "errors")}
+            ("_budget", "_text"), ("_http", "_retry"), ("_retry", "errors"),
+            ("_limiter", "_retry")}
 # The package's own __init__ sits on top: it only re-exports.
 TOP = "__init__"
 

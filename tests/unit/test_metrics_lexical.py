@@ -8,6 +8,7 @@ import pytest
 
 import ragsight
 from ragsight import Outcome
+from ragsight.errors import MissingExtraError
 from ragsight.metrics import _lexical, resolve_metrics
 
 NAMES = ["exact_match", "token_f1", "bleu", "rouge_1", "rouge_2", "rouge_l", "chrf"]
@@ -66,9 +67,36 @@ def test_empty_reference_or_response_is_skipped() -> None:
         assert result.summary[name].mean == 1.0
 
 
-def test_without_sacrebleu_bleu_fails_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_row_whose_pipeline_failed_is_skipped_with_the_pipeline_error() -> None:
+    # rows as `ragsight answer`, the LangChain/LlamaIndex adapters and the sweep write them:
+    # the pipeline raised, so no response, and the error in metadata.error
+    data = [{"id": "bad", "question": "Capital?", "reference": "Paris",
+             "metadata": {"pipeline": "app", "error": "RuntimeError: the index\nis down"}},
+            {"id": "fine", "question": "Capital?", "response": "Paris", "reference": " ",
+             "metadata": {"error": None}},
+            {"id": "odd", "question": "Capital?", "response": "Paris", "reference": " ",
+             "metadata": {"error": "TimeoutError: late"}}]
+    result = ragsight.evaluate(data, NAMES)
+    assert result.scores["bad"]["token_f1"].reason == (
+        "the pipeline failed on this question (metadata.error: RuntimeError: the index is down): "
+        "sample has no response")
+    # no error, or an error that did not cost the response: the reason is the missing field
+    assert result.scores["fine"]["token_f1"].reason == "sample has no reference"
+    assert result.scores["odd"]["token_f1"].reason == "sample has no reference"
+    assert result.summary["token_f1"].counts["skipped"] == 3
+
+
+def test_without_sacrebleu_the_run_stops_before_any_work_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setitem(sys.modules, "sacrebleu", None)  # import sacrebleu now raises ImportError
-    result = ragsight.evaluate([{"id": "x", "response": "Paris", "reference": "Paris"}], ["bleu", "chrf", "rouge_l"])
+    rows = [{"id": "x", "response": "Paris", "reference": "Paris"}]
+    with pytest.raises(MissingExtraError) as info:
+        ragsight.evaluate(rows, ["bleu", "chrf", "rouge_l"])
+    assert "pip install 'ragsight[lexical]'" in str(info.value)
+    assert "bleu, chrf" in str(info.value)
+    # without the preflight (preflight=False), each of them ends failed, naming the extra
+    result = ragsight.evaluate(rows, ["bleu", "chrf", "rouge_l"], preflight=False)
     for name in ("bleu", "chrf"):
         score = result.scores["x"][name]
         assert score.outcome is Outcome.FAILED

@@ -54,15 +54,43 @@ def test_unknown_parameter_is_a_config_error_naming_the_metric() -> None:
         resolve_metrics("hit_rate(cutoff=5)")
 
 
-@pytest.mark.parametrize(("typo", "close"), [("hit_rat", "hit_rate"), ("rouge_I", None), ("roug_l", "rouge_l"),
-                                              ("ndgc", "ndcg"), ("lexicl", "lexical")])
-def test_unknown_name_suggests_the_closest(typo: str, close: str | None) -> None:
+@pytest.mark.parametrize(("typo", "close"), [("hit_rat", "hit_rate"), ("rouge_I", "rouge_l"),
+                                              ("roug_l", "rouge_l"), ("ndgc", "ndcg"), ("lexicl", "lexical")])
+def test_unknown_name_suggests_the_closest(typo: str, close: str) -> None:
     with pytest.raises(ConfigError) as info:
         resolve_metrics(typo)
-    if close is None:  # upper case is not a metric name at all
-        assert "cannot read metric" in str(info.value)
-    else:
-        assert f"unknown metric '{typo}'. Did you mean '{close}'?" in str(info.value)
+    # names are case-folded: 'rouge_I' is read as 'rouge_i'
+    assert f"unknown metric '{typo.lower()}'. Did you mean '{close}'?" in str(info.value)
+
+
+def test_names_are_case_folded_and_keys_use_the_folded_name() -> None:
+    keys = [m.key for m in resolve_metrics("Faithfulness, Factual_Correctness(mode=recall), IR")]
+    assert keys[:2] == ["faithfulness", "factual_correctness(mode=recall)"]
+    assert set(keys[2:]) == IR
+
+
+def test_a_parameter_the_metric_does_not_take_names_the_ones_it_does() -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_metrics("faithfulness(foo=1)")
+    assert str(info.value) == "metric 'faithfulness(foo=1)': faithfulness has no parameter 'foo'; its parameters: form"
+    with pytest.raises(ConfigError) as info:
+        resolve_metrics("context_recall(foo=1)")
+    assert str(info.value) == "metric 'context_recall(foo=1)': context_recall has no parameter 'foo'; it takes no parameter"
+    with pytest.raises(ConfigError) as info:
+        resolve_metrics("factual_correctness(mod=recall)")
+    assert "has no parameter 'mod' (did you mean 'mode'?); its parameters: mode, beta, form" in str(info.value)
+
+
+def test_a_group_that_fits_no_sample_names_the_missing_fields() -> None:
+    from ragsight import Sample
+
+    rows = [Sample(id="a", question="q", response="r", contexts=("c",))]
+    with pytest.raises(ConfigError) as info:
+        resolve_metrics("ir", rows)
+    assert str(info.value) == ("no metric selected: the ir metrics need retrieved_ids, relevant_ids, "
+                               "which no sample has ('ir' selects none)")
+    with pytest.warns(UserWarning, match="the ir metrics need retrieved_ids, relevant_ids"):
+        assert [m.key for m in resolve_metrics("faithfulness,ir", rows)] == ["faithfulness"]
 
 
 def test_groups_select_by_field_availability() -> None:

@@ -175,7 +175,8 @@ def test_cli_calibrate_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixtu
     args = ["calibrate", "cal", "--labels", str(labels), "--label", "correct", "--store", str(db)]
     assert main(args) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "1 label id(s) match no sample of the run: zz" in out
+    assert "WARNING: 1 label id(s) match no sample of the run (89% paired): zz" in out
+    assert "8 of 9 labels paired with a sample of the run by id" in out
     assert "0.76 (0.12)" in out  # faithfulness, correct=1: mean (s.d.)
     assert "0.75 (3/4)" in out and "0.67 (2/3)" in out  # concordance cells
     assert main([*args, "--json", "--metric", "faithfulness", "--threshold", "0.7"]) == 0
@@ -191,3 +192,45 @@ def test_cli_calibrate_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert data["unmatched_ids"] == ["zz"]
     assert main([*args, "--pair", "faithfulness", "--t-high", "0.8"]) == 2
     assert "two metric names" in capsys.readouterr().err
+
+
+def test_cli_calibrate_says_how_many_labels_paired_and_refuses_a_poor_pairing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Labels written for other ids (e.g. data without ids evaluated again after a change): 3 of
+    # 8 pair. On main the run was measured on those 3 with a yellow note at most.
+    db = tmp_path / "runs.db"
+    with Store(db) as store:
+        make_run(store)
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "id,correct\n"
+        + "".join(f"{sid},{y}\n" for sid, y in zip(["s1", "s2", "s3", "q4", "q5", "q6", "q7", "q8"], LABEL)),
+        encoding="utf-8",
+    )
+    args = ["calibrate", "cal", "--labels", str(labels), "--label", "correct", "--store", str(db)]
+    assert main(args) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "only 3 of 8 labels (38%) pair with a sample of run cal by id" in err
+    assert "--allow-poor-pairing" in err
+    assert main([*args, "--allow-poor-pairing", "--metric", "faithfulness"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "3 of 8 labels paired with a sample of the run by id" in out
+    assert "WARNING: 5 label id(s) match no sample of the run (38% paired): q4, q5, q6, q7, q8" in out
+
+
+def test_cli_calibrate_with_graded_labels_says_they_are_graded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "runs.db"
+    with Store(db) as store:
+        make_run(store)
+    grades = tmp_path / "grades.csv"
+    grades.write_text("id,grade\n" + "".join(f"{s},{g}\n" for s, g in zip(IDS, [5, 4, 4, 1, 2, 3, 2, 1])),
+                      encoding="utf-8")
+    assert main(["calibrate", "cal", "--labels", str(grades), "--label", "grade", "--store", str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    # on main: "(0 with grade=1, 0 with grade=0)"
+    assert "with grade=1" not in out
+    assert ("8 of 8 labels paired with a sample of the run by id (graded labels from 1 to 5, not "
+            "binarised: --label-threshold X makes label >= X count as 1)") in out

@@ -124,10 +124,13 @@ def test_experiment_table_marks_the_best_per_metric_and_respects_direction() -> 
     # C has no context_precision: None, and A and B tie
     assert table["context_precision"].means[2] is None
     assert table["context_precision"].best == (0, 1)
-    # overall over the metrics every run has (faithfulness, 1 - noise), harmonic mean
+    # overall over the metrics every run has (faithfulness, 1 - noise): their mean, and the
+    # harmonic mean beside it; context_precision is left out, with the reason
     assert cmp.overall_metrics == ("faithfulness", "noise_sensitivity")
     fa, na = 4.0 / 7, 0.4
-    assert cmp.overall[0] == pytest.approx(2 / (1 / fa + 1 / (1 - na)))
+    assert cmp.overall[0] == pytest.approx((fa + (1 - na)) / 2)
+    assert cmp.overall_harmonic[0] == pytest.approx(2 / (1 / fa + 1 / (1 - na)))
+    assert cmp.overall_left_out == (("context_precision", "run C does not have it"),)
     # every run compared with A: 3 metrics for B, 2 for C (C lacks context_precision)
     assert [(r.other, r.metric) for r in cmp.paired] == [
         ("B", "faithfulness"),
@@ -150,7 +153,7 @@ def test_compare_refuses_one_run_and_the_same_run_twice() -> None:
             load_runs(store, ["run-A", "run-A"])
 
 
-def render(cmp_console_width: int = 100) -> str:
+def render(cmp_console_width: int = 80) -> str:
     with Store(":memory:") as store:
         ids = three_runs(store)
         cmp = compare_runs(store, ids)
@@ -174,7 +177,7 @@ def test_terminal_comparison_says_what_it_compares() -> None:
     text = render()
     assert "each of B..C against run A (baseline)" in text
     assert "Holm-adjusted p < 0.05 over all 5 comparisons" in text
-    assert "noise_sensitivity ↓ B vs A: B is better" in " ".join(text.split())
+    assert "noise_sensitivity ↓ B vs A (0.400 → 0.150): B is better" in " ".join(text.split())
     assert "0.611*" not in text  # no star on a value that is not the best
 
 

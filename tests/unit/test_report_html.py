@@ -98,8 +98,9 @@ async def test_summary_distributions_and_not_scored_causes(store: Store) -> None
     text = one(store, "exact")
     assert "<td>faithfulness ↑</td><td>0.550</td>" in text  # mean of 0.9 and 0.2
     assert "noise_sensitivity ↓" in text
-    # overall: harmonic mean of 0.55 and 1 - mean(0.95, 0.1, 0, 0) = 0.7375
-    assert f"overall score {2 / (1 / 0.55 + 1 / 0.7375):.3f}" in text
+    # overall: the mean of 0.55 and 1 - mean(0.95, 0.1, 0, 0) = 0.7375; the harmonic beside it
+    assert f"overall score {(0.55 + 0.7375) / 2:.3f}" in text
+    assert f"harmonic mean {2 / (1 / 0.55 + 1 / 0.7375):.3f}" in text
     assert (
         text.count("<svg") == 2 and 'aria-label="faithfulness: histogram of 2 scored values' in text
     )
@@ -120,7 +121,7 @@ async def test_worst_samples_first_and_first_panel_open(store: Store) -> None:
     assert order == ["0", "1", "2", "3"]
     assert '<details class="sample" id="r1-s0" open>' in text
     assert "— lowest noise_sensitivity 0.050" in text
-    worst = re.search(r"<h3>Worst samples</h3><table>.*?</table>", text, re.S)
+    worst = re.search(r"<h3>Worst samples</h3><div class=\"scroll\"><table>.*?</table>", text, re.S)
     assert worst and [m for m in re.findall(r'href="#r1-s(\d)"', worst.group(0))] == [
         "0",
         "1",

@@ -151,8 +151,93 @@ def test_exact_permutation_p_values_enumerated_by_hand() -> None:
     assert r.p_value == 1.0 and r.diff == 0.0
 
 
+def test_ci_inverts_the_permutation_test_worked_by_hand() -> None:
+    # d = [1, 2, 3]. A sign assignment flipping the set F is as extreme as the observed one for
+    # the shift d0 when d0 lies between mean(d over F) and mean(d over the rest):
+    # F={} or all: everywhere; {1},{2,3}: [1, 2.5]; {2},{1,3}: [2, 2]; {3},{1,2}: [1.5, 3].
+    # At confidence 0.5 a shift is kept when at least 4 of the 8 intervals hold it: [1, 3].
+    r = paired_difference([0, 0, 0], [1, 2, 3], confidence=0.5)
+    assert r.exact and (r.ci_low, r.ci_high) == (1.0, 3.0)
+    # Check the ends against the test itself: d - 3 = [-2, -1, 0] has signed sums +-3 (4 of 8
+    # assignments) and +-1, so p(3) = 0.5; just past 3 only the two all-same-sign assignments
+    # remain, p = 0.25 < 0.5.
+    assert paired_difference([3, 3, 3], [1, 2, 3]).p_value == 0.5
+    assert paired_difference([3.01, 3.01, 3.01], [1, 2, 3]).p_value == 0.25
+    # At 95% no shift can be rejected with 3 pairs (p >= 2/8): the interval is unbounded.
+    r = paired_difference([0, 0, 0], [1, 2, 3])
+    assert (r.ci_low, r.ci_high) == (None, None) and not r.ci_excludes_zero
+
+
+def test_trial_case_ci_and_test_agree_with_few_differing_pairs() -> None:
+    # The new-user trial: 14 pairs, 4 of them differ (all lower), mean -0.262. The percentile
+    # bootstrap gave [-0.471, -0.051] (excluding 0) next to p = 0.125. Exact: 2 of 16 sign
+    # assignments of the 4 differences reach |sum| = 3.67, p = 2/16.
+    d = [-1.0, -0.9, -0.95, -0.82] + [0.0] * 10
+    r = paired_difference([0.0] * 14, d)
+    assert r.exact and r.p_value == pytest.approx(2 / 16)
+    assert r.diff == pytest.approx(-3.67 / 14)
+    assert r.ci_low is not None and r.ci_high is not None
+    assert r.ci_low < r.diff < r.ci_high and r.ci_low <= 0.0 <= r.ci_high
+    assert not r.ci_excludes_zero
+    # Every observed difference is <= 0, so no positive shift is kept: the CI ends at 0.
+    assert r.ci_high == 0.0
+    # The lower end is where the test (straight from its definition) starts to reject.
+    x = np.array(d)
+    assert _brute_force_p(x, r.ci_low) >= 0.05 > _brute_force_p(x, r.ci_low - 1e-6)
+    assert _brute_force_p(x, 1e-6) < 0.05
+
+
+def _brute_force_p(d: np.ndarray, d0: float) -> float:
+    """The exact sign-flip p-value of "d is symmetric about d0", straight from the definition."""
+    x = d - d0
+    signs = np.array(list(itertools.product([1.0, -1.0], repeat=len(d))))
+    return float(np.mean(np.abs(signs @ x) >= abs(x.sum()) - 1e-9))
+
+
+def _brute_force_ci(d: np.ndarray, alpha: float) -> tuple[float, float]:
+    """The shifts kept by the test, found on a fine grid (ends to within the grid step)."""
+    grid = np.linspace(d.min() - 0.01, d.max() + 0.01, 4001)
+    kept = [g for g in grid if _brute_force_p(d, g) >= alpha]
+    return min(kept), max(kept)
+
+
+def test_ci_ends_are_where_the_test_starts_to_reject() -> None:
+    rng = np.random.default_rng(11)
+    d = np.round(rng.normal(0.1, 0.3, size=8), 3)
+    r = paired_difference(np.zeros(8), d, confidence=0.9)
+    assert r.exact and r.ci_low is not None and r.ci_high is not None
+    assert _brute_force_p(d, r.ci_low) >= 0.1 and _brute_force_p(d, r.ci_high) >= 0.1
+    assert _brute_force_p(d, r.ci_low - 1e-6) < 0.1 and _brute_force_p(d, r.ci_high + 1e-6) < 0.1
+    lo, hi = _brute_force_ci(d, 0.1)
+    step = (d.max() - d.min() + 0.02) / 4000
+    assert r.ci_low == pytest.approx(lo, abs=step) and r.ci_high == pytest.approx(hi, abs=step)
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), unit_floats),
+        min_size=1,
+        max_size=24,
+    ),
+    st.sampled_from([0.8, 0.9, 0.95]),
+    st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_ci_excludes_zero_exactly_when_the_test_rejects(
+    pairs: list[tuple[float, float]], confidence: float, seed: int
+) -> None:
+    a, b = zip(*pairs, strict=True)
+    # Many ties and zero differences: b copies a in about half the pairs.
+    b = tuple(x if i % 2 else y for i, (x, y) in enumerate(zip(a, b, strict=True)))
+    r = paired_difference(list(a), list(b), seed=seed, n_perm=300, confidence=confidence)
+    assert r.p_value is not None
+    assert r.ci_excludes_zero == (r.p_value < round(1 - confidence, 12))
+    if r.ci_low is not None and r.ci_high is not None and r.diff is not None:
+        assert r.ci_low <= r.diff <= r.ci_high
+
+
 def test_diff_is_b_minus_a() -> None:
-    r = paired_difference([0.9, 0.8, 0.7], [0.5, 0.5, 0.5])
+    r = paired_difference([0.9, 0.8, 0.7] * 2, [0.5, 0.5, 0.5] * 2)
     assert r.diff == pytest.approx(-0.3)
     assert r.diff is not None and r.ci_low is not None and r.ci_high is not None
     assert r.ci_low <= r.diff <= r.ci_high <= 0
@@ -178,11 +263,6 @@ def test_monte_carlo_uses_plus_one_correction_and_seed() -> None:
     x, y = rng.random(40), rng.random(40)
     assert paired_difference(x, y, seed=4) == paired_difference(x, y, seed=4)
     assert paired_difference(x, y, seed=4).p_value != paired_difference(x, y, seed=5).p_value
-    # Bootstrap and permutation streams are independent.
-    assert (
-        paired_difference(x, y, seed=4, n_boot=500).p_value
-        == paired_difference(x, y, seed=4).p_value
-    )
 
 
 @settings(deadline=None, max_examples=60)
@@ -192,7 +272,7 @@ def test_monte_carlo_uses_plus_one_correction_and_seed() -> None:
 )
 def test_permutation_p_is_in_unit_interval(pairs: list[tuple[float, float]], seed: int) -> None:
     a, b = zip(*pairs, strict=True)
-    r = paired_difference(list(a), list(b), seed=seed, n_boot=200, n_perm=200)
+    r = paired_difference(list(a), list(b), seed=seed, n_perm=200)
     assert r.p_value is not None and 0.0 < r.p_value <= 1.0
     if r.ci_low is not None and r.ci_high is not None and r.diff is not None:
         assert r.ci_low <= r.diff + 1e-12 and r.diff - 1e-12 <= r.ci_high

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._budget import fit_for_judge
+from .._budget import FENCE_TOKENS, fit_for_judge
 from ..prompts import fence, load_prompt, neutralise
 from ._types import ChunkJudgement, contexts_block, lenient_bool, refs, verdict_items
 
@@ -27,10 +27,13 @@ async def relevance(sa: SampleAnalyses, against: str) -> ChunkJudgement:
     contexts = list(s.contexts or ())
     answer_text = s.reference_text if against == "reference" else s.response
     question = fence("question", s.question or "")
+    # each chunk costs its tags and its verdict in the reply; the lowest-ranked chunks are
+    # dropped (and recorded) when not even a piece of each fits: the others are judged
     answer_text, *contexts = fit_for_judge(judge, [answer_text or "", *contexts],
                                            field=[against, *(f"contexts[{k}]" for k in range(1, len(contexts) + 1))],
-                                           output_tokens=64 + 50 * len(contexts),
-                                           alongside=[question], record=sa.truncations)
+                                           output_tokens=64, alongside=[question], record=sa.truncations,
+                                           per_item=FENCE_TOKENS + (0 if judge.supports_choices else 50),
+                                           keep_first=1, drop=True)
     answer = fence(against, answer_text or "")
     if not contexts:
         return ChunkJudgement(against, (), (), (), ())

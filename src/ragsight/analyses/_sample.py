@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .._budget import Truncation
-from ..embed import Embedder
+from ..embed import Embedder, checked_vectors
 from ..judge import Judge
 from ..sample import Sample
 from . import _chunks, _claims, _entities, _questions, _sentences, _short_answer, _verdicts
@@ -90,7 +90,10 @@ class SampleAnalyses:
     async def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
         if self.embedder is None:
             raise RuntimeError("this metric needs an embedder, and none is configured")
-        return await self.embedder.embed(list(texts), kind=kind)
+        items = list(texts)
+        # NaN, infinite or all-zero vectors fail here with their cause (EmbeddingError)
+        return checked_vectors(await self.embedder.embed(items, kind=kind), items,
+                               getattr(self.embedder, "name", type(self.embedder).__name__))
 
     # ---- claims (_claims.py) --------------------------------------------------------------------
 

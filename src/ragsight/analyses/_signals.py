@@ -39,9 +39,11 @@ The signals (all in [0, 1] unless noted):
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ._text import (
     NUMBER_RE,
@@ -107,26 +109,57 @@ def _bigrams(words: Sequence[str]) -> set[tuple[str, str]]:
     return set(itertools.pairwise(words))
 
 
-def _share(wanted: set[str] | set[tuple[str, str]], have: set[str] | set[tuple[str, str]]) -> float:
+def _share(wanted: set[str] | set[tuple[str, str]],
+           have: set[str] | set[tuple[str, str]] | frozenset[str] | frozenset[tuple[str, str]]) -> float:
     if not wanted:
         return 1.0
     return len(wanted & have) / len(wanted)  # type: ignore[operator,unused-ignore]
 
 
 def _sentences(sources: Sequence[str]) -> list[str]:
-    out: list[str] = []
+    return list(_profile(tuple(sources)).sentences)
+
+
+@dataclass(frozen=True)
+class _SourceProfile:
+    """What the signals read from a source, computed once per source and shared by its claims
+    (a sample's claims are all checked against the same contexts)."""
+
+    sentences: tuple[str, ...]
+    sentence_words: tuple[frozenset[str], ...]
+    words: frozenset[str]
+    bigrams: frozenset[tuple[str, str]]
+    numbers: frozenset[str]
+    lower: frozenset[str]
+
+
+@functools.lru_cache(maxsize=512)
+def _profile(sources: tuple[str, ...]) -> _SourceProfile:
+    sents: list[str] = []
     for text in sources:
-        out.extend(split_sentences(text))
-    return out
+        sents.extend(split_sentences(text))
+    joined = "\n\n".join(sources)
+    bigrams: set[tuple[str, str]] = set()
+    for text in sources:
+        bigrams |= _bigrams(content_words(text))
+    return _SourceProfile(
+        sentences=tuple(sents),
+        sentence_words=tuple(frozenset(content_words(x)) for x in sents),
+        words=frozenset(content_words(joined)),
+        bigrams=frozenset(bigrams),
+        numbers=frozenset(numbers_in(joined)),
+        lower=frozenset(stem(t.lower()) for t in tokens(joined)),
+    )
 
 
 def select_sentences(claim: str, sources: Sequence[str], k: int = BEST_K) -> list[int]:
     """Indices (into the sentences of ``sources``, in order) of the sentences that best cover
     the claim's content words: greedy set cover, at most ``k`` sentences, each adding at least
     one new word; ties go to the earlier sentence. Returned in text order."""
-    sents = _sentences(sources)
-    wanted = set(content_words(claim))
-    words = [set(content_words(s)) for s in sents]
+    return _select(set(content_words(claim)), _profile(tuple(sources)).sentence_words, k)
+
+
+def _select(wanted: set[str], words: Sequence[frozenset[str]], k: int) -> list[int]:
     chosen: list[int] = []
     covered: set[str] = set()
     for _ in range(k):
@@ -153,36 +186,26 @@ def best_sentences(claim: str, sources: Sequence[str], k: int = BEST_K) -> list[
 def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]:
     """All deterministic signals of ``claim`` against ``source`` (one text or a list of
     chunks), as a dict of floats (see the module docstring)."""
-    sources = [source] if isinstance(source, str) else list(source)
-    joined = "\n\n".join(sources)
+    prof = _profile((source,) if isinstance(source, str) else tuple(source))
     claim_words = content_words(claim)
     wanted = set(claim_words)
-    source_words = content_words(joined)
-    have = set(source_words)
+    have = prof.words
     found = wanted & have
 
-    best_idx = select_sentences(claim, sources)
-    sents = _sentences(sources)
     best_have: set[str] = set()
-    for i in best_idx:
-        best_have |= set(content_words(sents[i]))
-
-    source_bigrams: set[tuple[str, str]] = set()
-    for text in sources:
-        source_bigrams |= _bigrams(content_words(text))
+    for i in _select(wanted, prof.sentence_words, BEST_K):
+        best_have |= prof.sentence_words[i]
 
     claim_numbers = numbers_in(claim)
-    source_numbers = numbers_in(joined)
     claim_entities = entity_words(claim)
-    source_lower = {stem(t.lower()) for t in tokens(joined)}
 
     return {
         "overlap": _share(wanted, have),
         "overlap_best": _share(wanted, best_have),
-        "bigram_overlap": _share(_bigrams(claim_words), source_bigrams),
-        "numbers": _share(claim_numbers, source_numbers),
+        "bigram_overlap": _share(_bigrams(claim_words), prof.bigrams),
+        "numbers": _share(claim_numbers, prof.numbers),
         "n_numbers": float(len(claim_numbers)),
-        "entities": _share(claim_entities, source_lower),
+        "entities": _share(claim_entities, prof.lower),
         "n_entities": float(len(claim_entities)),
         "missing": float(len(wanted - found)),
         "n_content": float(len(wanted)),

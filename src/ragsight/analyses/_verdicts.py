@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._budget import fit_for_judge
+from .._budget import FENCE_TOKENS, fit_for_judge
 from .._score import ClaimVerdict
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError
@@ -46,9 +46,10 @@ async def against_contexts(sa: SampleAnalyses) -> tuple[VerdictList | None, Verd
         claims.extend(resp.claims)
     if ref:
         claims.extend(ref.claims)
+    # the lowest-ranked chunks are dropped (and recorded) when not even a piece of each fits
     contexts = fit_for_judge(sa.judge, list(s.contexts or ()), field="contexts",
                              output_tokens=64 + 60 * len(claims), alongside=claims,
-                             record=sa.truncations) if claims else []
+                             record=sa.truncations, per_item=FENCE_TOKENS, drop=True) if claims else []
     verdicts = await verify(sa, claims, "contexts", contexts_block(contexts),
                             chunks=contexts if st.need_chunk_support else None)
     n_resp = len(resp.claims) if resp else 0

@@ -1,16 +1,26 @@
 """The command line. Thin: parses, calls the library, prints.
 
-Exit status: 0 when the command completed (a run with counted failures completed too), 2 when
-the input or configuration is unusable, 130 when interrupted (the partial run is saved; continue
-it with --resume).
+Exit status (the same for every sub-command):
+
+- 0: the command completed. For ``evaluate``: the run completed, met every threshold
+  (``--fail-under``/``--fail-over``, or ``[tool.ragsight]`` in pyproject.toml), and every
+  metric scored (or found undetermined) at least one sample. Counted failures of single
+  samples do not change it.
+- 1: ``evaluate`` ran, but a threshold was missed or a metric failed or was skipped on every
+  sample; ``answer``: every call to the system under test failed.
+- 2: the input or the configuration is unusable (bad flag, unknown metric, unreadable data,
+  a preflight that failed: judge or embedder unreachable, missing package, store not
+  writable); nothing was evaluated, and no store file was created.
+- 130: interrupted (Ctrl-C). The finished samples are saved; the command to continue the run
+  (``ragsight evaluate --resume RUN``) is printed.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -18,25 +28,43 @@ from importlib import resources
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .. import __version__
-from .._evaluate import aevaluate, new_run_id
+from .._evaluate import RunInterrupted, aevaluate, check_store_path, new_run_id, run_sync
+from .._files import check_writable_target
 from .._repeats import evaluate_repeats
 from ..analyses import AnalysisSettings, describe_signals
-from ..engine import Progress
-from ..errors import RagsightError
+from ..engine import Progress, ProgressDisplay
+from ..engine import (
+    progress_text as progress_text,  # the progress line (tests and tools read it here)
+)
+from ..errors import ConfigError, RagsightError
 from ..judge import RetryPolicy
+from ..report import compact_table, print_repeats
 from ..report import fmt as _fmt
-from ..report import print_repeats
 from ..result import EvaluationResult, load_result
+from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
-from . import _judges, _report, _testset
-from ._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
+from . import _judges, _report, _sweep, _testset, _traces
+from ._common import (
+    DEFAULT_STORE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    close_name,
+    err,
+    out,
+    say,
+    shell_command,
+)
 from ._common import add_store as _add_store
+from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
 
 __all__ = ["main"]
+
 
 
 EVALUATE_EPILOG = """examples:
@@ -44,12 +72,20 @@ EVALUATE_EPILOG = """examples:
   ragsight evaluate data.jsonl --metrics faithfulness,context_recall
   ragsight evaluate data.jsonl --judge openai:gpt-4o-mini --embedder openai:text-embedding-3-small
   ragsight evaluate data.csv --judge openai:qwen2.5-7b --base-url http://localhost:8000/v1 --out results.jsonl
+  ragsight evaluate data.jsonl --judge anthropic:claude-3-5-haiku-latest
+  ragsight evaluate data.jsonl --judge azure:my-gpt4o --base-url https://RES.openai.azure.com --api-version 2024-10-21
   ragsight evaluate data.jsonl --metrics retrieval,ir --store runs.db --metadata chunk_size=512 --metadata top_k=5
+  ragsight evaluate data.jsonl --fail-under faithfulness=0.8 --fail-under context_recall=0.7
   ragsight evaluate --resume last
+gate (for CI): the run exits 1 when a metric mean is below a --fail-under threshold (above a
+--fail-over one), or when a metric failed or was skipped on every sample; thresholds can also
+live in pyproject.toml: [tool.ragsight] fail-under = { faithfulness = 0.8 }. Exit status: 0 met,
+1 missed, 2 unusable input or configuration, 130 interrupted.
 metrics: names (faithfulness, answer_relevancy, context_precision, context_recall, ...), groups
 (retrieval, generation, reference-free, lexical, ir) or all; parameters in brackets, e.g.
 "factual_correctness(mode=recall)". Default: the core metrics the data's fields allow.
-The API key is read from OPENAI_API_KEY."""
+The API key is read from OPENAI_API_KEY (ANTHROPIC_API_KEY, GEMINI_API_KEY, AZURE_API_KEY, the AWS
+credentials for bedrock:)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,9 +101,13 @@ def _parser() -> argparse.ArgumentParser:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ev.add_argument("data", nargs="?", help="data file: .jsonl, .json, .csv or .parquet")
     ev.add_argument("--example", action="store_true", help="evaluate the bundled example data set")
-    ev.add_argument("--metrics", help="comma-separated metric names or groups (default: core metrics)")
-    ev.add_argument("--judge", help="openai:MODEL, local (default), local:qwen2.5-coder-0.5b or local:PATH.gguf")
+    ev.add_argument("--metrics", action="append",
+                    help="comma-separated metric names or groups (default: core metrics); repeatable")
+    ev.add_argument("--judge", help="openai:MODEL, local (default), local:qwen2.5-coder-0.5b, local:PATH.gguf; "
+                    "anthropic:MODEL, gemini:MODEL, bedrock:MODEL, azure:DEPLOYMENT (pip install 'ragsight[litellm]')")
     ev.add_argument("--base-url", help="OpenAI-compatible base URL for the judge (and the embedder)")
+    ev.add_argument("--api-version", help="Azure OpenAI API version for --judge azure:DEPLOYMENT, e.g. 2024-10-21 "
+                    "(default: $AZURE_API_VERSION; the key is read from AZURE_API_KEY)")
     ev.add_argument("--embedder", help="openai:MODEL, local (default), local:e5-small or local:minilm")
     ev.add_argument("--embedder-base-url", help="base URL for the embedder, if not --base-url")
     _add_store(ev)
@@ -83,7 +123,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE",
                     help="run metadata (configuration), e.g. chunk_size=512; repeatable")
     ev.add_argument("--judge-concurrency", type=int, metavar="N",
-                    help="calls in flight to a remote judge, for the whole run or cluster (default 16)")
+                    help="the most calls in flight to a remote judge, for the whole run or cluster; "
+                         "below it the limit adapts to what the judge accepts (default 256)")
     ev.add_argument("--timeout", type=float, default=120.0, help="seconds per judge call (default 120)")
     ev.add_argument("--max-retries", type=int, default=3, help="retries per judge call (default 3)")
     ev.add_argument("--explain", choices=["none", "unsupported", "all"], default="unsupported",
@@ -95,6 +136,12 @@ def _parser() -> argparse.ArgumentParser:
                          "run-to-run spread of each metric")
     ev.add_argument("--temperature", type=float,
                     help="judge sampling temperature for --repeats (default 0: only the seed varies)")
+    ev.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
+                    help="CI gate: exit 1 when the metric's mean is below VALUE; repeatable")
+    ev.add_argument("--fail-over", action="append", default=[], metavar="METRIC=VALUE",
+                    help="CI gate for a lower-is-better metric: exit 1 when its mean is above VALUE")
+    ev.add_argument("--config", metavar="FILE",
+                    help="TOML file with a [tool.ragsight] table of thresholds (default: ./pyproject.toml)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_evaluate)
 
@@ -104,7 +151,8 @@ def _parser() -> argparse.ArgumentParser:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     sh.add_argument("run", help="run id or 'last'")
     sh.add_argument("--sample", help="sample id: print its evidence trail")
-    sh.add_argument("--metric", help="only this metric")
+    sh.add_argument("--metric", help="only this metric: with --sample its evidence, else its score "
+                                     "on every sample, worst first")
     sh.add_argument("--calls", action="store_true", help="also print the judge calls (prompts and raw outputs)")
     _add_store(sh)
     sh.set_defaults(func=cmd_show)
@@ -124,6 +172,8 @@ def _parser() -> argparse.ArgumentParser:
 
     _report.register(sub)
     _testset.register(sub)
+    _traces.register(sub)
+    _sweep.register(sub)
     _judges.register(sub)
     return p
 
@@ -148,14 +198,21 @@ def example_path() -> str:
     return str(resources.files("ragsight").joinpath("data").joinpath("example.jsonl"))
 
 
+def _metric_specs(values: Sequence[str] | None) -> str | None:
+    """--metrics given once or more: every value counts (joined), never only the last."""
+    if not values:
+        return None
+    return ",".join(v for v in values if v.strip())
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.example:
         data = example_path()
     elif args.data:
         data = args.data
     elif not args.resume:
-        err.print("error: give a data file, --example, or --resume RUN (see 'ragsight evaluate --help')",
-                  soft_wrap=True, markup=False)
+        say(err, "error: give a data file, --example, or --resume RUN (see 'ragsight evaluate --help')",
+            markup=False)
         return EXIT_USAGE
     else:
         data = None
@@ -165,56 +222,120 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
+    thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
+    metrics = _metric_specs(args.metrics)
+    if args.resume:
+        _check_resume_gate(args.resume, args.store, thresholds)
+    else:
+        metrics, added = gate_metrics(metrics, thresholds)
+        if added:
+            err.print(f"The gate names {', '.join(added)}: evaluated besides the default metrics.",
+                      markup=False)
+    if args.out:
+        try:  # a missing folder is found now, not after the run
+            check_writable_target(args.out, "--out file")
+        except OSError as exc:
+            raise RagsightError(str(exc)) from None
     if args.repeats > 1:
-        return _evaluate_repeats(args, data)
-    store = Store(args.store)
+        if thresholds:
+            raise ConfigError("--fail-under/--fail-over gate one run; leave out --repeats")
+        return _evaluate_repeats(args, data, metrics)
+    check_store_path(args.store)
     policy = RetryPolicy(max_attempts=args.max_retries + 1, call_timeout_s=args.timeout,
                          step_deadline_s=max(300.0, args.timeout * 3))
     settings = AnalysisSettings(explain=args.explain, support_threshold=args.threshold)
     run_id = args.resume or new_run_id()
     progress = Progress()
-    bar = _ProgressBar(progress, enabled=not args.quiet and err.is_terminal)
 
     def notice(text: str) -> None:
-        err.print(text, soft_wrap=True, markup=False)
+        say(err, text, markup=False)
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning
         try:
-            with bar:
-                result = asyncio.run(aevaluate(
-                    data, args.metrics, judge=args.judge, embedder=args.embedder, store=store,
+            # the store file is created only once the preflight passed (a path, not a Store)
+            with ProgressDisplay(progress, "off" if args.quiet else None, console=err):
+                result = run_sync(lambda: aevaluate(
+                    data, metrics, judge=args.judge, embedder=args.embedder, store=args.store,
                     cache=not args.no_cache, resume=args.resume, concurrency=args.concurrency,
                     settings=settings, policy=policy, metadata=_metadata(args.metadata),
                     base_url=args.base_url, embedder_base_url=args.embedder_base_url,
                     progress=progress, notice=notice, run_id=None if args.resume else run_id,
                     backend=args.backend, ray_address=args.ray_address,
-                    judge_concurrency=args.judge_concurrency,
-                ))
-        except KeyboardInterrupt:
+                    judge_concurrency=args.judge_concurrency, api_version=args.api_version,
+                ), sigterm=True)
+        except KeyboardInterrupt as stop:
             rid = progress.run_id or run_id
-            err.print(f"\ninterrupted. Finished samples are saved in {args.store}; continue with:\n"
-                      f"  ragsight evaluate --resume {rid} --store {args.store}")
-            return EXIT_INTERRUPTED
-        finally:
-            store.close()
+            terminated = isinstance(stop, RunInterrupted) and stop.signum == signal.SIGTERM
+            what, code = ("terminated (SIGTERM)", EXIT_TERMINATED) if terminated else ("interrupted", EXIT_INTERRUPTED)
+            if not progress.run_id:
+                err.print(f"{what} before the run started; nothing was saved.", markup=False)
+                return code
+            say(err, f"{what}: {progress.done} of {progress.total} samples are saved in "
+                     f"{args.store}. Continue with:", markup=False)
+            err.print(f"  {_resume_command(rid, args.store)}", soft_wrap=True, markup=False)
+            return code
     print_summary(result)
     if args.out:
-        result.write_jsonl(args.out)
-        out.print(f"Per-sample results: {args.out}")
-    out.print(f"Run {result.run_id} saved in {args.store}. Evidence: "
-              f"ragsight show {result.run_id} --sample {result.samples[0].id} --store {args.store}")
+        try:
+            result.write_jsonl(args.out)
+        except OSError as exc:
+            raise RagsightError(f"cannot write the --out file {args.out} ({exc}); the run is saved in "
+                                f"{args.store}: 'ragsight export {result.run_id} --store {args.store}'") from None
+        out.print(f"Per-sample results: {args.out}", soft_wrap=True)
+    print_evidence_hint(result, args.store)
+    gate = check_gate(result, thresholds)
+    if gate.lines:
+        out.print(Text("gate:", style="bold"))
+        for ok, line in gate.lines:
+            say(out, Text.assemble(("  ok     " if ok else "  FAILED ", "green" if ok else "bold red"), line))
+    if gate.failed:
+        err.print(f"error: the run misses its gate (exit status {EXIT_FAILED})", markup=False)
+        return EXIT_FAILED
     return EXIT_OK
 
 
-def _evaluate_repeats(args: argparse.Namespace, data: Any) -> int:
+def _check_resume_gate(resume: str, store_path: str, thresholds: Sequence[Threshold]) -> None:
+    if not thresholds or not os.path.exists(store_path):
+        return  # no store: the resume itself says so
+    with Store(store_path) as store:
+        run_id = store.resolve_run(resume)
+        check_resumed_gate(run_id, store.run(run_id).metric_keys, thresholds)
+
+
+def _resume_command(run_id: str, store: str) -> str:
+    args = ["ragsight", "evaluate", "--resume", run_id]
+    if store != DEFAULT_STORE:
+        args += ["--store", store]
+    return shell_command(args)
+
+
+def print_evidence_hint(result: EvaluationResult, store: str, console: Console | None = None) -> None:
+    """Where the run is saved, and the command that shows the evidence of its lowest score.
+    The command is printed whole on a line of its own (never wrapped by the printer)."""
+    c = console or out
+    c.print(f"Run {result.run_id} saved in {store}.", soft_wrap=True, markup=False)
+    worst = result.worst()
+    if worst is None:
+        return
+    sid, metric, value = worst
+    cmd = ["ragsight", "show", result.run_id, "--sample", sid]
+    if store != DEFAULT_STORE:
+        cmd += ["--store", store]
+    c.print(f"Evidence of the lowest score ({metric} {value:.3f} on sample {sid}):",
+            soft_wrap=True, markup=False)
+    c.print(f"  {shell_command(cmd)}", soft_wrap=True, markup=False)
+
+
+def _evaluate_repeats(args: argparse.Namespace, data: Any, metrics: str | None) -> int:
 
     if args.resume:
         raise RagsightError("--repeats cannot be combined with --resume")
+    check_store_path(args.store)
     with Store(args.store) as store:
-        report = asyncio.run(evaluate_repeats(
-            data, args.repeats, temperature=args.temperature, metrics=args.metrics, judge=args.judge,
+        report = run_sync(lambda: evaluate_repeats(
+            data, args.repeats, temperature=args.temperature, metrics=metrics, judge=args.judge,
             embedder=args.embedder, store=store, base_url=args.base_url,
             embedder_base_url=args.embedder_base_url, metadata=_metadata(args.metadata),
             concurrency=args.concurrency,
@@ -230,73 +351,81 @@ def _open_existing(path: str) -> Store:
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
-    err.print(f"warning: {message}", soft_wrap=True, markup=False)
+    say(err, f"warning: {message}", markup=False)
 
 
-class _ProgressBar:
-    def __init__(self, progress: Progress, enabled: bool) -> None:
-        self.progress = progress
-        self.enabled = enabled
-        self._bar: Any = None
-        self._task: Any = None
+def _ci(low: float | None, high: float | None) -> str:
+    return "–" if low is None or high is None else f"{low:.3f}–{high:.3f}"
 
-    def __enter__(self) -> _ProgressBar:
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-            from rich.progress import Progress as RichProgress
 
-            self._bar = RichProgress(TextColumn("[bold]evaluating"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), TextColumn("{task.description}"),
-                                     console=err, transient=True)
-            self._bar.__enter__()
-            self._task = self._bar.add_task("", total=None)
-            self.progress.on_update = self._update
-        return self
+REASONS_SHOWN = 3
+"""Distinct failure reasons printed per metric (the rest are counted; 'ragsight show RUN
+--metric M' lists every sample)."""
 
-    def _update(self, p: Progress) -> None:
-        st = p.judge_stats
-        spend = f"{st.calls} calls, {st.prompt_tokens:,} prompt tok" if st is not None else ""
-        o = p.outcomes
-        desc = f"failed {o['failed']}  skipped {o['skipped']}  {spend}"
-        self._bar.update(self._task, completed=p.done, total=p.total, description=desc)
 
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
+def concurrency_note(stats: dict[str, Any]) -> str | None:
+    """One line when the judge refused or dropped calls (HTTP 429/503, time-outs): what the
+    limit did about it. None when nothing happened."""
+    c = stats.get("concurrency") if stats else None
+    if not isinstance(c, dict) or not (c.get("overloads") or c.get("timeouts")):
+        return None
+    text = (f"judge: {c.get('overloads', 0)} calls refused as overloaded, {c.get('timeouts', 0)} timed "
+            f"out; limit {c.get('min_limit')}-{c.get('max_limit')} of {c.get('ceiling')}")
+    if c.get("paused_s"):
+        text += f", paused {c['paused_s']:.1f} s as asked"
+    return text
 
 
 def print_summary(result: EvaluationResult, console: Console | None = None) -> None:
+    """The run's summary, laid out for 80 columns: the table of metrics, the overall score
+    with what it leaves out, judge spend, and every reason for a failure or a skip, whole."""
     c = console or out
-    table = Table(title=f"run {result.run_id}  ({len(result.samples)} samples, {result.status})")
-    for col in ("metric", "mean", "95% CI", "sd", "scored", "undet.", "failed", "skipped"):
-        table.add_column(col, justify="left" if col == "metric" else "right", no_wrap=True)
+    table = compact_table(f"run {result.run_id}  ({len(result.samples)} samples, {result.status})")
+    table.add_column("metric", overflow="fold", min_width=12)
+    for col in ("mean", "95% CI", "sd", "scored", "undet.", "failed", "skipped"):
+        table.add_column(col, justify="right", no_wrap=True)
     for key, s in result.summary.items():
         arrow = " ↓" if s.lower_is_better else ""
-        ci = "–" if s.ci_low is None else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
-        table.add_row(key + arrow, _fmt(s.mean), ci, _fmt(s.sd), str(s.counts["scored"]),
-                      str(s.counts["undetermined"]), str(s.counts["failed"]), str(s.counts["skipped"]))
+        table.add_row(key + arrow, _fmt(s.mean), _ci(s.ci_low, s.ci_high), _fmt(s.sd),
+                      str(s.counts["scored"]), str(s.counts["undetermined"]), str(s.counts["failed"]),
+                      str(s.counts["skipped"]))
     c.print(table)
-    overall = result.overall
-    if overall is not None and len(result.summary) > 1:
-        c.print(f"overall (harmonic mean of metric means; ↓ metrics as 1 - mean): {overall:.3f}")
+    ov = result.overall_detail
+    if ov.mean is not None and len(result.summary) > 1:
+        clamped = f"; clamped to [0, 1]: {', '.join(ov.clamped)}" if ov.clamped else ""
+        c.print(f"overall {ov.mean:.3f}: mean of {len(ov.entries)} metric means (↓ as 1 - mean), "
+                f"harmonic mean {_fmt(ov.harmonic)}{clamped}")
+    for key, why in ov.left_out.items():
+        if len(result.summary) > 1:
+            say(c, Text(f"LEFT OUT of the overall: {key}: {why}", style="bold red"))
     st = result.judge_stats
     if st:
-        c.print(f"judge: {st.get('calls', 0)} calls, {st.get('prompt_tokens', 0):,} prompt + "
-                f"{st.get('completion_tokens', 0):,} completion tokens, {st.get('cache_hits', 0)} cache hits, "
-                f"{st.get('retries', 0)} retries, {st.get('reasks', 0)} re-asks, {st.get('failed_steps', 0)} failed steps")
+        c.print(f"judge: {st.get('calls', 0)} calls, {st.get('cache_hits', 0)} cache hits, "
+                f"{st.get('prompt_tokens', 0):,} prompt + {st.get('completion_tokens', 0):,} completion tokens")
+        c.print(f"       {st.get('retries', 0)} retries, {st.get('reasks', 0)} re-asks, "
+                f"{st.get('failed_steps', 0)} failed steps")
+        note = concurrency_note(st)
+        if note is not None:
+            c.print(note, markup=False)
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
             c.print(f"skipped {key} on {n} sample(s): {reason}", markup=False)
-        for reason, n in s.fail_reasons.items():
+        shown = sorted(s.fail_reasons.items(), key=lambda kv: -kv[1])
+        for reason, n in shown[:REASONS_SHOWN]:
             c.print(Text.assemble(("failed", "red"), f" {key} on {n} sample(s): {reason}"))
+        if len(shown) > REASONS_SHOWN:
+            rest = sum(n for _, n in shown[REASONS_SHOWN:])
+            c.print(f"failed {key} on {rest} more sample(s) for {len(shown) - REASONS_SHOWN} other "
+                    f"reason(s): ragsight show {result.run_id} --metric {key}", markup=False)
     if result.problems:
         errors = [p for p in result.problems if not p.message.startswith("warning:")]
         if errors:
             c.print(f"[yellow]{len(errors)} input row(s) could not be used and were not evaluated:[/yellow]")
-            for p in errors[:20]:
-                c.print(f"  {p}", markup=False, soft_wrap=True)
-            if len(errors) > 20:
-                c.print(f"  ... and {len(errors) - 20} more (ragsight show {result.run_id})")
+            groups = group_problems(errors)  # one line per kind of problem, with its count
+            for g in groups[:20]:
+                say(c, f"  {g.line()}", markup=False)
+            if len(groups) > 20:
+                c.print(f"  ... and {len(groups) - 20} more kinds (ragsight show {result.run_id})")
 
 
 # ---- show / runs / export ---------------------------------------------------------------------
@@ -305,15 +434,61 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
 def cmd_show(args: argparse.Namespace) -> int:
     with _open_existing(args.store) as store:
         result = load_result(store, args.run)
+        metric = _run_metric(result, args.metric) if args.metric else None
         if not args.sample:
-            print_summary(result)
+            if metric is not None:
+                print_metric_scores(result, metric)
+            else:
+                print_summary(result)
             return EXIT_OK
         sample = next((s for s in result.samples if s.id == args.sample), None)
         if sample is None:
-            ids = ", ".join(s.id for s in result.samples[:10])
-            raise RagsightError(f"run {result.run_id} has no sample '{args.sample}'; its samples: {ids}...")
-        print_trail(store, result, sample.id, args.metric, args.calls)
+            ids = [s.id for s in result.samples]
+            raise RagsightError(f"run {result.run_id} has no sample '{args.sample}'"
+                                f"{close_name(args.sample, ids)}; its samples: {', '.join(ids[:10])}"
+                                + ("..." if len(ids) > 10 else ""))
+        print_trail(store, result, sample.id, metric, args.calls)
     return EXIT_OK
+
+
+def _run_metric(result: EvaluationResult, name: str) -> str:
+    """The run's metric called ``name`` (case-insensitive), else a ConfigError with the close
+    name and the run's metrics."""
+    for key in result.metric_keys:
+        if key == name or key.lower() == name.strip().lower():
+            return key
+    raise ConfigError(f"run {result.run_id} has no metric '{name}'{close_name(name, result.metric_keys)}; "
+                      f"its metrics: {', '.join(result.metric_keys)}")
+
+
+def print_metric_scores(result: EvaluationResult, metric: str, console: Console | None = None) -> None:
+    """One metric on every sample of a run: failures first, then scores worst first."""
+    c = console or out
+    s = result.summary[metric]
+    c.print(f"{metric}{' ↓' if s.lower_is_better else ''} in run {result.run_id}: mean {_fmt(s.mean)} "
+            f"over {s.n} scored of {len(result.samples)} samples; failures first, then worst first",
+            markup=False)
+    table = compact_table()
+    table.expand = True
+    table.add_column("sample", overflow="fold", min_width=8)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("outcome", no_wrap=True)
+    table.add_column("reason", overflow="fold", ratio=1)
+    order = {"failed": 0, "skipped": 1, "undetermined": 2, "scored": 3}
+    rows = []
+    for smp in result.samples:
+        score = result.scores.get(smp.id, {}).get(metric)
+        if score is None:
+            continue
+        v = score.value
+        oriented = (1.0 - v if s.lower_is_better else v) if v is not None else 0.0
+        rows.append((order[score.outcome.value], oriented, smp.id, score))
+    for _, _, sid, score in sorted(rows, key=lambda r: (r[0], r[1])):
+        table.add_row(Text(sid), _fmt(score.value), score.outcome.value, Text(score.reason or ""))
+    c.print(table)
+    c.print("Evidence of one sample:", markup=False)
+    c.print("  " + shell_command(["ragsight", "show", result.run_id, "--sample", "ID", "--metric", metric]),
+            soft_wrap=True, markup=False)
 
 
 def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: str | None, calls: bool) -> None:
@@ -361,19 +536,29 @@ def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: 
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    """The runs of a store, newest first, each a block that reads at 80 columns: a line of
+    fixed-width fields, then its judge and metrics, then its metadata (wrapped at spaces)."""
     import datetime as dt
 
+    from rich.padding import Padding
+
     with _open_existing(args.store) as store:
-        table = Table(title=f"runs in {args.store}")
-        for col in ("run", "created", "status", "samples", "judge", "metrics", "metadata"):
-            table.add_column(col, no_wrap=col in ("run", "created", "status"))
-        for r in store.runs():
+        runs = store.runs()
+        out.print(f"{len(runs)} run(s) in {args.store}, newest first:", markup=False)
+        for r in runs:
             n = store.conn.execute("SELECT COUNT(*) FROM samples WHERE run_id=?", (r.id,)).fetchone()[0]
             created = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
-            table.add_row(r.id, created, r.status, str(n), r.judge or "–", ", ".join(r.metric_keys),
-                          json.dumps(r.metadata) if r.metadata else "")
-        out.print(table)
+            out.print(Text.assemble((r.id, "bold"), f"  {r.status:<11}  {n:>5} samples  created {created}"))
+            what = f"judge {r.judge or '–'}; {len(r.metric_keys)} metrics: {', '.join(r.metric_keys)}"
+            out.print(Padding(Text(what), (0, 0, 0, 2)))
+            if r.metadata:
+                meta = " ".join(f"{k}={_fmt_meta(v)}" for k, v in r.metadata.items())
+                out.print(Padding(Text(meta, style="dim"), (0, 0, 0, 2)))
     return EXIT_OK
+
+
+def _fmt_meta(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -400,7 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except RagsightError as exc:
-        err.print(f"error: {exc}", soft_wrap=True, markup=False)
+        say(err, f"error: {exc}", markup=False)
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.print("interrupted")

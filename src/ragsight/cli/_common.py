@@ -1,23 +1,70 @@
-"""What every sub-command shares: exit codes, the two consoles, the --store option."""
+"""What every sub-command shares: exit codes, the two consoles, the --store option, and the
+small helpers of its messages."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import shlex
 import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "add_store", "err", "out"]
+__all__ = [
+    "DEFAULT_STORE",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "add_store",
+    "close_name",
+    "err",
+    "out",
+    "say",
+    "shell_command",
+]
 
 EXIT_OK = 0
+EXIT_FAILED = 1  # ran, but a threshold was missed or nothing worked (see the cli docstring)
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
+
+DEFAULT_STORE = "ragsight.db"
+
+
+def _width() -> int | None:
+    # A terminal's own width; $COLUMNS when set (rich reads it); else 120 for logs and pipes.
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 120
+
 
 err = Console(stderr=True, highlight=False)
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+out = Console(highlight=False, width=_width())
 
 
 def add_store(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", default=os.environ.get("RAGSIGHT_STORE", "ragsight.db"),
+    p.add_argument("--store", default=os.environ.get("RAGSIGHT_STORE", DEFAULT_STORE),
                    help="SQLite file holding runs, evidence and the judge cache (default: ./ragsight.db)")
+
+
+def close_name(name: str, known: Iterable[str]) -> str:
+    """" (did you mean 'x'?)" for the closest known name, or ""."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def shell_command(args: Sequence[str]) -> str:
+    """A command line that can be pasted into a shell as it is (arguments quoted as needed)."""
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def say(console: Console, text: str | Text, **kw: Any) -> None:
+    """Prose for a person (a notice, a warning, an error, a reason): on a terminal wrapped at
+    spaces to its width, so no word is cut at the edge; in a log or a pipe one whole line, which
+    grep finds. (A command to copy is printed whole either way, with ``soft_wrap=True``.)"""
+    console.print(text, soft_wrap=not console.is_terminal, **kw)

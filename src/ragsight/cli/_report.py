@@ -51,7 +51,7 @@ for several annotators), correlated with each metric's difference as RAGChecker 
 
 
 POOR_PAIRING_HELP = (
-    "compare even when a run pairs fewer than 90%% of its samples with the baseline "
+    "compare even when a run pairs fewer than 80%% of its samples with the baseline "
     "(the differences then speak for the paired part only)"
 )
 
@@ -135,6 +135,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         t_high=_floats_pair(args.t_high, "--t-high"),
         t_low=_floats_pair(args.t_low, "--t-low"),
         label_threshold=args.label_threshold,
+        allow_poor_pairing=args.allow_poor_pairing,
     )
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
@@ -224,6 +225,11 @@ def register(subparsers: Any) -> None:
     )
     ca.add_argument(
         "--label-threshold", type=float, metavar="X", help="graded labels: label >= X counts as 1"
+    )
+    ca.add_argument(
+        "--allow-poor-pairing",
+        action="store_true",
+        help="measure even when fewer than 80%% of the labels pair with a sample of the run",
     )
     ca.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_store(ca)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -12,6 +11,8 @@ from typing import Any
 
 from rich.console import Console
 
+from .._evaluate import run_sync
+from ..embed import make_embedder
 from ..errors import ConfigError
 from ..judge import RetryPolicy, make_judge
 from ..testset import (
@@ -29,6 +30,7 @@ from ..testset import (
     parse_headers,
     read_testset,
 )
+from ._common import EXIT_FAILED
 
 __all__ = ["register", "write_jsonl"]
 
@@ -76,6 +78,10 @@ def register(sub: Any) -> None:
         "--embedder",
         default="local",
         help="for near-duplicate removal: local (default), openai:MODEL, or none",
+    )
+    g.add_argument(
+        "--embedder-base-url",
+        help="base URL for an openai:MODEL embedder, if not --base-url",
     )
     g.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
     g.add_argument("--types", help=f"question-type mix (default {_mix_help(DEFAULT_TYPES)})")
@@ -212,6 +218,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         err.print(text)
 
     store = None if args.no_cache else Store(args.store)
+    embedder: Any = args.embedder
+    if isinstance(embedder, str) and embedder.strip().startswith("openai:"):
+        # the embedder's server: its own URL, else the generator's (as in 'ragsight evaluate')
+        embedder = make_embedder(embedder, base_url=args.embedder_base_url or args.base_url)
     try:
         generator = make_judge(args.judge, base_url=args.base_url, policy=policy, notice=notice)
         critic = (
@@ -230,14 +240,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
         async def go() -> Any:
             try:
                 return await agenerate(
-                    corpus, generator, critic, args.embedder, settings, progress, notice
+                    corpus, generator, critic, embedder, settings, progress, notice
                 )
             finally:
+                if not isinstance(embedder, str):
+                    await embedder.aclose()
                 await generator.aclose()
                 if critic is not generator:
                     await critic.aclose()
 
-        result = asyncio.run(go())
+        result = run_sync(go)
     finally:
         if store is not None:
             store.close()
@@ -303,8 +315,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if show and (done == total or done % max(1, total // 10) == 0):
             err.print(f"  {done}/{total} answered")
 
-    result = asyncio.run(
-        arun(
+    result = run_sync(
+        lambda: arun(
             rows,
             target,
             concurrency=args.concurrency,
@@ -322,5 +334,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     for reason, n in result.errors.items():
         out.print(f"  [red]failed[/red] {n}: {reason}")
+    if result.rows and result.failed == len(result.rows):
+        err.print(
+            f"error: every call to the target failed ({result.failed} of {len(result.rows)}); "
+            f"{args.out} holds no response to evaluate. Check --target and the fields above.",
+            markup=False,
+        )
+        return EXIT_FAILED
     out.print(f"next: ragsight evaluate {args.out}")
     return 0

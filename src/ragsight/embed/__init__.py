@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ._protocol import Embedder, cosine
+from ._protocol import Embedder, checked_vectors, cosine
 
-__all__ = ["Embedder", "cosine", "local_embedder", "make_embedder"]
+__all__ = ["Embedder", "checked_vectors", "cosine", "local_embedder", "make_embedder"]
 
 DEFAULT_LOCAL = "e5-small"
 

@@ -29,8 +29,9 @@ from .._http import (
     secrets_of,
     timeout_error,
 )
+from .._limiter import Limiter
 from .._retry import Backoff, Failure, RetryExhaustedError, classify, retry
-from ..errors import ConfigError, ProviderError, RagsightError
+from ..errors import ConfigError, EmbeddingError, ProviderError
 
 __all__ = ["EmbeddingError", "OpenAIEmbedder"]
 
@@ -39,24 +40,13 @@ _ROLE = "embedding server"
 _BACKOFF = Backoff(base_s=0.5, max_s=8.0, jitter=0.0, retry_after_cap_s=60.0)
 
 
-class EmbeddingError(RagsightError):
-    """Embedding texts failed after the embedder's own retries. ``status`` is the last HTTP
-    status (None for connection failures), ``fatal`` tells whether retrying later can help,
-    ``attempts`` how many requests were made for the failing batch."""
-
-    def __init__(self, message: str, *, status: int | None, fatal: bool, attempts: int) -> None:
-        super().__init__(message)
-        self.status = status
-        self.fatal = fatal
-        self.attempts = attempts
-
-
 class OpenAIEmbedder:
     """An :class:`~ragsight.embed.Embedder` over an OpenAI-compatible embeddings API.
 
     ``base_url`` and ``api_key`` resolve as for :class:`ragsight.judge.OpenAIProvider`
     (``$OPENAI_BASE_URL``, ``$OPENAI_API_KEY``; no Authorization header without a key). Texts go
-    out in batches of ``batch_size``, at most ``max_concurrency`` batches at a time; each request
+    out in batches of ``batch_size``, at most ``max_concurrency`` batches at a time (a ceiling:
+    below it the limit adapts to what the server accepts, see ``ragsight._limiter``); each request
     is bounded by ``timeout`` seconds. ``dimensions`` is passed to models that can shorten their
     vectors (text-embedding-3-*). Rows come back L2-normalised as float32.
     """
@@ -70,7 +60,7 @@ class OpenAIEmbedder:
         api_key: str | None = None,
         *,
         batch_size: int = 64,
-        max_concurrency: int = 4,
+        max_concurrency: int = 64,
         timeout: float = 60.0,
         max_attempts: int = 4,
         retry_budget: float = 30.0,
@@ -110,6 +100,7 @@ class OpenAIEmbedder:
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        self.limiter = Limiter(max_concurrency, retry_after_cap_s=_BACKOFF.retry_after_cap_s)
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.model!r}, base_url={display_url(self.base_url)!r})"
@@ -126,8 +117,9 @@ class OpenAIEmbedder:
         await self.aclose()
 
     async def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
-        """Return an array of shape (len(texts), dim), rows L2-normalised (a zero vector stays
-        zero). ``kind`` is ignored: OpenAI-style embedding models are symmetric. Empty strings,
+        """Return an array of shape (len(texts), dim), rows L2-normalised. A vector that cannot
+        give a similarity (NaN, infinite, beyond float32, all zeros) is refused like a failed
+        request: retried, then EmbeddingError with the cause. ``kind`` is ignored: OpenAI-style embedding models are symmetric. Empty strings,
         which OpenAI rejects, are sent as a single space. For no texts the result has shape
         (0, dim), with dim 0 while it is still unknown. Raises EmbeddingError."""
         if isinstance(texts, str):
@@ -142,8 +134,12 @@ class OpenAIEmbedder:
         )
         matrix = np.concatenate(results, axis=0) if len(results) > 1 else results[0]
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-        return unit
+        if np.all(np.isfinite(norms)) and np.all(norms > 0):
+            unit: np.ndarray = matrix / norms
+            return unit
+        # squares of very large (or very small) float32 values overflow (underflow): in float64
+        wide = matrix.astype(np.float64)
+        return (wide / np.linalg.norm(wide, axis=1, keepdims=True)).astype(np.float32)
 
     async def aclose(self) -> None:
         """Close the HTTP client. The embedder can still be used afterwards."""
@@ -166,14 +162,29 @@ class OpenAIEmbedder:
     async def _embed_batch(
         self, client: httpx.AsyncClient, semaphore: asyncio.Semaphore, batch: list[str]
     ) -> np.ndarray:
-        async def once() -> np.ndarray:
-            async with semaphore:
-                return await asyncio.wait_for(self._request(client, batch), self.timeout)
-
         def as_failure(exc: BaseException) -> Failure | None:
             if isinstance(exc, asyncio.TimeoutError):
                 exc = timeout_error(role=_ROLE, base_url=self.base_url, timeout=self.timeout)
             return classify(exc) if isinstance(exc, ProviderError) else None
+
+        async def once() -> np.ndarray:
+            async with semaphore:
+                permit = await self.limiter.acquire()
+                t0 = asyncio.get_running_loop().time()
+                try:
+                    out = await asyncio.wait_for(self._request(client, batch), self.timeout)
+                except Exception as exc:
+                    failure = as_failure(exc)
+                    if failure is None:
+                        self.limiter.forfeit()
+                    else:
+                        self.limiter.release(permit, failure)
+                    raise
+                except BaseException:
+                    self.limiter.forfeit()
+                    raise
+                self.limiter.release(permit, None, asyncio.get_running_loop().time() - t0)
+                return out
 
         try:
             vectors, _ = await retry(once, attempts=self.max_attempts, backoff=_BACKOFF,
@@ -260,26 +271,55 @@ class OpenAIEmbedder:
         return np.asarray(ordered, dtype=np.float32)
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _vector(raw: Any) -> np.ndarray:
+    """One embedding as float32, refused (ProviderError, retryable) when it cannot give a
+    similarity: non-numeric, NaN or infinite values (also inside base64), values beyond float32,
+    or all zeros."""
     if isinstance(raw, str):  # encoding_format="base64": little-endian float32
         try:
-            return np.frombuffer(base64.b64decode(raw, validate=True), dtype="<f4")
+            data = base64.b64decode(raw, validate=True)
         except ValueError:
             raise ProviderError(
                 f"the {_ROLE} returned an embedding that is not valid base64.", retryable=True
             ) from None
-    if not isinstance(raw, list):
+        if len(data) % 4:
+            raise ProviderError(
+                f"the {_ROLE} returned a base64 embedding of {len(data)} bytes, not a whole "
+                "number of float32 values.", retryable=True
+            )
+        wide = np.frombuffer(data, dtype="<f4").astype(np.float64)
+    elif isinstance(raw, list):
+        try:
+            wide = np.asarray(raw, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            raise ProviderError(
+                f"the {_ROLE} returned an embedding with non-numeric values.", retryable=True
+            ) from None
+        if wide.ndim != 1 or wide.dtype.kind not in "fiu":
+            raise ProviderError(
+                f"the {_ROLE} returned an embedding that is not a flat list of numbers.",
+                retryable=True,
+            )
+    else:
         raise ProviderError(
             f"the {_ROLE} returned an embedding that is not a list.", retryable=True
         )
-    try:
-        vector = np.asarray(raw, dtype=np.float32)
-    except (TypeError, ValueError):
+    if not np.all(np.isfinite(wide)):
+        kind = "NaN" if np.any(np.isnan(wide)) else "infinite"
         raise ProviderError(
-            f"the {_ROLE} returned an embedding with non-numeric values.", retryable=True
-        ) from None
-    if vector.ndim != 1 or not np.all(np.isfinite(vector)):
-        raise ProviderError(
-            f"the {_ROLE} returned an embedding with non-finite values.", retryable=True
+            f"the {_ROLE} returned an embedding with {kind} values.", retryable=True
         )
-    return vector
+    if wide.size and float(np.max(np.abs(wide))) > _F32_MAX:
+        raise ProviderError(
+            f"the {_ROLE} returned an embedding with values beyond the float32 range "
+            f"(largest {float(np.max(np.abs(wide))):.3g}).", retryable=True
+        )
+    if wide.size and not np.any(wide):
+        raise ProviderError(
+            f"the {_ROLE} returned an all-zero embedding (it has no direction: no similarity "
+            "can be taken from it).", retryable=True
+        )
+    return wide.astype(np.float32)

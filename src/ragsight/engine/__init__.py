@@ -1,5 +1,6 @@
 """The async evaluation engine."""
 
+from ._display import ProgressDisplay, display_mode, progress_text
 from ._engine import (
     Progress,
     SampleOutcome,
@@ -12,11 +13,14 @@ from ._ray import WorkerLostError, default_batch_size, import_ray, run_samples_r
 
 __all__ = [
     "Progress",
+    "ProgressDisplay",
     "SampleOutcome",
     "WorkerLostError",
     "default_batch_size",
     "describe_metrics",
+    "display_mode",
     "import_ray",
+    "progress_text",
     "run_samples",
     "run_samples_ray",
     "score_sample",

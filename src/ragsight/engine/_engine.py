@@ -16,9 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._limiter import call_priority
 from .._score import Evidence, JudgeCallRef, Outcome, Score
 from ..analyses import AnalysisSettings, SampleAnalyses
 from ..embed import Embedder
+from ..errors import EmbeddingError, StoreError
 from ..judge import Judge, JudgeCall, JudgeFailedError, record_calls
 from ..metrics import Metric
 from ..sample import Sample
@@ -42,6 +44,7 @@ class Progress:
 class SampleOutcome:
     sample_id: str
     scores: tuple[Score, ...]
+    node: str | None = None  # with the Ray backend: the id of the cluster node that evaluated it
 
 
 def settings_for(metrics: Sequence[Metric], base: AnalysisSettings) -> AnalysisSettings:
@@ -58,6 +61,9 @@ def _failed(metric: Metric, exc: BaseException) -> Score:
         last = next((c.error for c in reversed(calls) if c.error), None) or str(exc)
         return Score.failed(metric.key, f"judge step {calls[0].prompt_id if calls else '?'} failed: {last}",
                             Evidence(details={"attempts": len(calls)}, calls=refs))
+    if isinstance(exc, EmbeddingError):
+        return Score.failed(metric.key, f"embedding failed: {exc}",
+                            Evidence(details={"attempts": exc.attempts} if exc.attempts else {}))
     return Score.failed(
         metric.key, f"internal error: {type(exc).__name__}: {exc}",
         Evidence(details={"traceback": "".join(traceback.format_exception(exc))[-2000:]}),
@@ -73,6 +79,8 @@ async def score_sample(
     async def one(m: Metric) -> Score:
         try:
             return await m.score(ctx)
+        except StoreError:
+            raise  # the store cannot be read or written: the run stops, it is not this metric's fault
         except Exception as exc:
             return _failed(m, exc)
 
@@ -107,31 +115,39 @@ async def run_samples(
     """
     settings = settings_for(metrics, settings)
     results: dict[str, tuple[Score, ...]] = {}
-    sem = asyncio.Semaphore(max(1, concurrency))
     last_beat = time.monotonic()
 
-    async def one(sample: Sample) -> None:
+    async def one(position: int, sample: Sample) -> None:
         nonlocal last_beat
-        async with sem:
-            calls: list[JudgeCall] = []
-            with record_calls(calls.append):
-                scores = await score_sample(sample, metrics, judge, embedder, settings)
-            if store is not None:
-                store.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
-            results[sample.id] = scores
-            if progress is not None:
-                progress.done += 1
-                for s in scores:
-                    progress.outcomes[s.outcome.value] += 1
-                if progress.on_update is not None:
-                    progress.on_update(progress)
-            if on_sample is not None:
-                on_sample(SampleOutcome(sample.id, scores))
-            if store is not None and time.monotonic() - last_beat > 20:
-                last_beat = time.monotonic()
-                store.heartbeat(run_id)
+        calls: list[JudgeCall] = []
+        # the judge serves the calls of earlier samples first: they finish (and are saved)
+        # first, and a sample's chain of calls does not queue behind later samples' first calls
+        with record_calls(calls.append), call_priority(position):
+            scores = await score_sample(sample, metrics, judge, embedder, settings)
+        if store is not None:
+            store.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
+        results[sample.id] = scores
+        if progress is not None:
+            progress.done += 1
+            for s in scores:
+                progress.outcomes[s.outcome.value] += 1
+            if progress.on_update is not None:
+                progress.on_update(progress)
+        if on_sample is not None:
+            on_sample(SampleOutcome(sample.id, scores))
+        if store is not None and time.monotonic() - last_beat > 20:
+            last_beat = time.monotonic()
+            store.heartbeat(run_id)
 
-    tasks = [asyncio.ensure_future(one(s)) for s in samples]
+    # ``concurrency`` workers take the samples in order: a task per sample in flight, not per
+    # sample of the run (a million samples made a million waiting tasks, some 3 GB)
+    pending = iter(enumerate(samples))
+
+    async def worker() -> None:
+        for position, sample in pending:
+            await one(position, sample)
+
+    tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(samples))))]
     try:
         await asyncio.gather(*tasks)
     except BaseException:

@@ -11,7 +11,8 @@ Shared across the cluster:
 
 * a rate-limiting actor holds the remote judge's concurrency limit for the cluster as a whole:
   each worker wraps its provider in a proxy that takes a permit before every provider call and
-  gives it back after. The embedded judge (one model in each worker process) is not limited
+  gives it back after, saying how the call went, so the limit adapts (``ragsight._limiter``) to
+  what the judge deployment accepts from all the workers together. The embedded judge (one model in each worker process) is not limited
   across workers, and a sample's calls stay on one worker so the model reuses prompt prefixes.
 * a cache actor serves the judge-call cache: it reads through to the driver's SQLite store
   (it is placed on the driver's node) and keeps the entries written during the run in memory
@@ -35,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._limiter import LimiterStats, call_priority
 from .._score import Score
 from ..analyses import AnalysisSettings
 from ..errors import ConfigError, MissingExtraError, RagsightError
@@ -99,6 +101,7 @@ class _SampleResult:
     sample_id: str
     scores: tuple[Score, ...]
     calls: tuple[JudgeCall, ...]
+    node: str | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,7 @@ class _BatchWorker:
         self.concurrency = max(1, concurrency)
         self.limiter = ray.get_actor(limiter) if limiter else None
         self.cache = ray.get_actor(cache) if cache else None
+        self.node = ray.get_runtime_context().get_node_id()
         self.judge: Judge | None = None
         self.embedder: Any = None
         self._ready = False
@@ -154,32 +158,36 @@ class _BatchWorker:
             provider = make_judge(spec, base_url=r.base_url, policy=r.policy).provider
             if self.limiter is not None:
                 provider = LimitedProvider(provider, self.limiter)
+            # With the cluster's limiter the worker's own limit is fixed at the provider's
+            # ceiling: one limit adapts, for the whole cluster.
             self.judge = Judge(
                 provider, cache=SharedCache(self.cache) if self.cache is not None else None,
                 policy=r.policy, seed=r.seed, temperature=r.temperature,
+                adaptive=self.limiter is None,
             )
         if self.need_embedder:
             self.embedder = make_embedder(self.embedder_spec, base_url=self.embedder_base_url)
         self._sem = asyncio.Semaphore(self.concurrency)
         self._ready = True
 
-    async def run_batch(self, attempt: str, samples: Sequence[Sample]) -> _BatchResult:
+    async def run_batch(self, attempt: str, samples: Sequence[Sample], first: int = 0) -> _BatchResult:
         if not self._ready:
             self._setup()
         assert self._sem is not None
         sem = self._sem
         attempt_token = attempt_id.set(attempt)
 
-        async def one(sample: Sample) -> _SampleResult:
+        async def one(position: int, sample: Sample) -> _SampleResult:
             async with sem:
                 calls: list[JudgeCall] = []
-                with record_calls(calls.append):
+                # the cluster's limiter serves earlier samples' calls first, as in one process
+                with record_calls(calls.append), call_priority(position):
                     scores = await score_sample(sample, self.metrics, self.judge, self.embedder,
                                                 self.settings)
-                return _SampleResult(sample.id, scores, tuple(calls))
+                return _SampleResult(sample.id, scores, tuple(calls), self.node)
 
         try:
-            done = await asyncio.gather(*(one(s) for s in samples))
+            done = await asyncio.gather(*(one(first + i, s) for i, s in enumerate(samples)))
             if self.judge is not None and isinstance(self.judge.cache, SharedCache):
                 await self.judge.cache.flush()
         except (Exception, asyncio.CancelledError, KeyboardInterrupt, SystemExit):
@@ -253,8 +261,9 @@ async def run_samples_ray(
 
     ``judge`` is the driver's Judge (None when no metric needs one): its cache is served to the
     workers, its retry policy, seed and temperature are theirs, its stats receive the workers'
-    counts, and its provider's ``max_concurrency`` is the cluster-wide limit of calls in flight
-    (``judge_limit`` overrides it). ``judge_spec`` is what each worker builds its own judge from:
+    counts, and its ceiling of calls in flight (``Judge.max_concurrency``) is the cluster-wide
+    ceiling (``judge_limit`` overrides it), below which the limit adapts as in one process
+    unless the Judge was made with ``adaptive=False``. ``judge_spec`` is what each worker builds its own judge from:
     what ``make_judge`` accepts (``"openai:MODEL"``, ``"local..."``, None for the embedded
     judge, a picklable provider) or a picklable callable returning one; a Judge is replaced by
     its provider. API keys reach the workers through their environment, never through here.
@@ -268,7 +277,8 @@ async def run_samples_ray(
     already initialised in this process it is used as is.
     ``workers``: worker actors (default: the cluster's CPUs / ``worker_cpus``).
     ``max_attempts``: runs of a batch whose worker died before :class:`WorkerLostError`.
-    ``limiter_stats``, when given, receives the rate limiter's figures (limit, peak).
+    ``limiter_stats``, when given, receives the rate limiter's figures (limit, peak, the
+    ``LimiterStats`` fields); the driver Judge's stats record them too.
     """
     if ray_address is not None and ray_address.startswith("ray://"):
         raise ConfigError(
@@ -304,12 +314,15 @@ async def run_samples_ray(
     try:
         if judge is not None:
             recipe = _JudgeRecipe(spec, base_url, judge.policy, judge.seed, judge.temperature)
+            here = ray.get_runtime_context().get_node_id()
             if not _is_embedded(spec):
-                limit = judge_limit or judge.provider.max_concurrency
+                limit = judge_limit or judge.max_concurrency
                 limiter_name = f"ragsight-limiter-{tag}"
+                # on the driver's node, as the cache: a lost worker node must not take it along
                 limiter = ray.remote(Limiter).options(
                     name=limiter_name, max_concurrency=100_000, num_cpus=0,
-                ).remote(limit)
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+                ).remote(limit, judge.adaptive, judge.limiter.retry_after_cap_s)
             if judge.cache is not None:
                 path = None
                 seed: dict[str, dict[str, Any]] | None = None
@@ -317,7 +330,6 @@ async def run_samples_ray(
                     path = os.path.abspath(judge.cache.store.path)
                 elif isinstance(judge.cache, MemoryCallCache):
                     seed = dict(judge.cache._d)
-                here = ray.get_runtime_context().get_node_id()
                 cache_name = f"ragsight-cache-{tag}"
                 cache_server = ray.remote(CacheServer).options(
                     name=cache_name, num_cpus=0,
@@ -327,8 +339,11 @@ async def run_samples_ray(
         size = batch_size or default_batch_size(len(samples), n_workers, concurrency)
         batches = [list(samples[i:i + size]) for i in range(0, len(samples), size)]
         n_workers = max(1, min(n_workers, len(batches)))
+        # SPREAD: the workers over as many nodes as the cluster has (one node's loss costs
+        # the fewest workers); a worker restarted after its node is lost goes where there is room
         worker_cls = ray.remote(_BatchWorker).options(
             num_cpus=worker_cpus, max_restarts=max_attempts, max_concurrency=_BATCHES_PER_WORKER + 1,
+            scheduling_strategy="SPREAD",
         )
         actors = [
             worker_cls.remote(list(metrics), settings, recipe, embedder_spec, embedder_base_url,
@@ -337,8 +352,13 @@ async def run_samples_ray(
         ]
         await _drive(ray, actors, batches, judge, limiter, cache_server, store, run_id, results,
                      progress, on_sample, max_attempts)
-        if limiter is not None and limiter_stats is not None:
-            limiter_stats.update(await limiter.stats.remote())
+        if limiter is not None and judge is not None:
+            figures = await limiter.stats.remote()
+            if limiter_stats is not None:
+                limiter_stats.update(figures)
+            # the run records the cluster's limit, not the driver's unused one
+            judge.stats.limiter = LimiterStats(**{k: v for k, v in figures.items()
+                                                  if k in LimiterStats.__dataclass_fields__})
     finally:
         closing = [asyncio.wrap_future(a.close.remote().future()) for a in actors]
         if closing:
@@ -366,6 +386,7 @@ async def _drive(
 
     lost = (RayActorError, ActorDiedError, ActorUnavailableError, ObjectLostError)
     queue: deque[int] = deque(range(len(batches)))
+    starts = [sum(len(x) for x in batches[:i]) for i in range(len(batches))]
     attempts = [0] * len(batches)
     deaths = [0] * len(actors)
     load = [0] * len(actors)
@@ -381,7 +402,7 @@ async def _drive(
             b = queue.popleft()
             attempts[b] += 1
             attempt = uuid.uuid4().hex
-            ref = actors[w].run_batch.remote(attempt, batches[b])
+            ref = actors[w].run_batch.remote(attempt, batches[b], starts[b])
             inflight[asyncio.wrap_future(ref.future())] = (w, b, attempt)
             load[w] += 1
 
@@ -441,7 +462,7 @@ async def _drive(
                         if progress.on_update is not None:
                             progress.on_update(progress)
                     if on_sample is not None:
-                        on_sample(SampleOutcome(r.sample_id, r.scores))
+                        on_sample(SampleOutcome(r.sample_id, r.scores, r.node))
                 if store is not None and time.monotonic() - last_beat > _HEARTBEAT_S:
                     last_beat = time.monotonic()
                     store.heartbeat(run_id)

@@ -6,15 +6,28 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
-from ..judge import ChoiceScores, Completion, JudgeProvider, JudgeRequest, ProviderError
+from .._limiter import Limiter as AdaptiveLimit
+from .._limiter import Permit, current_priority
+from .._retry import Failure
+from ..judge import (
+    ChoiceScores,
+    Completion,
+    JudgeProvider,
+    JudgeRequest,
+    ProviderError,
+    provider_identity,
+)
 from ..store import Store
 
-__all__ = ["CacheServer", "LimitedProvider", "Limiter", "SharedCache", "attempt_id"]
+__all__ = ["CacheServer", "LimitedProvider", "Limiter", "SharedCache", "attempt_id", "signal_of"]
+
+T = TypeVar("T")
 
 # The batch attempt a worker is running: the limiter gives back the permits of a dead attempt.
 attempt_id: contextvars.ContextVar[str] = contextvars.ContextVar("ragsight_ray_attempt", default="")
@@ -23,59 +36,78 @@ attempt_id: contextvars.ContextVar[str] = contextvars.ContextVar("ragsight_ray_a
 # ---- the cluster-wide rate limiter --------------------------------------------------------
 
 
+def signal_of(exc: BaseException | None) -> dict[str, Any] | None:
+    """What the limiter needs to know about a failed call, as plain data (exceptions with
+    keyword-only arguments do not unpickle): the HTTP status, whether it timed out, the server's
+    Retry-After. None for a success."""
+    if exc is None:
+        return None
+    if isinstance(exc, asyncio.TimeoutError):
+        return {"status": None, "timed_out": True, "retry_after": None}
+    if isinstance(exc, ProviderError):
+        return {"status": exc.status, "timed_out": exc.timed_out, "retry_after": exc.retry_after}
+    return {"status": None, "timed_out": False, "retry_after": None}  # no sign of the server's load
+
+
+def _failure(signal: dict[str, Any]) -> Failure:
+    exc = ProviderError("a worker's call failed", retryable=True, status=signal.get("status"),
+                        retry_after=signal.get("retry_after"), timed_out=bool(signal.get("timed_out")))
+    return Failure(str(exc), True, exc.retry_after, False, exc)
+
+
 class Limiter:
-    """Permits for calls in flight to a remote judge, for the whole cluster (a Ray actor).
+    """Permits for calls in flight to a remote judge, for the whole cluster (a Ray actor): the
+    adaptive limit of ``ragsight._limiter`` (raised while calls succeed, cut on refusals and
+    time-outs, paused on Retry-After) applied to every worker's calls together.
 
     Each permit is taken under a ticket and a holder (the batch attempt that made the call). When
     a worker dies, the driver releases every permit its attempts held; a permit that is released
     before it was granted (the call was cancelled while waiting) is given back when granted.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, adaptive: bool = True, retry_after_cap_s: float = 60.0) -> None:
         self.limit = max(1, int(limit))
-        self._sem: asyncio.Semaphore | None = None
-        self._granted: dict[str, str] = {}  # ticket -> holder
+        self._limit = AdaptiveLimit(self.limit, adaptive=adaptive, retry_after_cap_s=retry_after_cap_s)
+        self._granted: dict[str, tuple[str, Permit]] = {}  # ticket -> (holder, permit)
         self._cancelled: set[str] = set()
         self._dead: set[str] = set()
-        self.peak = 0
 
-    def _semaphore(self) -> asyncio.Semaphore:
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.limit)
-        return self._sem
-
-    async def acquire(self, holder: str, ticket: str) -> bool:
-        sem = self._semaphore()
-        await sem.acquire()
+    async def acquire(self, holder: str, ticket: str, priority: int = 0) -> bool:
+        permit = await self._limit.acquire(priority)
         if holder in self._dead or ticket in self._cancelled:
             self._cancelled.discard(ticket)
-            sem.release()
+            self._limit.forfeit()
             return False
-        self._granted[ticket] = holder
-        self.peak = max(self.peak, len(self._granted))
+        self._granted[ticket] = (holder, permit)
         return True
 
-    async def release(self, ticket: str) -> None:
-        if self._granted.pop(ticket, None) is not None:
-            self._semaphore().release()
-        else:
+    async def release(self, ticket: str, signal: dict[str, Any] | None = None,
+                      latency: float | None = None) -> bool:
+        """Give a permit back with how its call went (``signal_of``); True when it cut the limit."""
+        entry = self._granted.pop(ticket, None)
+        if entry is None:
             self._cancelled.add(ticket)
+            return False
+        return self._limit.release(entry[1], None if signal is None else _failure(signal), latency)
 
     async def release_holders(self, holders: list[str]) -> int:
         dead = set(holders)
         self._dead |= dead
-        tickets = [t for t, h in self._granted.items() if h in dead]
+        tickets = [t for t, (h, _) in self._granted.items() if h in dead]
         for t in tickets:
             del self._granted[t]
-            self._semaphore().release()
+            self._limit.forfeit()
         return len(tickets)
 
-    async def stats(self) -> dict[str, int]:
-        return {"limit": self.limit, "peak": self.peak, "in_flight": len(self._granted)}
+    async def stats(self) -> dict[str, Any]:
+        """The limit's figures (``LimiterStats``), with ``peak`` and ``in_flight`` as before."""
+        st = self._limit.stats
+        return {**st.to_dict(), "peak": st.peak_in_flight, "in_flight": len(self._granted)}
 
 
 class LimitedProvider:
-    """A provider proxy that holds a cluster-wide permit around each call to the real provider."""
+    """A provider proxy that holds a cluster-wide permit around each call to the real provider
+    and tells the limiter how the call went."""
 
     def __init__(self, inner: JudgeProvider, limiter: Any) -> None:
         self.inner = inner
@@ -85,26 +117,29 @@ class LimitedProvider:
         self.supports_choices = inner.supports_choices
         self.max_concurrency = inner.max_concurrency
         self.context_window = inner.context_window
+        self.identity = provider_identity(inner)  # the cache key is the real provider's
 
-    async def _permit(self, ticket: str) -> None:
-        if not await self.limiter.acquire.remote(attempt_id.get(), ticket):
-            raise ProviderError("the batch was given up by the driver", retryable=False)
+    async def _limited(self, call: Callable[[], Awaitable[T]]) -> T:
+        ticket = uuid.uuid4().hex
+        failed: BaseException | None = None
+        t0 = None
+        try:
+            if not await self.limiter.acquire.remote(attempt_id.get(), ticket, current_priority()):
+                raise ProviderError("the batch was given up by the driver", retryable=False)
+            t0 = time.monotonic()
+            return await call()
+        except BaseException as exc:
+            failed = exc
+            raise
+        finally:
+            latency = None if t0 is None or failed is not None else time.monotonic() - t0
+            self.limiter.release.remote(ticket, signal_of(failed), latency)
 
     async def complete(self, request: JudgeRequest) -> Completion:
-        ticket = uuid.uuid4().hex
-        try:
-            await self._permit(ticket)
-            return await self.inner.complete(request)
-        finally:
-            self.limiter.release.remote(ticket)
+        return await self._limited(lambda: self.inner.complete(request))
 
     async def score_choices(self, request: JudgeRequest, choices: Sequence[str]) -> ChoiceScores:
-        ticket = uuid.uuid4().hex
-        try:
-            await self._permit(ticket)
-            return await self.inner.score_choices(request, choices)
-        finally:
-            self.limiter.release.remote(ticket)
+        return await self._limited(lambda: self.inner.score_choices(request, choices))
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

@@ -21,9 +21,11 @@ from ._judge import (
     JudgeStats,
     MemoryCallCache,
     RetryPolicy,
+    provider_identity,
     record_calls,
     step_key,
 )
+from ._litellm import LITELLM_KINDS, LiteLLMProvider, litellm_model
 from ._local import LocalProvider
 from ._model_files import DEFAULT_MODEL
 from ._openai import OpenAIProvider
@@ -47,6 +49,7 @@ __all__ = [
     "JudgeProvider",
     "JudgeRequest",
     "JudgeStats",
+    "LiteLLMProvider",
     "LocalProvider",
     "MemoryCallCache",
     "Message",
@@ -58,6 +61,7 @@ __all__ = [
     "UnexpectedPromptError",
     "agreement_notice",
     "make_judge",
+    "provider_identity",
     "record_calls",
     "step_key",
 ]
@@ -71,15 +75,20 @@ def _say(notice: Any, text: str) -> None:
 
 
 def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPolicy | None = None,
-               notice: Any = None, max_concurrency: int | None = None) -> Judge:
+               notice: Any = None, max_concurrency: int | None = None,
+               api_version: str | None = None) -> Judge:
     """A Judge from a spec: ``"openai:MODEL"``, ``"local"``, ``"local:NAME"``,
-    ``"local:PATH.gguf"``, a provider, or a Judge (returned as is). None means the embedded judge.
-    ``max_concurrency`` bounds the calls in flight to a remote judge (default 16)."""
+    ``"local:PATH.gguf"``, ``"anthropic:MODEL"``, ``"gemini:MODEL"``, ``"bedrock:MODEL"``,
+    ``"azure:DEPLOYMENT"``, ``"vertex_ai:MODEL"``, ``"mistral:MODEL"``,
+    ``"litellm:PROVIDER/MODEL"`` (those through LiteLLM, ``ragsight[litellm]``), a provider, or a
+    Judge (returned as is). None means the embedded judge. ``max_concurrency`` is the
+    ceiling of calls in flight to a remote judge (default the provider's, 256 for ``openai:``);
+    below it the limit adapts to what the server accepts. ``api_version`` is Azure OpenAI's."""
     if isinstance(spec, Judge):
         return spec
     if spec is not None and not isinstance(spec, str):
         if isinstance(spec, JudgeProvider):
-            return Judge(spec, policy=policy)
+            return Judge(spec, policy=policy, max_concurrency=max_concurrency)
         raise ConfigError(f"cannot use {type(spec).__name__} as a judge")
     text = (spec or "local").strip()
     kind, _, rest = text.partition(":")
@@ -87,8 +96,19 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         if not rest:
             raise ConfigError(f"--judge {kind} needs a model name: {kind}:MODEL, e.g. openai:gpt-4o-mini")
         timeout = policy.call_timeout_s if policy is not None else 60.0
-        return Judge(OpenAIProvider(rest, base_url=base_url, timeout=timeout, max_concurrency=max_concurrency or 16,
-                                    choices=kind == "openai-logprobs"), policy=policy)
+        remote = (OpenAIProvider(rest, base_url=base_url, timeout=timeout, max_concurrency=max_concurrency,
+                                 notice=notice, choices=kind == "openai-logprobs")
+                  if max_concurrency else OpenAIProvider(rest, base_url=base_url, timeout=timeout, notice=notice,
+                                           choices=kind == "openai-logprobs"))
+        return Judge(remote, policy=policy)
+    if kind in LITELLM_KINDS:
+        if not rest or (kind == "litellm" and "/" not in rest):
+            example = "litellm:PROVIDER/MODEL" if kind == "litellm" else f"{kind}:MODEL"
+            raise ConfigError(f"--judge {kind} needs a model name: {example}")
+        timeout = policy.call_timeout_s if policy is not None else 60.0
+        return Judge(LiteLLMProvider(litellm_model(kind, rest), api_base=base_url, api_version=api_version,
+                                     name=text, timeout=timeout, max_concurrency=max_concurrency or 256),
+                     policy=policy)
     if kind == "local":
         provider = LocalProvider(rest or None)
         _say(notice, (DEFAULT_NOTICE if spec is None else "") + agreement_notice(provider.model))
@@ -96,7 +116,9 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
     raise ConfigError(
         f"unknown judge '{text}'. Use openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp, LiteLLM), "
         "openai-logprobs:MODEL (yes/no verdicts from log-probabilities), "
-        "local (the embedded judge), local:qwen2.5-coder-0.5b, or local:PATH.gguf."
+        "anthropic:MODEL, gemini:MODEL, bedrock:MODEL, azure:DEPLOYMENT, litellm:PROVIDER/MODEL "
+        "(pip install 'ragsight[litellm]'), local (the embedded judge), local:qwen2.5-coder-0.5b, "
+        "or local:PATH.gguf."
     )
 
 

@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from .._http import display_url
+from .._limiter import Limiter, LimiterStats, Permit
 from .._retry import Backoff, Failure, classify
 from ..errors import ConfigError, JudgeError
 from ..prompts import Prompt
@@ -211,12 +213,16 @@ class JudgeStats:
     retries: int = 0
     reasks: int = 0
     failed_steps: int = 0
+    answers_too_large: int = 0  # answers cut at the provider's size cap and not used
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
     by_prompt: dict[str, int] = field(default_factory=dict)
+    # the concurrency limit's figures (ragsight._limiter), live: the progress line reads them
+    limiter: LimiterStats | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {"concurrency": self.limiter.to_dict()} if self.limiter is not None else {}
         return {
             "steps": self.steps,
             "calls": self.calls,
@@ -224,10 +230,12 @@ class JudgeStats:
             "retries": self.retries,
             "reasks": self.reasks,
             "failed_steps": self.failed_steps,
+            "answers_too_large": self.answers_too_large,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "latency_s": round(self.latency_s, 3),
             "by_prompt": dict(self.by_prompt),
+            **extra,
         }
 
 
@@ -235,9 +243,39 @@ class _DeadlineReached(Exception):
     """The step's deadline passed while the call waited for a concurrency slot."""
 
 
-def step_key(judge_model: str, request: JudgeRequest, prompt_hash: str, kind: str, extra: Any = None) -> str:
+def provider_identity(provider: Any) -> dict[str, Any]:
+    """What of a provider changes its answers, for the cache key and the run's record: the
+    provider's own ``identity`` mapping when it has one (the embedded judge: its model file; a
+    wrapping provider: its inner one's), else its name, model, server (``base_url`` or
+    ``api_base``, without user info or query) and ``api_version``."""
+    own = getattr(provider, "identity", None)
+    if callable(own):
+        own = own()
+    if isinstance(own, Mapping):
+        return {str(k): v for k, v in own.items()}
+    ident: dict[str, Any] = {"provider": provider.name, "model": provider.model}
+    for attr in ("base_url", "api_base"):  # OpenAI-compatible servers; LiteLLM's endpoint
+        base = getattr(provider, attr, None)
+        if isinstance(base, str) and base:
+            ident["base_url"] = display_url(base)
+            break
+    version = getattr(provider, "api_version", None)
+    if isinstance(version, str) and version:
+        ident["api_version"] = version
+    return ident
+
+
+def step_key(
+    judge_model: str, request: JudgeRequest, prompt_hash: str, kind: str, extra: Any = None,
+    identity: Mapping[str, Any] | None = None,
+) -> str:
+    """The cache key of one judge step: the provider's identity (server, model, model file:
+    :func:`provider_identity`), the prompt and its hash, the rendered messages, the output
+    schema, the sampling settings and the kind of step. Two servers that serve different models
+    under one name therefore never share an answer."""
     basis = {
         "model": judge_model,
+        "provider": dict(identity) if identity is not None else None,
         "prompt": [request.prompt_id, request.prompt_version, prompt_hash],
         "messages": [[m.role, m.content] for m in request.messages],
         "schema": request.schema,
@@ -245,16 +283,18 @@ def step_key(judge_model: str, request: JudgeRequest, prompt_hash: str, kind: st
         "kind": kind,
         "extra": extra,
     }
-    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
 class Judge:
     """A provider wrapped with everything a reliable evaluation needs.
 
-    One ``Judge`` is shared by all samples of a run: its semaphore bounds the calls in flight,
-    its stats count calls, tokens and failures, and ``sink`` receives every call. It is configured
-    at construction and not changed during a run: :meth:`for_run` gives a fresh wrapper on the
-    same provider with a run's cache and seed; :func:`record_calls` routes a sample's calls.
+    One ``Judge`` is shared by all samples of a run: its limiter (``ragsight._limiter``) bounds
+    the calls in flight, adapting the limit to what the provider accepts up to the ceiling
+    ``max_concurrency`` (``adaptive=False``: a fixed limit at the ceiling); its stats count calls,
+    tokens and failures, and ``sink`` receives every call. It is configured at construction and
+    not changed during a run: :meth:`for_run` gives a fresh wrapper on the same provider with a
+    run's cache and seed; :func:`record_calls` routes a sample's calls.
     """
 
     def __init__(
@@ -267,17 +307,22 @@ class Judge:
         sink: CallSink | None = None,
         seed: int = 0,
         temperature: float = 0.0,
+        adaptive: bool = True,
     ) -> None:
         self.provider = provider
+        self.identity = provider_identity(provider)
         self.cache = cache
         self.policy = policy or RetryPolicy()
         limit = max_concurrency or provider.max_concurrency
         self._limit = max(1, min(limit, provider.max_concurrency))
-        self._sem: asyncio.Semaphore | None = None
+        self._adaptive = adaptive
+        # one model in this process (max_concurrency 1) has nothing to adapt
+        self.limiter = Limiter(self._limit, adaptive=adaptive and self._limit > 1,
+                               retry_after_cap_s=self.policy.backoff_max_s * 3)
         self.sink = sink
         self.seed = seed
         self.temperature = temperature
-        self.stats = JudgeStats()
+        self.stats = JudgeStats(limiter=self.limiter.stats)
         self._rng = random.Random(seed)
         self._backoff = Backoff(self.policy.backoff_base_s, self.policy.backoff_max_s, jitter=0.5,
                                 retry_after_cap_s=self.policy.backoff_max_s * 3)
@@ -297,7 +342,7 @@ class Judge:
         own cache, stats and memo; the seed and temperature kept unless given."""
         return Judge(
             self.provider, cache=cache, policy=self.policy, max_concurrency=self._limit,
-            sink=sink if sink is not None else self.sink,
+            adaptive=self._adaptive, sink=sink if sink is not None else self.sink,
             seed=self.seed if seed is None else seed,
             temperature=self.temperature if temperature is None else temperature,
         )
@@ -318,10 +363,15 @@ class Judge:
         """Forget the answers memorised in an earlier run (used when there is no cache)."""
         self._memo.clear()
 
-    def _semaphore(self) -> asyncio.Semaphore:
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self._limit)
-        return self._sem
+    @property
+    def adaptive(self) -> bool:
+        """Whether the limit of calls in flight adapts below the ceiling."""
+        return self._adaptive
+
+    @property
+    def max_concurrency(self) -> int:
+        """The ceiling of calls in flight (the limit in effect is ``limiter.limit``)."""
+        return self._limit
 
     def _emit(self, call: JudgeCall) -> None:
         st = self.stats
@@ -370,7 +420,7 @@ class Judge:
         """Render ``prompt``, call the judge, parse one JSON object and pass it to ``validate``,
         which returns the value or raises OutputError (ValueError) saying what is wrong."""
         request = self.request(prompt, values, count=count, max_tokens=max_tokens)
-        key = step_key(self.model, request, prompt.hash, "json")
+        key = step_key(self.model, request, prompt.hash, "json", identity=self.identity)
         return await self._dedup(key, lambda: self._ask(prompt, request, key, validate, use_cache))
 
     def _reuse(self, result: Any) -> Any:
@@ -508,33 +558,44 @@ class Judge:
         self, prompt: Prompt, request: JudgeRequest, key: str, deadline: float, offset: int,
         send: Callable[[JudgeRequest], Awaitable[R]], *, also_retry: tuple[type[Exception], ...] = (),
     ) -> tuple[R | None, list[JudgeCall], float, float]:
-        """The one transport loop of both kinds of step: a concurrency slot, the call under the
-        step's deadline, and on failure a recorded error call and the shared backoff
-        (``ragsight._retry``). Returns (result or None, the error calls, latency and start time of
-        the successful attempt). A fatal failure (bad key, unknown model) raises JudgeFailedError."""
+        """The one transport loop of both kinds of step: a permit from the limiter, the call
+        under the step's deadline, and on failure a recorded error call and the shared backoff
+        (``ragsight._retry``). A refusal that cut the limit is sent again at once, once per step
+        (the lower limit paces it); a server's Retry-After pauses the whole provider. Returns
+        (result or None, the error calls, latency and start time of the successful attempt). A
+        fatal failure (bad key, unknown model) raises JudgeFailedError."""
         calls: list[JudgeCall] = []
         pol = self.policy
+        limiter = self.limiter
+        quick_retry_used = False
         for attempt in range(1, pol.max_attempts + 1):
             started = time.time()
             t0 = time.monotonic()
+            permit: Permit | None = None
             try:
-                async with self._semaphore():
-                    # the call's clock starts when it may go out, not while it waits for a slot
-                    started = time.time()
-                    t0 = time.monotonic()
-                    remaining = deadline - t0
-                    if remaining <= 0:
-                        raise _DeadlineReached
-                    result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
+                permit = await limiter.acquire()
+                # the call's clock starts when it may go out, not while it waits for a permit
+                started = time.time()
+                t0 = time.monotonic()
+                remaining = deadline - t0
+                if remaining <= 0:
+                    raise _DeadlineReached
+                result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
             except _DeadlineReached:
+                limiter.forfeit()
                 calls.append(self._error_call(prompt, request, key, offset + attempt, started, 0.0,
                                               "step deadline reached before the call"))
                 self._emit(calls[-1])
                 return None, calls, 0.0, started
             except Exception as exc:
                 if not isinstance(exc, (ProviderError, asyncio.TimeoutError, OSError, *also_retry)):
+                    if permit is not None:
+                        limiter.forfeit()
                     raise
                 failure = classify(exc) or Failure(f"{type(exc).__name__}: {exc}", True, None, False, exc)
+                cut = limiter.release(permit, failure) if permit is not None else False
+                if getattr(exc, "too_large", False):
+                    self.stats.answers_too_large += 1
                 calls.append(self._error_call(prompt, request, key, offset + attempt, started,
                                               time.monotonic() - t0, failure.message))
                 self._emit(calls[-1])
@@ -543,13 +604,23 @@ class Judge:
                     raise JudgeFailedError(f"{prompt.id}: {failure.message}", key, calls) from exc
                 if not failure.retryable or attempt == pol.max_attempts:
                     return None, calls, 0.0, started
-                wait = self._backoff.delay(attempt, failure.retry_after, self._rng)
+                if cut and failure.retry_after is None and not quick_retry_used:
+                    quick_retry_used = True
+                    wait = 0.0
+                else:
+                    wait = self._backoff.delay(attempt, failure.retry_after, self._rng)
                 if time.monotonic() + wait >= deadline:
                     return None, calls, 0.0, started
                 self.stats.retries += 1
                 await asyncio.sleep(wait)
                 continue
-            return result, calls, time.monotonic() - t0, started
+            except BaseException:
+                if permit is not None:
+                    limiter.forfeit()
+                raise
+            latency = time.monotonic() - t0
+            limiter.release(permit, None, latency)
+            return result, calls, latency, started
         return None, calls, 0.0, time.time()
 
     def _error_call(
@@ -586,7 +657,7 @@ class Judge:
     ) -> Answer[dict[str, float]]:
         """P(choice) for each choice, from next-token log-probabilities (embedded judge)."""
         request = self.request(prompt, values, max_tokens=1, schema=False)
-        key = step_key(self.model, request, prompt.hash, "choices", list(choices))
+        key = step_key(self.model, request, prompt.hash, "choices", list(choices), identity=self.identity)
         return await self._dedup(key, lambda: self._choose(prompt, request, key, choices, use_cache))
 
     async def _choose(

@@ -238,6 +238,24 @@ class LocalProvider:
                           "tests only; the default qwen2.5-coder-1.5b is far better.", LocalJudgeWarning,
                           stacklevel=2)
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What the cache key holds of this judge: a registered model by the sha256 its file is
+        verified against; a GGUF path by its absolute path, size and modification time (a file
+        replaced by another quantization at the same path is another judge)."""
+        from ._model_files import MODELS
+
+        spec = MODELS.get(self.spec)
+        if spec is not None:
+            return {"provider": "local", "model": spec.name, "sha256": spec.sha256}
+        path = Path(self.spec).expanduser().resolve()
+        try:
+            st = path.stat()
+            file: dict[str, Any] = {"path": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        except OSError:
+            file = {"path": str(path)}
+        return {"provider": "local", "model": self.model, "file": file}
+
     # ---- loading --------------------------------------------------------------------------------
 
     def _load(self) -> Any:

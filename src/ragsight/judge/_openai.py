@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -31,6 +31,7 @@ import httpx
 
 from .._http import (
     build_headers,
+    clip,
     display_url,
     error_from_response,
     error_from_transport,
@@ -38,12 +39,13 @@ from .._http import (
     make_client,
     parse_json_body,
     redact,
+    redact_answer,
     resolve_api_key,
     resolve_base_url,
     secrets_of,
     timeout_error,
 )
-from .._retry import Backoff, RetryExhaustedError, classify, retry
+from .._retry import Backoff, Failure, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, JudgeUnavailableError
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
 
@@ -53,9 +55,21 @@ __all__ = ["OpenAIProvider"]
 _MODES = ("json_schema", "json_object", "prompt")
 _TOP_LOGPROBS = 5
 _CHOICE_TOP_LOGPROBS = 20  # yes/no verdicts: the most OpenAI accepts, so both answers are seen
+# The preflight: up to 3 pings, each bounded by min(timeout, 30 s), all of it (waits included)
+# bounded by 90 s. A server's Retry-After is honoured while it fits in that bound; a longer one
+# ends the preflight at once, saying how long the server asked to wait.
 _PREFLIGHT_ATTEMPTS = 3
-# 0.25 s then 0.5 s between the pings; a server's Retry-After up to 2 s
-_PREFLIGHT_BACKOFF = Backoff(base_s=0.25, max_s=2.0, jitter=0.0, retry_after_cap_s=2.0)
+PREFLIGHT_PING_S = 30.0
+PREFLIGHT_LIMIT_S = 90.0
+_PREFLIGHT_BACKOFF = Backoff(base_s=0.25, max_s=2.0, jitter=0.0, retry_after_cap_s=PREFLIGHT_LIMIT_S)
+# Tell the user what the preflight waits for once it has waited this long.
+_PREFLIGHT_SAY_AFTER_S = 2.0
+# The largest HTTP body read from the judge (an answer with logprobs for 4,096 tokens is about
+# 2 MB); a larger answer is cut there, counted and not used. The content itself may hold at
+# most max(64 KiB, 16 characters per requested token).
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+_MIN_CONTENT_CHARS = 64 * 1024
+_CHARS_PER_TOKEN_CAP = 16
 _SCHEMA_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -66,8 +80,11 @@ class OpenAIProvider:
     to ``$OPENAI_API_KEY``. With no key (typical for local servers) no Authorization header is
     sent. ``timeout`` bounds each call as a whole (connecting alone may take up to 10 s of it),
     so a server that trickles bytes cannot hold a call longer. ``logprobs=False`` never asks for
-    the first token's top log-probabilities. The HTTP client is created lazily inside the running
-    event loop; call :meth:`aclose` (or use ``async with``) when done.
+    the first token's top log-probabilities. An answer larger than ``max_answer_bytes`` (8 MiB),
+    or whose content is longer than its ``max_tokens`` could make, is cut there and refused
+    (ProviderError with ``too_large``; the Judge counts it). A successful answer's content and
+    ``model`` field have the API key removed before anyone sees them. The HTTP client is created
+    lazily inside the running event loop; call :meth:`aclose` (or use ``async with``) when done.
     """
 
     name: str
@@ -83,14 +100,18 @@ class OpenAIProvider:
         api_key: str | None = None,
         *,
         timeout: float = 60.0,
-        max_concurrency: int = 16,
+        max_concurrency: int = 256,
         context_window: int | None = None,
         extra_headers: Mapping[str, str] | None = None,
         logprobs: bool = True,
         choices: bool = False,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("OpenAIProvider needs a model name, e.g. OpenAIProvider('gpt-4o-mini')")
+        if max_answer_bytes < 1024:
+            raise ConfigError(f"max_answer_bytes must be at least 1024, got {max_answer_bytes!r}")
         if not timeout > 0:
             raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_concurrency < 1:
@@ -104,6 +125,8 @@ class OpenAIProvider:
         self.supports_choices = bool(choices)
         self.max_concurrency = max_concurrency
         self.context_window = context_window
+        self.max_answer_bytes = int(max_answer_bytes)
+        self.notice = notice  # one-line messages for the user (the preflight's waits)
         self.base_url = resolve_base_url(base_url)
         self.timeout = float(timeout)
         api_key = resolve_api_key(api_key)
@@ -196,8 +219,10 @@ class OpenAIProvider:
 
     async def preflight(self) -> None:
         """Send a 1-token "ping". Raises JudgeUnavailableError when the host cannot be reached,
-        the key is rejected or the model is unknown; transient failures are tried three times
-        in about a second before giving up."""
+        the key is rejected or the model is unknown. Transient failures are tried again, up to
+        3 pings of at most min(timeout, 30 s) each and 90 s in all, waits included; a server's
+        Retry-After is honoured while it fits in those 90 s. After 2 s without an answer the
+        user is told (``notice``) what the preflight waits for and when it gives up."""
         ping = JudgeRequest(
             prompt_id="preflight",
             prompt_version="1",
@@ -206,12 +231,60 @@ class OpenAIProvider:
             temperature=0.0,
             seed=None,
         )
+        per_ping = min(self.timeout, PREFLIGHT_PING_S)
+        limit = PREFLIGHT_LIMIT_S
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        where = f"judge {self.name!r} at {display_url(self.base_url)}"
+        said = False
+
+        def say(text: str) -> None:
+            nonlocal said
+            said = True
+            if self.notice is not None:
+                self.notice(text)
+
+        async def once() -> Completion:
+            task = asyncio.ensure_future(self._call(ping, logprobs=False, timeout=per_ping))
+            try:
+                if not said:
+                    done, _ = await asyncio.wait({task}, timeout=_PREFLIGHT_SAY_AFTER_S)
+                    if not done:
+                        say(f"waiting for the {where} to answer a 1-token ping (up to "
+                            f"{_PREFLIGHT_ATTEMPTS} pings of {per_ping:g} s each; giving up after "
+                            f"{limit:g} s in all at most)")
+                return await task
+            finally:
+                if not task.done():
+                    task.cancel()
+
+        def classify_ping(exc: BaseException) -> Failure | None:
+            if not isinstance(exc, ProviderError):
+                return None
+            failure = classify(exc)
+            if failure is None or failure.fatal or not failure.retryable:
+                return failure
+            used = loop.time() - start
+            if failure.retry_after is not None:
+                if used + failure.retry_after + per_ping > limit:
+                    return Failure(f"{failure.message} That wait is longer than the preflight's "
+                                   f"{limit:g} s limit; try again later.", False, None, False, exc)
+                say(f"the {where} asked to wait {failure.retry_after:g} s (HTTP {exc.status}); "
+                    f"waiting (the preflight gives up after {limit:g} s in all)")
+            elif used + per_ping > limit:
+                return Failure(f"{failure.message} (the preflight's {limit:g} s are up)",
+                               False, None, False, exc)
+            else:
+                say(f"the preflight ping to the {where} failed ({failure.message}); trying again "
+                    f"(giving up after {limit:g} s in all)")
+            return failure
+
         try:
-            await retry(lambda: self._call(ping, logprobs=False), attempts=_PREFLIGHT_ATTEMPTS,
-                        backoff=_PREFLIGHT_BACKOFF,
-                        classify_error=lambda e: classify(e) if isinstance(e, ProviderError) else None)
+            await retry(once, attempts=_PREFLIGHT_ATTEMPTS, backoff=_PREFLIGHT_BACKOFF,
+                        classify_error=classify_ping, budget_s=limit)
         except RetryExhaustedError as stop:
-            times = f" {stop.attempts} times" if stop.why == "attempts" else ""
+            elapsed = loop.time() - start
+            times = f" {stop.attempts} times in {elapsed:.0f} s" if stop.attempts > 1 else ""
             raise JudgeUnavailableError(
                 f"the preflight call to judge {self.name!r} failed{times}: {stop.failure.message}"
             ) from stop.failure.exc
@@ -238,17 +311,18 @@ class OpenAIProvider:
             self._loop = loop
         return self._client, self._semaphore
 
-    async def _call(self, request: JudgeRequest, *, logprobs: bool, top: int = _TOP_LOGPROBS) -> Completion:
+    async def _call(
+        self, request: JudgeRequest, *, logprobs: bool, top: int = _TOP_LOGPROBS, timeout: float | None = None
+    ) -> Completion:
         client, semaphore = self._session()
+        limit = self.timeout if timeout is None else timeout
         async with semaphore:
             try:
                 return await asyncio.wait_for(
-                    self._negotiate(client, request, logprobs=logprobs, top=top), self.timeout
+                    self._negotiate(client, request, logprobs=logprobs, top=top), limit
                 )
             except asyncio.TimeoutError:
-                raise timeout_error(
-                    role="judge", base_url=self.base_url, timeout=self.timeout
-                ) from None
+                raise timeout_error(role="judge", base_url=self.base_url, timeout=limit) from None
 
     async def _negotiate(
         self, client: httpx.AsyncClient, request: JudgeRequest, *, logprobs: bool, top: int = _TOP_LOGPROBS
@@ -260,14 +334,14 @@ class OpenAIProvider:
             tokens_param = self._tokens_param
             body = self._body(request, mode, use_logprobs, tokens_param, top)
             try:
-                response = await client.post(url, json=body)
+                response = await self._post(client, url, body)
             except httpx.HTTPError as exc:
                 raise error_from_transport(
                     exc, role="judge", base_url=self.base_url, timeout=self.timeout
                 ) from exc
             if response.is_success:
                 data = parse_json_body(response, role="judge", secrets=self._secrets)
-                return self._completion(data, body, mode)
+                return self._completion(data, body, mode, request.max_tokens)
             if response.status_code in (400, 422) and self._adapt(
                 response, mode, use_logprobs, tokens_param
             ):
@@ -280,6 +354,30 @@ class OpenAIProvider:
                 secrets=self._secrets,
                 has_key=self._has_key,
             )
+
+    async def _post(self, client: httpx.AsyncClient, url: str, body: Any) -> httpx.Response:
+        """POST ``body`` and read the answer, at most ``max_answer_bytes`` of it: a larger
+        answer raises ProviderError (``too_large``) after that many bytes, so a server that
+        sends 100 MB costs 8 MiB of memory, not 100 MB."""
+        async with client.stream("POST", url, json=body) as streamed:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in streamed.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_answer_bytes:
+                    head = redact(b"".join(chunks)[:200].decode("utf-8", "replace"), self._secrets)
+                    raise ProviderError(
+                        f"the judge's answer (HTTP {streamed.status_code}) is larger than "
+                        f"{self.max_answer_bytes:,} bytes; it was cut there and not used "
+                        f"(it starts with {clip(' '.join(head.split()), 80)!r}).",
+                        retryable=True, status=streamed.status_code, too_large=True,
+                    )
+                chunks.append(chunk)
+        # a plain response over the bytes read (already decoded: no content-encoding left)
+        headers = [(k, v) for k, v in streamed.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks),
+                              request=streamed.request)
 
     def _adapt(
         self, response: httpx.Response, mode: str | None, used_logprobs: bool, tokens_param: str
@@ -342,17 +440,29 @@ class OpenAIProvider:
                 _describe_schema(messages, schema)
         return body
 
-    def _completion(self, data: Any, body: Mapping[str, Any], mode: str | None) -> Completion:
+    def _completion(
+        self, data: Any, body: Mapping[str, Any], mode: str | None, max_tokens: int
+    ) -> Completion:
         choice = _first_choice(data)
         if choice is None:
             detail = ""
             if isinstance(data, Mapping) and "error" in data:
-                detail = " Server said: " + redact(json.dumps(data["error"])[:300], self._secrets)
+                detail = " Server said: " + clip(redact(json.dumps(data["error"]), self._secrets), 300)
             raise ProviderError(
                 f"the judge answered without a completion choice.{detail}", retryable=True
             )
         message = choice.get("message")
         text = _content_text(message.get("content") if isinstance(message, Mapping) else None)
+        # a server that echoes the key in its answer must not get it stored (content and model)
+        text = redact_answer(text, self._secrets)
+        most = max(_MIN_CONTENT_CHARS, _CHARS_PER_TOKEN_CAP * max(1, max_tokens))
+        if len(text) > most:
+            raise ProviderError(
+                f"the judge answered {len(text):,} characters for max_tokens={max_tokens} (at most "
+                f"{most:,} expected); the answer was cut there and not used (it starts with "
+                f"{clip(' '.join(text[:200].split()), 80)!r}).",
+                retryable=True, too_large=True,
+            )
         finish = choice.get("finish_reason")
         usage = data.get("usage")
         prompt_tokens = _count(usage, "prompt_tokens")
@@ -362,6 +472,8 @@ class OpenAIProvider:
         if completion_tokens is None:
             completion_tokens = self.count_tokens(text)
         model = data.get("model")
+        if isinstance(model, str):
+            model = clip(redact_answer(model, self._secrets), 200)
         return Completion(
             text=text,
             prompt_tokens=prompt_tokens,

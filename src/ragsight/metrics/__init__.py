@@ -9,13 +9,17 @@ exactly as given.
 from __future__ import annotations
 
 import difflib
+import inspect
+import math
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import ConfigError
 from ..sample import Sample
-from ._base import Metric
+from ._base import OUT_OF_SCOPE_SKIP, Metric
+from .abstention import Abstention
 from .answer_correctness import AnswerCorrectness
 from .answer_relevancy import AnswerRelevancy
 from .answer_similarity import AnswerSimilarity
@@ -29,7 +33,9 @@ from .noise_sensitivity import NoiseSensitivity
 
 __all__ = [
     "GROUPS",
+    "OUT_OF_SCOPE_SKIP",
     "REGISTRY",
+    "Abstention",
     "AnswerCorrectness",
     "AnswerRelevancy",
     "AnswerSimilarity",
@@ -63,7 +69,7 @@ def register(cls: type[Metric]) -> type[Metric]:
 for _cls in (
     Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithoutReference,
     ContextRecall, FactualCorrectness, AnswerCorrectness, AnswerSimilarity, NoiseSensitivity,
-    ContextRelevance, ContextEntityRecall,
+    ContextRelevance, ContextEntityRecall, Abstention,
 ):
     register(_cls)
 
@@ -75,10 +81,10 @@ def metric_names() -> list[str]:
 
 def _load_optional() -> None:
     # IR and lexical metrics register themselves on import.
-    from . import ir, lexical, rubric, similarity_mrr  # noqa: F401
+    from . import ir, lexical, rubric, similarity_mrr, span_ir  # noqa: F401
 
 
-_SPEC = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(?:\((.*)\))?\s*$")
+_SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$")
 
 
 def _coerce(value: str) -> Any:
@@ -95,11 +101,21 @@ def _coerce(value: str) -> Any:
         return v
 
 
+def _finite(spec: str, name: str, value: Any) -> None:
+    """Refuse NaN and infinity (also 1e999, which reads as infinity) in a parameter, before any
+    judge call: no metric can compute with them."""
+    for v in value if isinstance(value, tuple) else (value,):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(
+                f"metric '{spec}': parameter {name}={v} is not a finite number; give a number such as "
+                "0.5 or 2")
+
+
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     m = _SPEC.match(spec)
     if not m:
         raise ConfigError(f"cannot read metric '{spec}'; write name or name(param=value, ...)")
-    name, args = m.group(1), m.group(2)
+    name, args = m.group(1).lower(), m.group(2)  # Faithfulness is faithfulness
     params: dict[str, Any] = {}
     if args:
         for part in args.split(","):
@@ -107,6 +123,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
                 raise ConfigError(f"metric '{spec}': parameter '{part.strip()}' needs the form name=value")
             k, _, v = part.partition("=")
             params[k.strip()] = _coerce(v)
+            _finite(spec, k.strip(), params[k.strip()])
     return name, params
 
 
@@ -132,6 +149,7 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
         specs = [s for s in _split_specs(specs)]
     out: list[Metric] = []
     seen: set[str] = set()
+    empty_groups: list[str] = []
 
     def add(m: Metric) -> None:
         if m.key not in seen:
@@ -142,32 +160,65 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
         spec = spec.strip()
         if not spec:
             continue
-        if spec in ("default", "core"):
+        if spec.lower() in ("default", "core"):
             for m in default_metrics(samples):
                 add(m)
             continue
-        if spec == "all" or spec in GROUPS:
-            for name in sorted(REGISTRY):
-                cls = REGISTRY[name]
-                if spec != "all" and spec not in cls.groups:
-                    continue
-                m = cls()
-                if not samples or any(m.missing(s) is None for s in samples):
-                    add(m)
+        if spec.lower() == "all" or spec.lower() in GROUPS:
+            spec = spec.lower()
+            members = [REGISTRY[n] for n in sorted(REGISTRY) if spec == "all" or spec in REGISTRY[n].groups]
+            fitting = [m for m in (cls() for cls in members)
+                       if not samples or any(m.missing(s) is None for s in samples)]
+            for m in fitting:
+                add(m)
+            if members and not fitting:
+                empty_groups.append(_why_none_fits(spec, members))
             continue
         name, params = parse_spec(spec)
         found = REGISTRY.get(name)
         if found is None:
             raise _unknown(name)
+        _check_params(found, name, spec, params)
+        key = name + spec.strip()[len(name):] if params else name
         try:
-            add(found(key=spec, **params) if params else found())
+            add(found(key=key, **params) if params else found())
         except TypeError as exc:
             raise ConfigError(f"metric '{spec}': {exc}") from exc
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
+    if empty_groups and out:
+        warnings.warn(f"{'; '.join(empty_groups)}; the other metrics run", UserWarning, stacklevel=2)
     if not out:
+        if empty_groups:
+            raise ConfigError(f"no metric selected: {'; '.join(empty_groups)}")
         raise ConfigError("no metric selected; name at least one with --metrics")
     return out
+
+
+def _check_params(cls: type[Metric], name: str, spec: str, params: dict[str, Any]) -> None:
+    """A ConfigError naming the parameter a metric does not take, and the ones it does."""
+    if not params:
+        return
+    accepted = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "key")]
+    if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(cls.__init__).parameters.values()):
+        return
+    unknown = [k for k in params if k not in accepted]
+    if unknown:
+        takes = f"its parameters: {', '.join(accepted)}" if accepted else "it takes no parameter"
+        close = difflib.get_close_matches(unknown[0], accepted, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ConfigError(f"metric '{spec.strip()}': {name} has no parameter '{unknown[0]}'{hint}; {takes}")
+
+
+def _why_none_fits(spec: str, classes: Sequence[type[Metric]]) -> str:
+    """Why a group selected no metric: the fields its metrics need, which no sample has."""
+    wanted: list[str] = []
+    for cls in classes:
+        for f in [*cls.requires, *(" or ".join(g) for g in cls.requires_any)]:
+            if f not in wanted:
+                wanted.append(f)
+    what = "the metrics" if spec == "all" else f"the {spec} metrics"
+    return f"{what} need {', '.join(wanted)}, which no sample has ('{spec}' selects none)"
 
 
 def _split_specs(text: str) -> list[str]:
@@ -191,7 +242,8 @@ def _split_specs(text: str) -> list[str]:
 
 def default_metrics(samples: Sequence[Sample]) -> list[Metric]:
     """The core metrics the data's fields allow: faithfulness, answer_relevancy, context_recall,
-    and context_precision (with a reference) or context_precision_without_reference."""
+    and context_precision (with a reference) or context_precision_without_reference; plus
+    abstention when the data marks a question out of scope (``Sample.out_of_scope``)."""
     candidates: list[Metric] = [Faithfulness(), AnswerRelevancy(), ContextPrecision(), ContextRecall()]
     chosen = [m for m in candidates if not samples or any(m.missing(s) is None for s in samples)]
     has_ref_cp = any(isinstance(m, ContextPrecision) and not isinstance(m, ContextPrecisionWithoutReference) for m in chosen)
@@ -199,4 +251,8 @@ def default_metrics(samples: Sequence[Sample]) -> list[Metric]:
         alt = ContextPrecisionWithoutReference()
         if not samples or any(alt.missing(s) is None for s in samples):
             chosen.insert(2, alt)
+    if any(s.out_of_scope for s in samples):
+        abstain = Abstention()
+        if any(abstain.missing(s) is None for s in samples):
+            chosen.append(abstain)
     return chosen or candidates

@@ -9,7 +9,26 @@ from .._score import Score
 from ..analyses import Need, SampleAnalyses
 from ..sample import Sample
 
-__all__ = ["Metric"]
+__all__ = ["OUT_OF_SCOPE_SKIP", "Metric"]
+
+OUT_OF_SCOPE_SKIP = "out-of-scope question: no relevant context to retrieve (see abstention)"
+
+
+def with_pipeline_error(sample: Sample, reason: str) -> str:
+    """A missing-field skip reason, led by the pipeline's error when the pipeline's call failed.
+
+    Rows made by ``ragsight answer``, the LangChain / LlamaIndex adapters and the sweep carry
+    ``metadata.error`` when the system under test raised; such a row has no response, and
+    "sample has no response" alone would hide why. Other skips (out of scope, a missing
+    reference while a response is there) are left as they are.
+    """
+    error = sample.metadata.get("error")
+    if not error or sample.has("response") or not reason.startswith("sample has no "):
+        return reason
+    text = " ".join(str(error).split())
+    if len(text) > 200:
+        text = text[:199] + "…"
+    return f"the pipeline failed on this question (metadata.error: {text}): {reason}"
 
 
 class Metric(ABC):
@@ -20,7 +39,11 @@ class Metric(ABC):
     ``needs_judge`` / ``needs_embedder``: what the run must provide;
     ``needs``: shared analyses this metric needs planned for the run (``Need`` members);
     ``groups``: selection groups (retrieval, generation, reference-free, lexical, ir);
-    ``lower_is_better``: enters the overall score as 1 - value.
+    ``lower_is_better``: enters the overall score as 1 - value;
+    ``packages``: optional packages it imports, as (module, extra) pairs: a run checks them
+    before its first judge call and names the extra to install.
+    ``in_scope_only``: ``skipped`` on an out-of-scope question (``Sample.out_of_scope``): a
+    retrieval metric measured against a reference has nothing relevant to find there.
     Instances are immutable after construction; parameters are set in ``__init__``.
     """
 
@@ -32,7 +55,9 @@ class Metric(ABC):
     needs: ClassVar[frozenset[Need]] = frozenset()
     groups: ClassVar[frozenset[str]] = frozenset()
     lower_is_better: ClassVar[bool] = False
+    packages: ClassVar[tuple[tuple[str, str], ...]] = ()
     core: ClassVar[bool] = False  # part of the default selection
+    in_scope_only: ClassVar[bool] = False
 
     def __init__(self, key: str | None = None) -> None:
         self.key = key or self.name  # the name results are reported under
@@ -43,6 +68,8 @@ class Metric(ABC):
 
     def missing(self, sample: Sample) -> str | None:
         """Why this metric cannot run on the sample (a skip reason), or None."""
+        if self.in_scope_only and sample.out_of_scope:
+            return OUT_OF_SCOPE_SKIP
         absent = [f for f in self.requires if not sample.has(f)]
         for group in self.requires_any:
             if not any(sample.has(f) for f in group):
@@ -54,7 +81,7 @@ class Metric(ABC):
     async def score(self, ctx: SampleAnalyses) -> Score:
         reason = self.missing(ctx.sample)
         if reason is not None:
-            return Score.skipped(self.key, reason)
+            return Score.skipped(self.key, with_pipeline_error(ctx.sample, reason))
         return await self.compute(ctx)
 
     @abstractmethod

@@ -6,6 +6,7 @@ probability, else counts at the threshold).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .._score import Evidence, Score
@@ -27,9 +28,12 @@ class AnswerCorrectness(Metric):
     def __init__(self, key: str | None = None, weights: tuple[float, float] = (0.75, 0.25),
                  form: str = "auto") -> None:
         super().__init__(key)
-        w1, w2 = (float(w) for w in weights)
-        if w1 < 0 or w2 < 0 or w1 + w2 == 0:
-            raise ValueError("answer_correctness weights must be >= 0 and not both 0")
+        try:
+            w1, w2 = (float(w) for w in weights)
+        except (TypeError, ValueError):
+            raise ValueError(f"answer_correctness weights must be two numbers like 0.75/0.25, not {weights!r}") from None
+        if not (math.isfinite(w1) and math.isfinite(w2)) or w1 < 0 or w2 < 0 or w1 + w2 == 0:
+            raise ValueError(f"answer_correctness weights must be finite, >= 0 and not both 0, not {w1:g}/{w2:g}")
         self.weights = (w1 / (w1 + w2), w2 / (w1 + w2))
         self._fc = FactualCorrectness(mode="f1", form=form)
         self.form = form

@@ -15,6 +15,7 @@ class ContextEntityRecall(Metric):
     requires = ("reference", "contexts")
     needs_judge = True
     groups = frozenset({"retrieval"})
+    in_scope_only = True
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         ref = await ctx.entities("reference")

@@ -31,6 +31,7 @@ class ContextPrecision(Metric):
     requires = ("question", "contexts", "reference")
     needs_judge = True
     groups = frozenset({"retrieval"})
+    in_scope_only = True
     core = True
     against = "reference"
 
@@ -45,16 +46,17 @@ class ContextPrecision(Metric):
             ],
         }
         n_rel = sum(j.relevant)
-        return Score.scored(
-            self.key, value,
-            f"{n_rel} of {len(j.relevant)} chunks relevant; ranks {[k for k, r in enumerate(j.relevant, 1) if r]}",
-            Evidence(details=details, calls=j.refs),
-        )
+        reason = f"{n_rel} of {len(j.relevant)} chunks relevant; ranks {[k for k, r in enumerate(j.relevant, 1) if r]}"
+        total = len(ctx.sample.contexts or ())
+        if len(j.relevant) < total:  # the lowest-ranked chunks did not fit the judge's window
+            reason += f"; chunks {len(j.relevant) + 1}-{total} left out to fit the judge's window"
+        return Score.scored(self.key, value, reason, Evidence(details=details, calls=j.refs))
 
 
 class ContextPrecisionWithoutReference(ContextPrecision):
     name = "context_precision_without_reference"
     requires = ("question", "contexts", "response")
     groups = frozenset({"retrieval", "reference-free"})
+    in_scope_only = False  # judges the chunks against the response, not a reference
     core = True
     against = "response"

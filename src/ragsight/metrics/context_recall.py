@@ -15,6 +15,7 @@ class ContextRecall(Metric):
     needs_judge = True
     needs = frozenset({Need.REFERENCE_VS_CONTEXTS})
     groups = frozenset({"retrieval"})
+    in_scope_only = True
     core = True
 
     async def compute(self, ctx: SampleAnalyses) -> Score:

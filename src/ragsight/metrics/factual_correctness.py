@@ -18,6 +18,7 @@ P(supported) and F-beta is the F-beta of the expected counts; ``auto`` (default)
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .._score import Evidence, Score
@@ -52,8 +53,8 @@ class FactualCorrectness(Metric):
         super().__init__(key)
         if mode not in MODES:
             raise ValueError(f"factual_correctness mode must be one of {', '.join(MODES)}, not '{mode}'")
-        if beta <= 0:
-            raise ValueError("factual_correctness beta must be > 0")
+        if not isinstance(beta, (int, float)) or isinstance(beta, bool) or not math.isfinite(beta) or beta <= 0:
+            raise ValueError(f"factual_correctness beta must be a finite number > 0, not {beta!r}")
         if mode == "f1" and beta != 1.0:
             raise ValueError("factual_correctness: mode=f1 has beta 1; use mode=fbeta to set beta")
         self.mode = mode

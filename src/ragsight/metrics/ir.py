@@ -71,6 +71,7 @@ class _IdMetric(Metric):
 
     requires = ("retrieved_ids", "relevant_ids")
     groups = IR_GROUPS
+    in_scope_only = True
     default_k: ClassVar[int | None] = 10
     k_optional: ClassVar[bool] = False
 
@@ -196,6 +197,7 @@ class RetrievalAccuracy(Metric):
     name = "retrieval_accuracy"
     requires: ClassVar[tuple[str, ...]] = ("retrieved_ids", "relevant_ids")
     groups = frozenset({"retrieval"})
+    in_scope_only = True
     match: ClassVar[str] = "id"
 
     def __new__(cls, key: str | None = None, k: int = 10, match: str = "id") -> RetrievalAccuracy:

@@ -67,6 +67,7 @@ class BLEU(_Lexical):
 
     name = "bleu"
     label = "BLEU"
+    packages = (("sacrebleu", "lexical"),)
 
     def function(self, prediction: str, reference: str) -> float:
         return _lexical.bleu(prediction, reference)
@@ -107,6 +108,7 @@ class ChrF(_Lexical):
 
     name = "chrf"
     label = "chrF"
+    packages = (("sacrebleu", "lexical"),)
 
     def function(self, prediction: str, reference: str) -> float:
         return _lexical.chrf(prediction, reference)

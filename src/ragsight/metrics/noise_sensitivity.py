@@ -20,6 +20,7 @@ class NoiseSensitivity(Metric):
     needs_judge = True
     needs = frozenset({Need.RESPONSE_VS_CONTEXTS, Need.REFERENCE_VS_CONTEXTS, Need.CHUNK_SUPPORT})
     groups = frozenset({"generation", "retrieval"})
+    in_scope_only = True
     lower_is_better = True
 
     def __init__(self, key: str | None = None, mode: str = "relevant") -> None:

@@ -60,6 +60,7 @@ class MrrBySimilarity(Metric):
     requires = ("contexts", "reference")
     needs_embedder = True
     groups = frozenset({"retrieval"})
+    in_scope_only = True
 
     def __init__(self, key: str | None = None, threshold: float | None = None) -> None:
         super().__init__(key)

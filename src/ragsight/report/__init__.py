@@ -42,13 +42,14 @@ from ._compare import (
     PoorPairingError,
     RunColumn,
     RunData,
+    ci_notes,
     compare,
     compare_runs,
     holm,
     load_runs,
     print_comparison,
 )
-from ._format import fmt, fmt_ci, fmt_p, fmt_signed
+from ._format import compact_table, fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
 from ._pairs import (
     PairAgreement,
@@ -89,6 +90,8 @@ __all__ = [
     "best_threshold",
     "calibrate",
     "calibrate_pairs",
+    "ci_notes",
+    "compact_table",
     "compare",
     "compare_runs",
     "concordance_table",

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .._score import Outcome
@@ -46,7 +45,8 @@ from .._stats import (
 from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
 from ..store import Store
-from ._format import fmt, fmt_p
+from ._compare import MIN_PAIRED_SHARE, PoorPairingError
+from ._format import compact_table, fmt, fmt_p
 
 __all__ = [
     "CalibrationReport",
@@ -117,9 +117,16 @@ class CalibrationReport:
     metrics: tuple[MetricCalibration, ...]
     concordance: PairConcordance | None
     notes: tuple[str, ...]
+    label_range: tuple[float, float] | None = None
+    """The smallest and largest label value paired with a sample."""
+
+    @property
+    def paired_share(self) -> float:
+        """The labels that pair with a sample of the run (by id), over all readable labels."""
+        return self.matched / self.n_labels if self.n_labels else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "paired_share": self.paired_share}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,6 +248,7 @@ def calibrate(
     t_low: tuple[float, float] = (0.3, 0.3),
     label_threshold: float | None = None,
     n_bins: int = 10,
+    allow_poor_pairing: bool = False,
 ) -> CalibrationReport:
     """Measure how well a run's metric scores agree with human labels.
 
@@ -251,6 +259,11 @@ def calibrate(
     concordance table (default faithfulness and factual_correctness, skipped with a note when
     the run lacks one). ``label_threshold`` turns graded labels into binary ones
     (``label >= label_threshold`` is 1).
+
+    Labels pair with samples by id. When fewer than :data:`MIN_PAIRED_SHARE` of the labels
+    find their sample (the usual cause: the ids of the labels file are not the run's, e.g.
+    data without ids, whose automatic ids come from the question and reference), raises
+    :class:`PoorPairingError` unless ``allow_poor_pairing``.
     """
     result = source if isinstance(source, EvaluationResult) else load_result(*source)
     if isinstance(labels, (str, os.PathLike)):
@@ -284,6 +297,15 @@ def calibrate(
             f"none of the {len(parsed)} labels matches a sample of run {result.run_id} by id "
             f"(label ids such as {', '.join(list(parsed)[:3]) or 'none'}; sample ids such as "
             f"{', '.join(sample_ids[:3])})"
+        )
+    share = len(labelled) / len(parsed)
+    if share < MIN_PAIRED_SHARE and not allow_poor_pairing:
+        raise PoorPairingError(
+            f"only {len(labelled)} of {len(parsed)} labels ({share:.0%}) pair with a sample of run "
+            f"{result.run_id} by id (unpaired label ids such as {', '.join(unmatched[:3])}; sample "
+            f"ids such as {', '.join(sample_ids[:3])}). Give the labels the run's sample ids "
+            "('ragsight export RUN' lists them), or pass --allow-poor-pairing "
+            "(allow_poor_pairing=True) to measure the paired part anyway."
         )
 
     values = set(labelled.values())
@@ -387,6 +409,7 @@ def calibrate(
         metrics=tuple(rows),
         concordance=concordance,
         notes=tuple(notes),
+        label_range=(min(values), max(values)),
     )
 
 
@@ -414,10 +437,16 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
             + ")"
         )
     )
+    if report.label_kind == "graded" and report.binarised_at is None:
+        span = report.label_range
+        kinds = (f"graded labels from {span[0]:g} to {span[1]:g}, not binarised: "
+                 "--label-threshold X makes label >= X count as 1" if span is not None
+                 else "graded labels, not binarised")
+    else:
+        kinds = f"{report.n_positive} with {f}=1, {report.n_negative} with {f}=0"
     c.print(
-        f"{report.matched} labelled samples matched by id "
-        f"({report.n_positive} with {f}=1, {report.n_negative} with {f}=0); "
-        f"{report.unlabelled} sample(s) of the run have no label."
+        f"{report.matched} of {report.n_labels} labels paired with a sample of the run by id "
+        f"({kinds}); {report.unlabelled} sample(s) of the run have no label."
     )
     if report.unmatched_ids:
         shown = ", ".join(report.unmatched_ids[:10])
@@ -426,8 +455,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
         )
         c.print(
             Text(
-                f"{len(report.unmatched_ids)} label id(s) match no sample of the run: {shown}{more}",
-                style="yellow",
+                f"WARNING: {len(report.unmatched_ids)} label id(s) match no sample of the run "
+                f"({report.paired_share:.0%} paired): {shown}{more}. The figures below speak "
+                "for the paired labels only.",
+                style="bold red",
             )
         )
     for sid, why in report.invalid[:10]:
@@ -435,7 +466,7 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
 
     t = report.threshold
     if any(m.auroc is not None or m.at_threshold is not None for m in report.metrics):
-        agree = Table(title="Agreement with the labels", title_justify="left")
+        agree = compact_table("Agreement with the labels")
         for col in (
             "metric",
             "n",
@@ -447,7 +478,8 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
             "κ@best",
             "ECE",
         ):
-            agree.add_column(col, justify="left" if col == "metric" else "right")
+            agree.add_column(col, justify="left" if col == "metric" else "right",
+                             **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
         for m in report.metrics:
             a, b = m.at_threshold, m.at_best
             agree.add_row(
@@ -467,9 +499,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
             "maximises Youden's J. ECE: scores read as P(label=1), 10 equal-width bins."
         )
 
-    corr = Table(title="Correlation with the labels (p-value)", title_justify="left")
+    corr = compact_table("Correlation with the labels (p-value)")
     for col in ("metric", "n", "Spearman", "Kendall", "Pearson"):
-        corr.add_column(col, justify="left" if col == "metric" else "right")
+        corr.add_column(col, justify="left" if col == "metric" else "right",
+                             **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
     for m in report.metrics:
         cr = m.correlations
         corr.add_row(
@@ -487,9 +520,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
     c.print(corr)
 
     if any(m.groups is not None for m in report.metrics):
-        grp = Table(title="Scores by label group: mean (s.d.)", title_justify="left")
+        grp = compact_table("Scores by label group: mean (s.d.)")
         for col in ("metric", f"{f}=1", "n", f"{f}=0", "n", "t", "df", "p"):
-            grp.add_column(col, justify="left" if col == "metric" else "right")
+            grp.add_column(col, justify="left" if col == "metric" else "right",
+                             **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
         for m in report.metrics:
             g = m.groups
             if g is None:
@@ -510,12 +544,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
     cc = report.concordance
     if cc is not None:
         tb = cc.table
-        con = Table(
-            title=f"Concordance with the labels ({cc.n} samples with both metrics)",
-            title_justify="left",
-        )
+        con = compact_table(f"Concordance with the labels ({cc.n} samples with both metrics)")
         for col in ("", cc.m1, cc.m2, "joint"):
-            con.add_column(col, justify="left" if col == "" else "right")
+            con.add_column(col, justify="left" if col == "" else "right",
+                           **({"overflow": "fold"} if col == "" else {"no_wrap": True}))
         hi, lo = tb.correct_given_high, tb.wrong_given_low
         con.add_row(
             f"P({f}=1 | m1 > {tb.t_high[0]:g}, m2 > {tb.t_high[1]:g})",

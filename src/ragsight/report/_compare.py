@@ -2,9 +2,11 @@
 
 The first run is the baseline; every other run is compared with it on the samples both runs
 scored (joined by sample id). Each (metric, run) comparison is a paired difference with a
-bootstrap CI and a paired permutation p-value (``_stats.paired_difference``); the p-values of
-all comparisons in one report are Holm-adjusted together, so "significant" anywhere in the
-report keeps the family-wise error rate at ``alpha``.
+paired permutation p-value and the CI that inverts the same test (``_stats.paired_difference``:
+the CI excludes 0 exactly when the unadjusted p < 1 - confidence); the p-values of all
+comparisons in one report are Holm-adjusted together, so "significant" anywhere in the report
+keeps the family-wise error rate at ``alpha``. The CIs are not adjusted: where one excludes 0
+but the Holm-adjusted verdict finds no difference, the output says why.
 
 The experiment table (runs as columns, metrics as rows, the best value per metric marked)
 follows the thesis's Table 6; its means use each run's own scored samples, which may differ
@@ -19,15 +21,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .._score import Outcome
-from .._stats import PairedDifference, overall_score, paired_difference
+from .._stats import PairedDifference, paired_difference
 from ..errors import ConfigError
-from ..result import EvaluationResult, load_result
+from ..result import EvaluationResult, load_result, overall_of
 from ..store import Store
-from ._format import arrow, bar_scale, config_text, fmt, fmt_ci, fmt_p, fmt_signed, text_bar
+from ._format import (
+    arrow,
+    bar_scale,
+    compact_table,
+    config_text,
+    fmt,
+    fmt_ci,
+    fmt_p,
+    fmt_signed,
+    text_bar,
+)
 
 __all__ = [
     "Comparison",
@@ -35,6 +46,7 @@ __all__ = [
     "PairedRow",
     "RunColumn",
     "RunData",
+    "ci_notes",
     "compare",
     "compare_runs",
     "holm",
@@ -202,6 +214,9 @@ class Comparison:
     alpha: float
     confidence: float
     pairing: tuple[Pairing, ...] = ()
+    overall_harmonic: tuple[float | None, ...] = ()
+    overall_left_out: tuple[tuple[str, str], ...] = ()
+    """(metric, why) for every metric of the table that the overall leaves out."""
 
     @property
     def baseline(self) -> RunColumn:
@@ -259,7 +274,6 @@ def compare(
     *,
     alpha: float = 0.05,
     seed: int = 0,
-    n_boot: int = 2000,
     n_perm: int = 10000,
     confidence: float = 0.95,
     allow_poor_pairing: bool = False,
@@ -267,7 +281,8 @@ def compare(
     """Compare runs: the first is the baseline, each other run is compared with it.
 
     For every metric both runs have: the paired difference on the samples scored in both
-    (joined by sample id), its bootstrap CI and permutation p-value, the Holm-adjusted p-value
+    (joined by sample id), its permutation p-value and the CI inverting that test (unadjusted),
+    the Holm-adjusted p-value
     across every comparison made, and a verdict that respects lower-is-better metrics.
 
     Raises :class:`PoorPairingError` when a run pairs fewer than :data:`MIN_PAIRED_SHARE` of
@@ -309,18 +324,30 @@ def compare(
             )
         )
 
+    # The overall of each run over the metrics every run has a mean for (the same metrics for
+    # every run, so the overalls compare); every other metric is named with the reason.
     shared_metrics = tuple(row.metric for row in table if all(m is not None for m in row.means))
     overall: list[float | None] = []
+    harmonic: list[float | None] = []
     for i in range(len(data)):
-        means_i = {row.metric: row.means[i] for row in table if row.metric in shared_metrics}
-        overall.append(
-            overall_score(
-                {k: v for k, v in means_i.items() if v is not None},
-                {k for k in shared_metrics if lower[k]},
-            )
-            if means_i
-            else None
+        ov = overall_of(
+            {row.metric: row.means[i] for row in table if row.metric in shared_metrics},
+            {k for k in shared_metrics if lower[k]},
         )
+        overall.append(ov.mean)
+        harmonic.append(ov.harmonic)
+    left_out: list[tuple[str, str]] = []
+    for row in table:
+        if row.metric in shared_metrics:
+            continue
+        whys = []
+        for i, d in enumerate(data):
+            s = d.result.summary.get(row.metric)
+            if s is None:
+                whys.append(f"run {columns[i].label} does not have it")
+            elif s.mean is None:
+                whys.append(f"run {columns[i].label}: {s.why_no_mean()}")
+        left_out.append((row.metric, "; ".join(whys)))
 
     base = data[0]
     pairing: list[Pairing] = []
@@ -354,7 +381,6 @@ def compare(
                 [a_vals[i] for i in ids],
                 [b_vals[i] for i in ids],
                 seed=seed,
-                n_boot=n_boot,
                 n_perm=n_perm,
                 confidence=confidence,
             )
@@ -377,6 +403,8 @@ def compare(
         overall=tuple(overall),
         overall_metrics=shared_metrics,
         overall_best=_best(overall, False),
+        overall_harmonic=tuple(harmonic),
+        overall_left_out=tuple(left_out),
         paired=tuple(paired),
         alpha=alpha,
         confidence=confidence,
@@ -389,13 +417,50 @@ def compare_runs(store: Store, refs: Sequence[str], **kwargs: Any) -> Comparison
     return compare(load_runs(store, refs), **kwargs)
 
 
+def ci_notes(cmp: Comparison) -> list[str]:
+    """Plain notes where a row's CI and its verdict could be read as disagreeing.
+
+    The CI inverts the unadjusted permutation test; the verdict uses the Holm-adjusted p. So a
+    CI can exclude 0 while the verdict says "no significant difference" (the adjustment over all
+    comparisons), or, when ``alpha`` is not 1 - confidence, the other way round. Also says when
+    a CI is unbounded because too few pairs differ for the test to reject anything.
+    """
+    notes: list[str] = []
+    level = f"{cmp.confidence:.0%}"
+    for p in cmp.paired:
+        d = p.difference
+        what = f"{p.metric} {p.other} vs {p.baseline}"
+        significant = p.p_holm is not None and p.p_holm < cmp.alpha and d.diff != 0
+        if d.ci_excludes_zero and not significant:
+            notes.append(
+                f"Note: {what}: the {level} CI excludes 0 (unadjusted p={fmt_p(d.p_value)}), but "
+                f"after Holm's adjustment over {len(cmp.paired)} comparisons p={fmt_p(p.p_holm)}"
+                f" is not below {cmp.alpha:g}: no difference is claimed. The CI speaks for "
+                "this comparison alone, the verdict for all of them together."
+            )
+        elif significant and not d.ci_excludes_zero:
+            notes.append(
+                f"Note: {what}: significant at alpha={cmp.alpha:g} although the {level} CI "
+                f"includes 0: the verdict uses alpha={cmp.alpha:g}, the CI {level}."
+            )
+        elif d.n >= 2 and d.ci_low is None and d.p_value is not None:
+            floor = f" (its smallest p is 2/2^{d.n} = {2 / 2**d.n:.3g})" if d.exact else ""
+            notes.append(
+                f"Note: {what}: the {level} CI is unbounded (–): with {d.n} pairs the "
+                f"permutation test cannot reach p<{1 - cmp.confidence:.2g}{floor}, so no "
+                "difference is ruled out."
+            )
+    return notes
+
+
 # ---------------------------------------------------------------------------------------------
 # Terminal output
 
 
 def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
     """Print a comparison with rich: runs, configurations, experiment table, paired
-    differences with verdicts, and a text bar per metric and run."""
+    differences with verdicts, and a text bar per metric and run. Laid out for 80 columns:
+    numbers never wrap or shorten; long names and settings wrap inside their cell."""
     c = console or Console(highlight=False)
     base = cmp.baseline
     n = len(cmp.runs)
@@ -417,10 +482,10 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
             c.print(Text(f"Pairing: {pr.describe()}."))
 
     differ = cmp.differing_keys()
-    cfg = Table(title="Configurations", title_justify="left")
-    cfg.add_column("setting")
+    cfg = compact_table("Configurations")
+    cfg.add_column("setting", overflow="fold")
     for r in cmp.runs:
-        cfg.add_column(r.label)
+        cfg.add_column(r.label, overflow="fold")
     for key in cmp.config_keys:
         mark = " *" if key in differ else ""
         cfg.add_row(Text(key + mark), *(Text(config_text(r.config.get(key))) for r in cmp.runs))
@@ -431,10 +496,10 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
     else:
         c.print("Configurations: the runs record no metadata (set it with --metadata KEY=VALUE).")
 
-    exp = Table(title="Experiment table (* best per metric)", title_justify="left")
-    exp.add_column("metric")
+    exp = compact_table("Experiment table (* best per metric)")
+    exp.add_column("metric", overflow="fold", min_width=12)
     for r in cmp.runs:
-        exp.add_column(r.label, justify="right")
+        exp.add_column(r.label, justify="right", no_wrap=True)
     for row in cmp.table:
         cells = [
             fmt(m) + ("*" if i in row.best and len(cmp.runs) > 1 else " ")
@@ -443,35 +508,41 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
         exp.add_row(Text(f"{row.metric} {arrow(row.lower_is_better)}"), *cells)
     if cmp.overall_metrics:
         exp.add_row(
-            Text("overall (harmonic mean)"),
+            Text("overall (mean of means)"),
             *(fmt(v) + ("*" if i in cmp.overall_best else " ") for i, v in enumerate(cmp.overall)),
         )
+        if cmp.overall_harmonic:
+            exp.add_row(Text("harmonic mean", style="dim"), *(fmt(v) + " " for v in cmp.overall_harmonic))
     c.print(exp)
     c.print("↑ higher is better, ↓ lower is better. Means over each run's own scored samples.")
-    if cmp.overall_metrics and len(cmp.overall_metrics) < len(cmp.table):
-        c.print(f"overall over the metrics every run has: {', '.join(cmp.overall_metrics)}")
+    if cmp.overall_metrics:
+        c.print(
+            "overall: the mean of the metric means (↓ as 1 - mean, each clamped to [0, 1]); the "
+            "harmonic mean below it is 0 when any metric mean is 0."
+        )
+    for metric, why in cmp.overall_left_out:
+        c.print(Text(f"LEFT OUT of the overall: {metric}: {why}", style="bold red"))
 
-    diffs = Table(
-        title=f"Paired differences against A ({cmp.confidence:.0%} bootstrap CI, "
-        "paired permutation test)",
-        title_justify="left",
+    diffs = compact_table(
+        f"Paired differences against A (unadjusted {cmp.confidence:.0%} CI, permutation test)"
     )
-    for col in ("metric", "run", "pairs", "A → run", "diff", "CI", "p", "p Holm"):
-        diffs.add_column(col, justify="left" if col == "metric" else "right")
+    diffs.add_column("metric", overflow="fold", min_width=12)
+    for col in ("run", "pairs", "diff", "CI", "p", "p Holm"):
+        diffs.add_column(col, justify="right", no_wrap=True)
     for p in cmp.paired:
         d = p.difference
         diffs.add_row(
             Text(f"{p.metric} {arrow(p.lower_is_better)}"),
             p.other,
             f"{d.n}/{p.shared}",
-            f"{fmt(d.mean_a)} → {fmt(d.mean_b)}",
             fmt_signed(d.diff),
             fmt_ci(d.ci_low, d.ci_high, signed=True),
             fmt_p(d.p_value),
             fmt_p(p.p_holm),
         )
     c.print(diffs)
-    c.print("pairs: samples scored in both runs / samples present in both. diff = run - A.")
+    c.print("pairs: samples scored in both runs / samples present in both. diff = run - A, "
+            "on the pairs.")
     c.print(
         Text(
             f"Which is better (Holm-adjusted p < {cmp.alpha:g} over all {len(cmp.paired)} "
@@ -479,10 +550,12 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
             style="bold",
         )
     )
-    width = max((len(p.metric) for p in cmp.paired), default=0) + 2
     for p in cmp.paired:
-        name = f"{p.metric} {arrow(p.lower_is_better)}".ljust(width)
-        c.print(Text(f"  {name} {p.other} vs {p.baseline}: {p.verdict}"))
+        d = p.difference
+        c.print(Text(f"  {p.metric} {arrow(p.lower_is_better)} {p.other} vs {p.baseline} "
+                     f"({fmt(d.mean_a)} → {fmt(d.mean_b)}): {p.verdict}"))
+    for note in ci_notes(cmp):
+        c.print(Text(note))
 
     c.print(Text("Per metric", style="bold"))
     for row in cmp.table:

@@ -8,7 +8,28 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["arrow", "bar_scale", "config_text", "fmt", "fmt_ci", "fmt_p", "fmt_signed", "text_bar"]
+from rich import box
+from rich.table import Table
+
+__all__ = [
+    "arrow",
+    "bar_scale",
+    "compact_table",
+    "config_text",
+    "fmt",
+    "fmt_ci",
+    "fmt_p",
+    "fmt_signed",
+    "text_bar",
+]
+
+
+def compact_table(title: str | None = None) -> Table:
+    """A terminal table laid out for 80 columns: a rule under the header, no vertical borders,
+    two spaces between columns. Give number columns ``no_wrap=True`` (a number never wraps or
+    shortens) and text columns ``overflow="fold"`` (a long name wraps in its cell)."""
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                 padding=(0, 1, 0, 0), show_edge=False)
 
 
 def config_text(value: Any) -> str:

@@ -5,7 +5,8 @@ No CDN, no web fonts, no images: the plots are inline SVG drawn here, the sample
 judge reasons, run metadata) goes through ``html.escape``; a Content-Security-Policy allows only
 this file's own style sheet and script (by hash), so even markup that slipped through could not
 load or run anything. The one script records JavaScript errors and policy violations in
-``<body data-js-errors>`` (the browser test reads it); the page works without it.
+``<body data-js-errors>`` and how far the page is wider than the window in
+``data-overflow-px`` (the browser test reads them); the page works without it.
 
 The supporting context span of a claim is found by a deterministic lookup, not by the judge:
 the context sentence (``split_sentences``) that contains the largest share of the claim's
@@ -18,12 +19,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._files import strict_json
 from .._score import Outcome, Score
 from .._version import __version__
 from ..analyses import describe_signals
@@ -31,7 +32,7 @@ from ..judge import agreement_notice
 from ..result import EvaluationResult
 from ..sample import Sample
 from ..store import Store
-from ._compare import Comparison, RunData, compare, load_runs
+from ._compare import Comparison, RunData, ci_notes, compare, load_runs
 from ._evidence import Marks, SentenceMatch, best_matching_sentence
 from ._format import arrow, config_text, fmt, fmt_ci, fmt_p, fmt_signed
 from ._markup import e
@@ -57,6 +58,10 @@ table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.92rem}
 th,td{border:1px solid var(--line);padding:.25rem .55rem;text-align:right;vertical-align:top}
 th{background:#f6f8fa}th:first-child,td:first-child{text-align:left}
 td.text,th.text{text-align:left}
+th,td{white-space:nowrap}td.text{white-space:normal;min-width:10em;overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%;margin:.5rem 0 1rem}.scroll>table{margin:0}
+svg{max-width:100%;height:auto}
+@media (max-width:700px){body{padding:.5rem .6rem 3rem}th,td{padding:.2rem .35rem}}
 td.best{background:var(--best);font-weight:700}
 tr.differs th{color:var(--bad)}
 .muted,.note{color:var(--muted);font-size:.9rem}
@@ -102,7 +107,9 @@ errs.push("error: "+(e.message||(t&&(t.src||t.href))||e.type));put();},true);
 document.addEventListener("securitypolicyviolation",function(e){
 errs.push("csp: "+e.violatedDirective+" "+e.blockedURI);put();});
 document.addEventListener("DOMContentLoaded",function(){
-document.body.setAttribute("data-js","ran");put();});})();"""
+var d=document.documentElement;document.body.setAttribute("data-js","ran");
+document.body.setAttribute("data-overflow-px",String(Math.max(0,d.scrollWidth-d.clientWidth)));
+put();});})();"""
 
 
 def _sha256(text: str) -> str:
@@ -283,7 +290,7 @@ def _sample_panel(result: EvaluationResult, idx: int, prefix: str, open_: bool =
     if sample.metadata:
         parts.append(
             f'<div class="field"><b>metadata</b><div class="text muted">'
-            f"{e(json.dumps(dict(sample.metadata), ensure_ascii=False, default=str))}</div></div>"
+            f"{e(strict_json(dict(sample.metadata)))}</div></div>"
         )
     parts.append('<div class="field"><b>evidence</b>')
     for key, score in per.items():
@@ -297,7 +304,7 @@ def _sample_panel(result: EvaluationResult, idx: int, prefix: str, open_: bool =
         if claim_html.get(key):
             parts.append('<ul class="claims">' + "".join(claim_html[key]) + "</ul>")
         if score.evidence.details:
-            text = json.dumps(score.evidence.details, ensure_ascii=False, indent=1, default=str)
+            text = strict_json(score.evidence.details, indent=1)
             if len(text) > 6000:
                 text = text[:6000] + "\n..."
             parts.append(
@@ -327,11 +334,20 @@ def _summary_table(result: EvaluationResult) -> str:
             f"<td>{c.get('failed', 0)}</td><td>{c.get('skipped', 0)}</td></tr>"
         )
     rows.append("</tbody></table>")
-    overall = result.overall
-    if overall is not None:
+    ov = result.overall_detail
+    if ov.mean is not None:
         rows.append(
-            f'<p><b>overall score {overall:.3f}</b> <span class="muted">harmonic mean of '
-            f"the metric means; ↓ metrics enter as 1 − mean</span></p>"
+            f'<p><b>overall score {ov.mean:.3f}</b> <span class="muted">the mean of the '
+            f"{len(ov.entries)} metric means (↓ metrics enter as 1 − mean, each clamped to "
+            f"[0, 1]); harmonic mean {fmt(ov.harmonic)} (0 whenever one metric mean is 0)"
+            + (f"; clamped: {e(', '.join(ov.clamped))}" if ov.clamped else "")
+            + "</span></p>"
+        )
+    if ov.left_out:
+        items = "".join(f"<li><b>{e(k)}</b>: {e(why)}</li>" for k, why in ov.left_out.items())
+        rows.append(
+            f'<div class="warn"><strong>The overall leaves out {len(ov.left_out)} metric(s) '
+            f"with no mean:</strong><ul>{items}</ul></div>"
         )
     rows.append(
         '<p class="muted">Means and CIs over scored samples only (95% percentile bootstrap '
@@ -575,23 +591,28 @@ def _comparison_section(cmp: Comparison) -> str:
         )
     if cmp.overall_metrics:
         overall = "".join(_cell(fmt(v), i in cmp.overall_best) for i, v in enumerate(cmp.overall))
-        parts.append(f"<tr><td><b>overall</b> (harmonic mean)</td>{overall}</tr>")
+        parts.append(f"<tr><td><b>overall</b> (mean of means)</td>{overall}</tr>")
+        if cmp.overall_harmonic:
+            harmonic = "".join(f"<td>{fmt(v)}</td>" for v in cmp.overall_harmonic)
+            parts.append(f'<tr><td class="muted">harmonic mean</td>{harmonic}</tr>')
     parts.append("</tbody></table>")
     parts.append(
         '<p class="muted">★ best value per metric (ties all marked, compared at 3 decimals). '
-        "Means over each run's own scored samples. ↑ higher is better, ↓ lower is better."
-        + (
-            f" Overall over the metrics every run has: {e(', '.join(cmp.overall_metrics))}."
-            if len(cmp.overall_metrics) < len(cmp.table) and cmp.overall_metrics
-            else ""
-        )
-        + "</p>"
+        "Means over each run's own scored samples. ↑ higher is better, ↓ lower is better. "
+        "Overall: the mean of the metric means every run has (↓ as 1 − mean, each clamped to "
+        "[0, 1]); the harmonic mean beside it is 0 whenever one metric mean is 0.</p>"
     )
+    if cmp.overall_left_out:
+        items = "".join(f"<li><b>{e(k)}</b>: {e(why)}</li>" for k, why in cmp.overall_left_out)
+        parts.append(
+            f'<div class="warn"><strong>The overall leaves out {len(cmp.overall_left_out)} '
+            f"metric(s):</strong><ul>{items}</ul></div>"
+        )
 
     parts.append("<h3>Paired differences</h3>")
     parts.append(
         "<table><thead><tr><th>metric</th><th>run</th><th>pairs</th><th>A mean</th>"
-        f"<th>run mean</th><th>diff (run − A)</th><th>{cmp.confidence:.0%} CI</th>"
+        f"<th>run mean</th><th>diff (run − A)</th><th>{cmp.confidence:.0%} CI (unadjusted)</th>"
         '<th>p</th><th>p (Holm)</th><th class="text">verdict</th></tr></thead><tbody>'
     )
     for row_p in cmp.paired:
@@ -606,9 +627,12 @@ def _comparison_section(cmp: Comparison) -> str:
     parts.append("</tbody></table>")
     parts.append(
         '<p class="muted">Pairs: samples (joined by id) scored in both runs, of the samples present '
-        f"in both. The CI bootstraps the per-sample differences; p is a two-sided paired permutation "
-        f"(sign-flip) test. The verdict uses the Holm-adjusted p (p &lt; {cmp.alpha:g}), adjusted over "
+        f"in both. p is a two-sided paired permutation "
+        f"(sign-flip) test; the CI (unadjusted) holds the shifts that test does not reject, so it "
+        f"excludes 0 exactly when p &lt; {1 - cmp.confidence:.2g}. "
+        f"The verdict uses the Holm-adjusted p (p &lt; {cmp.alpha:g}), adjusted over "
         f"all {len(cmp.paired)} comparisons in this table, and respects ↓ metrics.</p>"
+        + "".join(f'<p class="muted">{e(note)}</p>' for note in ci_notes(cmp))
     )
 
     parts.append('<h3>Per metric</h3><div class="plots">')
@@ -633,18 +657,20 @@ def render_report(
     title: str | None = None,
     generated_at: str | None = None,
     allow_poor_pairing: bool = False,
+    compare_runs: bool = True,
 ) -> str:
     """The HTML report of one or more runs, as one self-contained document.
 
     With several runs the comparison section (against the first run) comes first; it is
-    computed with :func:`compare` unless given. ``generated_at`` replaces the current time in
-    the footer (for reproducible output).
+    computed with :func:`compare` unless given, or left out with ``compare_runs=False`` (runs
+    of different data, such as the tests of a pytest session). ``generated_at`` replaces the
+    current time in the footer (for reproducible output).
     """
     data = [r if isinstance(r, RunData) else RunData.from_result(r) for r in runs]
     if not data:
         raise ValueError("render_report needs at least one run")
     several = len(data) > 1
-    if several and comparison is None:
+    if several and comparison is None and compare_runs:
         comparison = compare(data, allow_poor_pairing=allow_poor_pairing)
     heading = title or (
         "ragsight report: " + (data[0].run_id if not several else f"{len(data)} runs")
@@ -665,6 +691,10 @@ def render_report(
         body.append(_comparison_section(comparison))
     for i, d in enumerate(data, start=1):
         body.append(_run_section(d, i, several))
+    # Every table scrolls inside its own box on a narrow screen: the page never gets wider than
+    # the window (data text is escaped, so "<table" here is always the report's own markup).
+    body = [part.replace("<table>", '<div class="scroll"><table>').replace("</table>", "</table></div>")
+            for part in body]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">'

@@ -39,7 +39,10 @@ def print_repeats(report: RepeatReport, console: Console | None = None) -> None:
     for key, s in report.spread.items():
         row(key, report.means(key), s)
     if len(report.spread) > 1:
-        row("overall", [r.overall for r in report.results], report.overall)
+        row("overall (mean of means)", [r.overall for r in report.results], report.overall)
+        if report.overall_harmonic is not None:
+            row("harmonic mean", [r.overall_harmonic for r in report.results],
+                report.overall_harmonic)
     c.print(table)
     c.print("sd, min, max and range are over the runs' means (ddof=1 for sd).")
     if report.temperature == 0:

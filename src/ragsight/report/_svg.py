@@ -10,8 +10,16 @@ from ._compare import Comparison
 from ._format import bar_scale, fmt_ci
 from ._markup import e
 
-__all__ = ["histogram_svg", "runs_svg"]
+__all__ = ["count_ticks", "histogram_svg", "runs_svg"]
 
+
+def count_ticks(peak: int) -> list[int]:
+    """The y-axis ticks of a histogram whose tallest bar holds ``peak`` samples: whole counts
+    only (a count of 1.5 samples means nothing), the peak and one whole number near its half."""
+    if peak <= 1:
+        return [1]
+    half = peak // 2
+    return [half, peak] if half >= 1 and half != peak else [peak]
 
 
 
@@ -40,13 +48,10 @@ def histogram_svg(values: Sequence[float], summary: MetricSummary, bins: int = 1
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
         f'viewBox="0 0 {w} {h}" role="img" aria-label="{e(label)}"><title>{e(label)}</title>'
     ]
-    for frac in (0.5, 1.0):
-        y = top + ph * (1 - frac)
+    for tick in count_ticks(peak):
+        y = top + ph * (1 - tick / peak)
         parts.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{w - right}" y2="{y:.1f}"/>')
-        parts.append(
-            f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{_nice(peak * frac) if frac == 1.0 else _nice(peak / 2)}</text>"
-        )
+        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{tick}</text>')
     if summary.ci_low is not None and summary.ci_high is not None:
         x0, x1 = x(summary.ci_low), x(summary.ci_high)
         parts.append(

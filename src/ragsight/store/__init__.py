@@ -1,6 +1,7 @@
 """The SQLite run store and exports."""
 
-from ._export import FORMATS, export_run, flat_rows
+from ._export import FORMATS, INPUT_COLUMNS, export_run, flat_rows, input_columns
 from ._sqlite import RunInfo, SQLiteCallCache, Store
 
-__all__ = ["FORMATS", "RunInfo", "SQLiteCallCache", "Store", "export_run", "flat_rows"]
+__all__ = ["FORMATS", "INPUT_COLUMNS", "RunInfo", "SQLiteCallCache", "Store", "export_run", "flat_rows",
+           "input_columns"]

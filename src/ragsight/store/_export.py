@@ -1,28 +1,65 @@
-"""Export a run to JSONL, CSV or Parquet."""
+"""Export a run to JSONL, CSV or Parquet: each sample's inputs beside its scores.
+
+Every format carries the inputs (``id``, ``question``, ``contexts``, ``response``, ``reference``,
+``reference_contexts``, ``retrieved_ids``, ``relevant_ids``, ``metadata``) before the metric
+columns, so a filtered view reads ``df[df.faithfulness < 0.5][["question", "contexts"]]``.
+JSONL keeps the values as JSON. CSV writes a list (contexts, ids, several acceptable references)
+as a JSON array and metadata as a JSON object, so ragsight loads an export back unchanged;
+Parquet keeps ``contexts``, ``reference_contexts`` and ``retrieved_ids`` as lists of strings and
+writes ``reference``, ``relevant_ids`` and ``metadata`` as JSON text where they are not plain text
+(their types vary from sample to sample, which a Parquet column cannot hold).
+"""
 
 from __future__ import annotations
 
 import csv
-import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_path, atomic_write, check_writable_target, strict_json
 from ..errors import ConfigError, MissingExtraError
+from ..sample import Sample
 from ._sqlite import Store
 
-__all__ = ["FORMATS", "export_run", "flat_rows"]
+__all__ = ["FORMATS", "INPUT_COLUMNS", "export_run", "flat_rows", "input_columns"]
 
 FORMATS = ("jsonl", "csv", "parquet")
+INPUT_COLUMNS = ("question", "contexts", "response", "reference", "reference_contexts", "retrieved_ids",
+                 "relevant_ids", "metadata")
 
 
-def flat_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
-    """One flat row per sample: id, question, response, and <metric>, <metric>__outcome,
-    <metric>__reason columns."""
+def _json(value: Any) -> str:
+    return strict_json(value)
+
+
+def input_columns(sample: Sample, form: str = "python") -> dict[str, Any]:
+    """A sample's inputs as columns. ``form``: ``python`` (lists, dicts: a DataFrame), ``json``
+    (JSONL), ``text`` (CSV: every list or mapping as JSON text), ``parquet`` (lists of strings
+    kept, varying types as JSON text)."""
+    d = sample.to_dict()
+    out = {k: d[k] for k in INPUT_COLUMNS}
+    if form in ("python", "json"):
+        return out
+    for k in ("reference", "relevant_ids"):
+        if out[k] is not None and not isinstance(out[k], str):
+            out[k] = _json(out[k])
+    out["metadata"] = _json(out["metadata"])
+    if form == "text":
+        for k in ("contexts", "reference_contexts", "retrieved_ids"):
+            if out[k] is not None:
+                out[k] = _json(out[k])
+    return out
+
+
+def flat_rows(store: Store, run_id: str, form: str = "text") -> list[dict[str, Any]]:
+    """One flat row per sample: run_id, id, the inputs (see :func:`input_columns`), and
+    <metric>, <metric>__outcome, <metric>__reason columns."""
     info = store.run(run_id)
     scores = store.scores(run_id)
     rows = []
     for s in store.samples(run_id):
-        row: dict[str, Any] = {"run_id": run_id, "id": s.id, "question": s.question, "response": s.response}
+        row: dict[str, Any] = {"run_id": run_id, "id": s.id, **input_columns(s, form)}
         for key in info.metric_keys:
             sc = scores.get(s.id, {}).get(key)
             row[key] = sc.value if sc else None
@@ -33,28 +70,34 @@ def flat_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
 
 
 def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
-    """Write the run's per-sample results. JSONL keeps the nested form of ``--out``:
-    {"id", "run_id", "scores": {metric: {"value", "outcome", "reason"}}}, plus the evidence."""
-    path = Path(out)
+    """Write the run's per-sample results. JSONL keeps the nested form of ``--out``: {"id",
+    "run_id", the inputs, "scores": {metric: {"value", "outcome", "reason"}}, "evidence"}.
+
+    Every format is written to a temporary file beside ``out`` and renamed over it when complete:
+    an export killed midway leaves the previous file whole. JSON is strict (never a bare NaN)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format '{fmt}'; use one of {', '.join(FORMATS)}")
+    try:
+        path = check_writable_target(out, "export file")
+    except OSError as exc:
+        raise ConfigError(str(exc)) from None
     if fmt == "jsonl":
         info = store.run(run_id)
         scores = store.scores(run_id)
-        with path.open("w", encoding="utf-8") as f:
+        with atomic_write(path) as f:
             for s in store.samples(run_id):
-                per = scores.get(s.id, {})
+                per: Mapping[str, Any] = scores.get(s.id, {})
                 obj = {
-                    "id": s.id, "run_id": run_id,
+                    "id": s.id, "run_id": run_id, **input_columns(s, "json"),
                     "scores": {k: per[k].to_dict() for k in info.metric_keys if k in per},
                     "evidence": {k: per[k].evidence.to_dict() for k in info.metric_keys if k in per},
                 }
-                f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+                f.write(strict_json(obj) + "\n")
         return path
-    rows = flat_rows(store, run_id)
     if fmt == "csv":
-        with path.open("w", encoding="utf-8", newline="") as f:
-            fields = list(rows[0]) if rows else ["run_id", "id"]
+        rows = flat_rows(store, run_id, "text")
+        with atomic_write(path, newline="") as f:
+            fields = list(rows[0]) if rows else ["run_id", "id", *INPUT_COLUMNS]
             w = csv.DictWriter(f, fieldnames=fields)
             w.writeheader()
             w.writerows(rows)
@@ -63,8 +106,11 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
         import pandas as pd
     except ImportError as exc:
         raise MissingExtraError("Parquet export", "parquet", "pandas") from exc
+    rows = flat_rows(store, run_id, "parquet")
     try:
-        pd.DataFrame(rows).to_parquet(path, index=False)
+        with atomic_path(path) as tmp:
+            columns = list(rows[0]) if rows else ["run_id", "id", *INPUT_COLUMNS]
+            pd.DataFrame(rows, columns=columns).to_parquet(tmp, index=False)
     except ImportError as exc:
         raise MissingExtraError("Parquet export", "parquet", "pyarrow") from exc
     return path

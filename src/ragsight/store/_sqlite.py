@@ -5,32 +5,166 @@ Writes are crash-safe: a sample's scores and judge calls are committed in one tr
 sample finishes, so a run killed at any point (even ``kill -9``) holds only whole samples and is
 continued with ``--resume``. Cache entries are committed as soon as a judge step succeeds, so a
 resumed run never pays twice for finished judge work. WAL mode lets readers (``ragsight show``)
-look while a run writes; one run is written by one process at a time (a lock in the run's row).
+look while a run writes; one run is written by one process at a time (a lock in the run's row,
+kept fresh by a background heartbeat while the run lives: see :meth:`Store.start_heartbeat`).
+
+Every SQLite failure reaches the caller as a :class:`~ragsight.errors.StoreError` that says what
+is wrong with the file (read-only, damaged, locked, full, not a ragsight store) and what to do.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import socket
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .._files import strict_json
 from .._score import Evidence, Outcome, Score
 from ..errors import StoreError
 from ..judge import JudgeCall
 from ..sample import RowProblem, Sample, sample_from_mapping
+from ._compact import (
+    INSERT_CALL,
+    RAW_OUTPUT,
+    call_row,
+    call_texts,
+    compact_v1,
+    decode_cache_entry,
+    encode_cache_entry,
+    is_step_key,
+    read_calls,
+    step_key_db,
+)
+from ._texts import TextStore, long_strings
 
 __all__ = ["RunInfo", "SQLiteCallCache", "Store"]
 
 _OPEN_RETRY_S = 30.0  # how long opening a store retries "database is locked" (see Store.__init__)
+PAGE_SIZE = 2048
 
+# A run's lock is taken over only when its holder is gone: its process is dead, or its heartbeat
+# is older than the lease. The heartbeat is refreshed by a background thread every
+# min(lease / 4, 1 s) while the run lives, whatever the samples' pace. RAGSIGHT_LOCK_LEASE_S
+# shortens the lease (tests) or lengthens it (a store on a slow network file system).
 LOCK_STALE_S = 120.0
+_BEAT_MAX_S = 1.0
+
+log = logging.getLogger(__name__)
+
+
+def lock_lease_s() -> float:
+    """The lease of a run lock in seconds: $RAGSIGHT_LOCK_LEASE_S, else 120."""
+    raw = os.environ.get("RAGSIGHT_LOCK_LEASE_S")
+    if raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = float("nan")
+        if value == value and 0 < value < float("inf"):
+            return value
+        raise StoreError(f"RAGSIGHT_LOCK_LEASE_S must be a positive number of seconds, not {raw!r}")
+    return LOCK_STALE_S
+
+
+def _describe(path: str, exc: sqlite3.Error) -> str:
+    """What an SQLite failure means for the user, and what to do."""
+    text = str(exc)
+    low = text.lower()
+    if "readonly" in low or "read-only" in low:
+        return (f"the store {path} is read-only ({text}); make the file and its folder writable, "
+                "or pick another --store path")
+    if "not a database" in low or "file is encrypted" in low:
+        return f"{path} is not a usable ragsight store ({text}). Pick another --store path."
+    if any(w in low for w in ("malformed", "disk i/o", "corrupt")):
+        return (f"the store {path} is damaged ({text}). Copy what can be read with "
+                f"'sqlite3 {path} .recover', and pick another --store path for new runs")
+    if "locked" in low or "busy" in low:
+        return (f"the store {path} stayed locked by another process for {_OPEN_RETRY_S:g} s ({text}); "
+                "try again when that process is done")
+    if "disk is full" in low or "database or disk is full" in low:
+        return f"the disk holding the store {path} is full ({text}); free some space and resume the run"
+    if "no such table" in low or "no such column" in low:
+        return (f"{path} is not a usable ragsight store ({text}): a table is missing. "
+                "Pick another --store path")
+    if "unable to open" in low:
+        return f"cannot open the store {path} ({text}); check the path and its permissions"
+    return f"the store {path} failed ({type(exc).__name__}: {text})"
+
+
+class _Cursor(sqlite3.Cursor):
+    """A cursor whose SQLite failures are StoreErrors naming the file (see :func:`_describe`)."""
+
+    def _fail(self, exc: sqlite3.Error) -> StoreError:
+        path = getattr(self.connection, "store_path", "") or "?"
+        return StoreError(_describe(path, exc))
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
+        try:
+            super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+        return self
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _Cursor:
+        try:
+            super().executemany(sql, seq_of_parameters)
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+        return self
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+
+    def fetchmany(self, size: int | None = 1) -> list[Any]:
+        try:
+            return super().fetchmany(size if size is not None else self.arraysize)
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+
+
+class _Connection(sqlite3.Connection):
+    """The store's connection: its cursors turn SQLite failures into StoreErrors."""
+
+    store_path = ""
+
+    def cursor(self, factory: Any = _Cursor) -> Any:
+        return super().cursor(factory)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        return self.cursor().executemany(sql, parameters)
+
+
+def _busy(exc: BaseException) -> bool:
+    cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+    return isinstance(cause, sqlite3.OperationalError) and ("locked" in str(cause) or "busy" in str(cause))
 
 
 def _migrations() -> list[tuple[int, str]]:
@@ -40,6 +174,22 @@ def _migrations() -> list[tuple[int, str]]:
         if entry.name.endswith(".sql"):
             out.append((int(entry.name.split("_", 1)[0]), entry.read_text("utf-8")))
     return sorted(out)
+
+
+# A migration that needs code (converting data, not only the schema) names it on a line of its
+# own, "-- python: NAME": its statements before the line run first, then the code, then the rest.
+_PYTHON_STEPS: dict[str, Callable[[sqlite3.Connection], None]] = {"compact": compact_v1}
+_PYTHON_LINE = re.compile(r"^--\s*python:\s*(\w+)\s*$", re.M)
+
+
+def _run_migration(conn: sqlite3.Connection, sql: str) -> None:
+    parts = _PYTHON_LINE.split(sql)  # [sql, name, sql, name, sql...]
+    for i, part in enumerate(parts):
+        if i % 2:
+            _PYTHON_STEPS[part](conn)
+        else:
+            for statement in _statements(part):
+                conn.execute(statement)
 
 
 @dataclass(frozen=True)
@@ -62,7 +212,7 @@ class RunInfo:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return strict_json(value)  # never a bare NaN token in the store
 
 
 class Store:
@@ -74,6 +224,10 @@ class Store:
             parent = Path(self.path).parent
             if not parent.exists():
                 raise StoreError(f"cannot create the store {self.path}: folder {parent} does not exist")
+            if Path(self.path).is_dir():
+                raise StoreError(f"the store {self.path} is a folder; give a file name for --store")
+        self.lock_lease_s = lock_lease_s()
+        self._beat: _Heartbeat | None = None
         # Several processes opening a new store at once: switching it to WAL needs an exclusive
         # lock, and SQLite answers "database is locked" at once, without waiting, where waiting
         # could deadlock. Those attempts are retried (with a growing pause) for up to 30 s.
@@ -82,25 +236,31 @@ class Store:
         while True:
             conn = None
             try:
-                conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                conn = _connect(self.path)
                 self.conn = conn
-                conn.execute("PRAGMA busy_timeout = 30000")
+                # the schema version is read before anything is written: a store of a newer
+                # ragsight is refused as it is (not even switched to WAL first)
+                self._check_version(_migrations()[-1][0])
+                # 2 kB pages for a new file: a sample's pack (2-3 kB compressed) fills them with
+                # little slack, where 4 kB pages wasted 40% of the packs' pages (bench/store_size.py)
+                conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # no effect on an existing file
                 if self.path != ":memory:":
                     conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
+                self._check_tables()  # the tables its version promises, before converting them
                 self._migrate()
+                self._check_tables()
+                self.texts = TextStore(conn)
                 break
-            except sqlite3.DatabaseError as exc:
+            except StoreError as exc:
                 if conn is not None:
                     conn.close()
-                busy = isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
-                if not busy or time.monotonic() + pause > deadline:
-                    raise StoreError(f"{self.path} is not a usable ragsight store ({exc}). "
-                                     "Pick another --store path.") from exc
+                if exc.__cause__ is None or not _busy(exc) or time.monotonic() + pause > deadline:
+                    raise
                 time.sleep(pause)
                 pause = min(pause * 2, 0.5)
-        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.owner = f"{socket.gethostname()}:{os.urandom(3).hex()}:{os.getpid()}"
 
     # ---- schema -------------------------------------------------------------------------------
 
@@ -118,27 +278,64 @@ class Store:
             for number, sql in migrations:
                 if number <= current:
                     continue
-                for statement in _statements(sql):
-                    self.conn.execute(statement)
+                _run_migration(self.conn, sql)
                 self.conn.execute(f"PRAGMA user_version = {number}")
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
+        if current >= 1 and self.path != ":memory:":
+            self._vacuum()
+
+    def _vacuum(self) -> None:
+        """After converting a store: give the old layout's pages back to the file system, with
+        the page size of a new store (which needs the write-ahead log off for a moment)."""
+        try:
+            self.conn.execute("PRAGMA journal_mode = DELETE")
+            self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+            self.conn.execute("VACUUM")
+        except StoreError as exc:  # another process has the file open: it shrinks another time
+            log.info("%s: VACUUM after the migration skipped: %s", self.path, exc)
+        finally:
+            self.conn.execute("PRAGMA journal_mode = WAL")
 
     def _check_version(self, latest: int) -> int:
         current = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
         if current > latest:
             raise StoreError(
-                f"{self.path} was written by a newer ragsight (schema {current} > {latest}); upgrade ragsight."
+                f"{self.path} was written by a newer ragsight (schema {current} > {latest}); upgrade "
+                "ragsight to read it. The file was not changed."
             )
         return current
+
+    def _check_tables(self) -> None:
+        """Every table the store's schema version promises is there (a file with a ragsight
+        schema number but without its tables is not a usable store)."""
+        version = self.schema_version
+        expected: set[str] = set()
+        for number, sql in _migrations():
+            if number > version:
+                break
+            expected |= {m.lower() for m in _CREATE.findall(sql)}
+            expected -= {m.lower() for m in _DROP.findall(sql)}
+            for old, new in _RENAME.findall(sql):
+                expected.discard(old.lower())
+                expected.add(new.lower())
+        found = {r[0].lower() for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        missing = sorted(expected - found)
+        if missing:
+            raise StoreError(
+                f"{self.path} is not a usable ragsight store: it says schema {version}, but has no "
+                f"table {', '.join(missing)}. It was damaged or written by another program; pick "
+                "another --store path."
+            )
 
     @property
     def schema_version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
+        self.stop_heartbeat()
         self.conn.close()
 
     def __enter__(self) -> Store:
@@ -165,27 +362,44 @@ class Store:
                 (run_id, now, "running", dataset, judge, embedder, _dumps(metrics), _dumps(config),
                  _dumps(metadata), self.owner, now),
             )
-            self.conn.executemany(
-                "INSERT INTO samples (run_id, idx, sample_id, data) VALUES (?,?,?,?)",
-                [(run_id, i, s.id, _dumps(s.to_dict())) for i, s in enumerate(samples)],
-            )
+            writers = self._insert_samples(run_id, samples)
             self.conn.executemany(
                 "INSERT INTO problems (run_id, source, row, field, message) VALUES (?,?,?,?,?)",
                 [(run_id, p.source, p.row, p.field, p.message) for p in problems],
             )
+        for w in writers:
+            w.committed()
+
+    def _insert_samples(self, run_id: str, samples: Sequence[Sample]) -> list[Any]:
+        """A run's samples, their long fields as texts, in packs of 64 samples (a read of one
+        sample decompresses its group only)."""
+        writers = []
+        for start in range(0, len(samples), 64):
+            w = self.texts.writer()
+            fields = [s.to_dict() for s in samples[start:start + 64]]
+            w.prefetch(t for f in fields for t in long_strings(f))
+            self.conn.executemany(
+                "INSERT INTO samples (run_id, idx, sample_id, data) VALUES (?,?,?,?)",
+                [(run_id, i, s.id, self.texts.encode_json(f, w))
+                 for i, (s, f) in enumerate(zip(samples[start:start + 64], fields), start)],
+            )
+            w.finish()
+            writers.append(w)
+        return writers
 
     def acquire(self, run_id: str) -> None:
-        """Take the run's write lock, refusing when another live process holds it."""
+        """Take the run's write lock, refusing when another live process holds it: one whose
+        process is alive (same machine) and whose heartbeat is younger than the lease."""
         now = time.time()
         with self._tx():
             row = self.conn.execute("SELECT lock_owner, lock_heartbeat, status FROM runs WHERE id=?", (run_id,)).fetchone()
             if row is None:
                 raise StoreError(f"no run '{run_id}' in {self.path}; see 'ragsight runs --store {self.path}'")
             owner, beat, _status = row
-            if owner and owner != self.owner and beat and now - beat < LOCK_STALE_S and _alive(owner):
+            if owner and owner != self.owner and beat and now - beat < self.lock_lease_s and _alive(owner):
                 raise StoreError(
-                    f"run {run_id} is being written by another process ({owner}); wait for it to finish, "
-                    "or stop it first."
+                    f"run {run_id} is being written by another process ({_show_owner(owner)}); wait for it "
+                    "to finish, or stop it first."
                 )
             self.conn.execute("UPDATE runs SET lock_owner=?, lock_heartbeat=?, status='running' WHERE id=?",
                               (self.owner, now, run_id))
@@ -195,11 +409,36 @@ class Store:
             self.conn.execute("UPDATE runs SET lock_heartbeat=? WHERE id=? AND lock_owner=?",
                               (time.time(), run_id, self.owner))
 
+    def start_heartbeat(self, run_id: str, stats: Callable[[], dict[str, Any]] | None = None) -> None:
+        """Keep the run's lock fresh from a background thread until :meth:`stop_heartbeat`,
+        independent of how fast samples finish; with ``stats``, also write ``stats()`` as the
+        run's statistics at each beat, so a run killed at any moment has counted what it paid
+        up to its last beat (at most a second before). No-op for an in-memory store."""
+        self.stop_heartbeat()
+        if self.path == ":memory:":
+            return
+        self._beat = _Heartbeat(self.path, run_id, self.owner, min(self.lock_lease_s / 4, _BEAT_MAX_S), stats)
+        self._beat.start()
+
+    def stop_heartbeat(self) -> None:
+        beat, self._beat = self._beat, None
+        if beat is not None:
+            beat.stop()
+
+    @property
+    def lock_lost(self) -> bool:
+        """True when the heartbeat found that another process took the run's lock."""
+        return self._beat is not None and self._beat.lost.is_set()
+
     def finish_run(self, run_id: str, status: str, stats: dict[str, Any]) -> None:
+        """Record the run's end, its status and statistics, and release its lock; nothing is
+        changed when another process has taken the run over meanwhile."""
+        self.stop_heartbeat()
         with self._tx():
             self.conn.execute(
-                "UPDATE runs SET status=?, finished_at=?, stats=?, lock_owner=NULL, lock_heartbeat=NULL WHERE id=?",
-                (status, time.time(), _dumps(stats), run_id),
+                "UPDATE runs SET status=?, finished_at=?, stats=?, lock_owner=NULL, lock_heartbeat=NULL"
+                " WHERE id=? AND (lock_owner IS NULL OR lock_owner=?)",
+                (status, time.time(), _dumps(stats), run_id, self.owner),
             )
 
     def resolve_run(self, ref: str) -> str:
@@ -236,8 +475,8 @@ class Store:
 
     def samples(self, run_id: str) -> list[Sample]:
         out = []
-        for (data,) in self.conn.execute("SELECT data FROM samples WHERE run_id=? ORDER BY idx", (run_id,)):
-            raw = json.loads(data)
+        for (data,) in self.conn.execute("SELECT data FROM samples WHERE run_id=? ORDER BY idx", (run_id,)).fetchall():
+            raw = self.texts.decode_json(data)
             sample, _ = sample_from_mapping(raw)
             out.append(sample)
         return out
@@ -246,26 +485,31 @@ class Store:
         return {r[0] for r in self.conn.execute("SELECT sample_id FROM samples WHERE run_id=? AND finished=1", (run_id,))}
 
     def save_sample(self, run_id: str, sample_id: str, scores: Iterable[Score], calls: Iterable[tuple[str | None, JudgeCall]]) -> None:
-        """Commit one finished sample: its scores and the judge calls made for it, atomically."""
+        """Commit one finished sample: its scores and the judge calls made for it, atomically.
+        Refused (StoreError) when another process holds the run's lock: one writer per run."""
         now = time.time()
         with self._tx():
+            row = self.conn.execute("SELECT lock_owner FROM runs WHERE id=?", (run_id,)).fetchone()
+            if row is not None and row[0] and row[0] != self.owner:
+                raise StoreError(
+                    f"run {run_id} was taken over by another process ({_show_owner(row[0])}) while this "
+                    "one was writing it; this process stops without saving more.")
+            w = self.texts.writer(dictionary_source=True)
+            calls = list(calls)
+            w.prefetch(call_texts(c for _, c in calls))
             self.conn.executemany(
                 "INSERT OR REPLACE INTO scores (run_id, sample_id, metric, outcome, value, reason, evidence, created_at)"
                 " VALUES (?,?,?,?,?,?,?,?)",
-                [(run_id, sample_id, s.metric, s.outcome.value, s.value, s.reason, _dumps(s.evidence.to_dict()), now)
-                 for s in scores],
+                [(run_id, sample_id, s.metric, s.outcome.value, s.value, s.reason,
+                  w.put(strict_json(s.evidence.to_dict(), separators=(",", ":"))), now) for s in scores],
             )
-            self.conn.executemany(
-                "INSERT INTO judge_calls (run_id, sample_id, step, attempt, prompt_id, prompt_version, prompt_hash,"
-                " judge, model, kind, messages, raw_output, parsed, prompt_tokens, completion_tokens, latency_s,"
-                " cached, error, structured, started_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, sid, c.step, c.attempt, c.prompt_id, c.prompt_version, c.prompt_hash, c.judge, c.model,
-                  c.kind, _dumps([{"role": m.role, "content": m.content} for m in c.messages]), c.raw_output,
-                  _dumps(c.parsed) if c.parsed is not None else None, c.prompt_tokens, c.completion_tokens,
-                  c.latency_s, int(c.cached), c.error, c.structured, c.started_at) for sid, c in calls],
-            )
+            rows = [call_row(run_id, sid, c, w) for sid, c in calls]
+            self.conn.executemany(INSERT_CALL, rows)
+            w.adopt(r[RAW_OUTPUT] for r in rows if r[RAW_OUTPUT] is not None)  # raw outputs of cache entries
+            w.finish()
             self.conn.execute("UPDATE samples SET finished=1 WHERE run_id=? AND sample_id=?", (run_id, sample_id))
             self.conn.execute("UPDATE runs SET lock_heartbeat=? WHERE id=?", (now, run_id))
+        w.committed()
 
     def scores(self, run_id: str, sample_id: str | None = None) -> dict[str, dict[str, Score]]:
         """sample id -> metric key -> Score, in sample order."""
@@ -277,12 +521,16 @@ class Store:
             args.append(sample_id)
         q += " ORDER BY p.idx"
         out: dict[str, dict[str, Score]] = {}
-        for sid, metric, outcome, value, reason, evidence in self.conn.execute(q, args):
+        rows = self.conn.execute(q, args).fetchall()
+        evidence = self.texts.get_many(r[5] for r in rows)
+        for sid, metric, outcome, value, reason, ev in rows:
             out.setdefault(sid, {})[metric] = Score(metric, Outcome(outcome), value, reason,
-                                                    Evidence.from_dict(json.loads(evidence)))
+                                                    Evidence.from_dict(json.loads(evidence[ev])))
         return out
 
     def judge_calls(self, run_id: str, sample_id: str | None = None, step: str | None = None) -> list[dict[str, Any]]:
+        """The run's judge calls (a sample's, a step's), oldest first, each as it was made: step,
+        attempt, prompt, model, messages, raw output, parsed output, tokens, latency, error."""
         q = "SELECT * FROM judge_calls WHERE run_id=?"
         args: list[Any] = [run_id]
         if sample_id is not None:
@@ -290,16 +538,10 @@ class Store:
             args.append(sample_id)
         if step is not None:
             q += " AND step=?"
-            args.append(step)
-        cur = self.conn.execute(q + " ORDER BY id", args)
+            args.append(step_key_db(step))
+        cur = self.conn.execute(q + " ORDER BY id", args)  # ids grow call by call
         cols = [d[0] for d in cur.description]
-        rows = []
-        for r in cur:
-            d = dict(zip(cols, r))
-            d["messages"] = json.loads(d["messages"])
-            d["parsed"] = json.loads(d["parsed"]) if d["parsed"] is not None else None
-            rows.append(d)
-        return rows
+        return read_calls(self.texts, [dict(zip(cols, r)) for r in cur.fetchall()])
 
     def problems(self, run_id: str) -> list[RowProblem]:
         return [RowProblem(*r) for r in self.conn.execute(
@@ -308,13 +550,19 @@ class Store:
     # ---- cache --------------------------------------------------------------------------------
 
     def cache_get(self, key: str) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT entry FROM cache WHERE key=?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        row = self.conn.execute("SELECT entry FROM cache WHERE key=?", (step_key_db(key),)).fetchone()
+        return decode_cache_entry(key, row[0], self.texts) if row else None
 
     def cache_put(self, key: str, entry: dict[str, Any]) -> None:
+        """Store a finished judge step's entry at once (its raw output as a text in a loose pack,
+        which the step's sample takes into its own pack when it is saved)."""
+        w = self.texts.writer(loose=is_step_key(key))
         with self._tx():
+            stored = encode_cache_entry(key, entry, self.texts, w)
+            w.finish()
             self.conn.execute("INSERT OR REPLACE INTO cache (key, entry, created_at) VALUES (?,?,?)",
-                              (key, _dumps(entry), time.time()))
+                              (step_key_db(key), stored, time.time()))
+        w.committed()
 
     # ---- helpers ------------------------------------------------------------------------------
 
@@ -333,13 +581,32 @@ class Store:
 
 
 
+_CREATE = re.compile(r"(?i)\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?[\"`]?(\w+)")
+_DROP = re.compile(r"(?i)\bDROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?[\"`]?(\w+)")
+_RENAME = re.compile(r"(?i)\bALTER\s+TABLE\s+[\"`]?(\w+)[\"`]?\s+RENAME\s+TO\s+[\"`]?(\w+)")
+
+
+def _connect(path: str) -> _Connection:
+    # check_same_thread off: evaluate() called inside a running event loop (Jupyter) runs the
+    # evaluation in a worker thread while the caller's thread waits, so a Store opened by the
+    # caller is used by one thread at a time, never two at once.
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, factory=_Connection,
+                           check_same_thread=False)
+    assert isinstance(conn, _Connection)
+    conn.store_path = path
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn
+
+
 def _statements(sql: str) -> list[str]:
     lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
 def _alive(owner: str) -> bool:
+    """Whether the process holding a lock may still live: ``host:nonce:pid`` (or ``host:pid``)."""
     host, _, pid = owner.rpartition(":")
+    host = host.split(":", 1)[0]
     if host != socket.gethostname():
         return True  # another machine: trust the heartbeat
     try:
@@ -349,6 +616,62 @@ def _alive(owner: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _show_owner(owner: str) -> str:
+    """``host:pid`` of a lock owner, for messages."""
+    host, _, pid = owner.rpartition(":")
+    return f"{host.split(':', 1)[0]}:{pid}"
+
+
+class _Heartbeat:
+    """A daemon thread, with its own connection, that refreshes a run's lock (and writes its
+    statistics) every ``interval`` seconds while the process lives. It sets ``lost`` and stops
+    when another process has taken the lock."""
+
+    def __init__(self, path: str, run_id: str, owner: str, interval: float,
+                 stats: Callable[[], dict[str, Any]] | None) -> None:
+        self.path, self.run_id, self.owner, self.interval, self.stats = path, run_id, owner, interval, stats
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"ragsight-heartbeat-{run_id}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=35)
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout = 30000")
+            while not self._stop.wait(self.interval):
+                if not self._beat(conn):
+                    self.lost.set()
+                    log.warning("run %s: another process took its lock", self.run_id)
+                    return
+        except Exception as exc:  # never kill the run from here; the lease tells others
+            log.warning("run %s: heartbeat stopped: %s", self.run_id, exc)
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _beat(self, conn: sqlite3.Connection) -> bool:
+        try:
+            if self.stats is not None:
+                cur = conn.execute("UPDATE runs SET lock_heartbeat=?, stats=? WHERE id=? AND lock_owner=?",
+                                   (time.time(), _dumps(self.stats()), self.run_id, self.owner))
+            else:
+                cur = conn.execute("UPDATE runs SET lock_heartbeat=? WHERE id=? AND lock_owner=?",
+                                   (time.time(), self.run_id, self.owner))
+        except sqlite3.OperationalError as exc:  # busy beyond 30 s, disk full: try again next beat
+            log.warning("run %s: heartbeat failed: %s", self.run_id, exc)
+            return True
+        return cur.rowcount > 0
 
 
 class SQLiteCallCache:

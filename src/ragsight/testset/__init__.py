@@ -8,7 +8,7 @@ The command line offers the same: ``ragsight generate`` and ``ragsight answer``;
 ``docs/testset.md``.
 """
 
-from ._chunk import Chunk, ChunkSettings, chunk_document
+from ._chunk import Chunk, ChunkSettings, chunk_document, overlap
 from ._filter import REASONS, FilterSettings
 from ._generate import (
     DEFAULT_STYLES,
@@ -19,6 +19,7 @@ from ._generate import (
     GenerationResult,
     TestsetSettings,
     agenerate,
+    reference_spans,
 )
 from ._ingest import Corpus, Document, load_corpus
 from ._runner import (
@@ -27,6 +28,7 @@ from ._runner import (
     TargetError,
     TargetReply,
     arun,
+    fill_template,
     make_target,
     parse_headers,
     read_testset,
@@ -53,8 +55,11 @@ __all__ = [
     "agenerate",
     "arun",
     "chunk_document",
+    "fill_template",
     "load_corpus",
     "make_target",
+    "overlap",
     "parse_headers",
     "read_testset",
+    "reference_spans",
 ]

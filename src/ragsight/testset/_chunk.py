@@ -8,6 +8,9 @@ units, so a cut never falls inside a sentence unless one sentence alone exceeds 
 then cut by words). Units are words, or approximate tokens (characters / 4).
 
 Chunk ids are ``<doc id>#<n>``, n counting from 0: the same text and settings give the same ids.
+Each chunk also carries its span in the document's text: ``start`` and ``end`` are character
+offsets (``text[start:end]`` holds the chunk's words, with the document's own white space), so a
+reference passage can be stated independently of any chunking (see :func:`overlap`).
 """
 
 from __future__ import annotations
@@ -19,15 +22,25 @@ from dataclasses import dataclass
 from ..analyses import split_sentences
 from ..errors import ConfigError
 
-__all__ = ["Chunk", "ChunkSettings", "chunk_document", "measure"]
+__all__ = ["Chunk", "ChunkSettings", "chunk_document", "measure", "overlap"]
 
 
 @dataclass(frozen=True)
 class Chunk:
+    """A piece of a document. ``start``/``end``: its character span in the document's text
+    (None for chunks read as given from a ``.jsonl`` file)."""
+
     id: str
     doc_id: str
     index: int
     text: str
+    start: int | None = None
+    end: int | None = None
+
+
+def overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
+    """Characters shared by the half-open spans [a_start, a_end) and [b_start, b_end)."""
+    return max(0, min(a_end, b_end) - max(a_start, b_start))
 
 
 @dataclass(frozen=True)
@@ -121,7 +134,30 @@ def chunk_document(doc_id: str, text: str, settings: ChunkSettings | None = None
             current.append(units[i])
             i += 1
         chunks.append(current)
+    texts = [" ".join(parts) for parts in chunks]
+    spans = _locate(text, texts)
     return [
-        Chunk(id=f"{doc_id}#{n}", doc_id=doc_id, index=n, text=" ".join(parts))
-        for n, parts in enumerate(chunks)
+        Chunk(id=f"{doc_id}#{n}", doc_id=doc_id, index=n, text=t, start=a, end=b)
+        for n, (t, (a, b)) in enumerate(zip(texts, spans))
     ]
+
+
+def _locate(text: str, pieces: list[str]) -> list[tuple[int, int]]:
+    """The character span of each piece in ``text``. A piece is a run of the text's words joined
+    by single spaces (sentences are split and packed without changing a word), and pieces come in
+    order, each starting at or after the previous one's start."""
+    found = [(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", text)]
+    words = [w for _, _, w in found]
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for piece in pieces:
+        target = piece.split()
+        n = len(target)
+        i = pos
+        while i + n <= len(words) and words[i : i + n] != target:
+            i += 1
+        if n == 0 or i + n > len(words):  # cannot happen for pieces made from `text`
+            raise AssertionError(f"chunk text not found in its document: {piece[:60]!r}")
+        out.append((found[i][0], found[i + n - 1][1]))
+        pos = i
+    return out

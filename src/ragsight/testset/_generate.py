@@ -67,6 +67,7 @@ __all__ = [
     "parse_mix",
     "plan",
     "quotas",
+    "reference_spans",
     "related_chunks",
 ]
 
@@ -639,6 +640,9 @@ def _row(
         "prompts": {**o.prompts, **common},
         "ragsight_version": __version__,
     }
+    spans = reference_spans(o.contexts)
+    if spans:
+        meta["reference_spans"] = spans
     if o.spec.shared:
         meta["shared_entities"] = list(o.spec.shared)
     for key in (
@@ -660,6 +664,17 @@ def _row(
         "relevant_ids": ids,
         "metadata": meta,
     }
+
+
+def reference_spans(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
+    """The document spans of reference chunks, ``{"doc_id", "start", "end"}`` (character offsets
+    in the document's text), independent of any chunking that is later evaluated. Chunks read
+    as given from a ``.jsonl`` file have no span and are left out."""
+    return [
+        {"doc_id": c.doc_id, "start": c.start, "end": c.end}
+        for c in chunks
+        if c.start is not None and c.end is not None
+    ]
 
 
 def _rejected_row(o: _Outcome, st: TestsetSettings) -> dict[str, Any]:

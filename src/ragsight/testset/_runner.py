@@ -11,6 +11,14 @@ A target answers one question. Three kinds, chosen by the spec string:
 - ``cmd:COMMAND``: run the command with ``{"question": ...}`` as JSON on stdin; it prints the JSON
   answer (as for a callable) on stdout.
 
+A target can be given a configuration (``config``, for ``ragsight sweep``): a callable is then
+called as ``fn(question, **config)``; a command receives ``{"question": ..., "config": {...}}``;
+an HTTP target sends its request ``template`` with ``{question}`` and ``{name}`` placeholders
+filled (a string that is exactly one placeholder takes the value with its JSON type), or, without
+a template, the question at ``request_field`` and the configuration under ``config``. A context
+may carry its document span (``doc_id``, ``start``, ``end``: character offsets), kept in the
+row's metadata as ``retrieved_spans`` for span-based retrieval metrics.
+
 :func:`arun` calls the target for every row, at most ``concurrency`` at a time, each call within
 ``timeout`` seconds, retrying transient failures (timeouts, connection errors, HTTP 408/409/429/
 5xx) up to ``retries`` times with exponential backoff. A call that still fails is recorded in the
@@ -26,6 +34,7 @@ import inspect
 import json
 import os
 import random
+import re
 import shlex
 import sys
 import time
@@ -50,6 +59,7 @@ __all__ = [
     "TargetError",
     "TargetReply",
     "arun",
+    "fill_template",
     "get_path",
     "make_target",
     "parse_headers",
@@ -74,6 +84,8 @@ class TargetReply:
     contexts: tuple[str, ...] | None
     context_ids: tuple[str, ...] | None
     model: str | None = None
+    # per context: {"doc_id", "start", "end"} when the target said where the chunk comes from
+    context_spans: tuple[dict[str, Any] | None, ...] | None = None
 
 
 Target = Callable[[str], Awaitable[TargetReply]]
@@ -109,9 +121,32 @@ def set_path(data: dict[str, Any], path: str, value: Any) -> None:
     cur[parts[-1]] = value
 
 
-def _context_item(item: Any, text_field: str, id_field: str, where: str) -> tuple[str, str | None]:
+def _span(get: Callable[[str], Any], where: str) -> dict[str, Any] | None:
+    """A context's document span, when it names one: doc_id and integer start <= end."""
+    doc, start, end = get("doc_id"), get("start"), get("end")
+    if doc is None and start is None and end is None:
+        return None
+    if (
+        doc is None
+        or isinstance(start, bool)
+        or isinstance(end, bool)
+        or not isinstance(start, int)
+        or not isinstance(end, int)
+        or not 0 <= start <= end
+    ):
+        raise TargetError(
+            f"{where}: a context's span needs doc_id and integer start <= end (character "
+            f"offsets), got doc_id={doc!r}, start={start!r}, end={end!r}",
+            retryable=False,
+        )
+    return {"doc_id": str(doc), "start": start, "end": end}
+
+
+def _context_item(
+    item: Any, text_field: str, id_field: str, where: str
+) -> tuple[str, str | None, dict[str, Any] | None]:
     if isinstance(item, str):
-        return item, None
+        return item, None, None
     if isinstance(item, Mapping):
         text = get_path(item, text_field)
         if not isinstance(text, str):
@@ -119,11 +154,19 @@ def _context_item(item: Any, text_field: str, id_field: str, where: str) -> tupl
                 f"{where}: a context has no text string at '{text_field}'", retryable=False
             )
         cid = get_path(item, id_field)
-        return text, (None if cid is _MISSING or cid is None else str(cid))
+        return (
+            text,
+            (None if cid is _MISSING or cid is None else str(cid)),
+            _span(item.get, where),
+        )
     text = getattr(item, "text", None)
     if isinstance(text, str):
         cid = getattr(item, "id", None)
-        return text, None if cid is None else str(cid)
+        return (
+            text,
+            None if cid is None else str(cid),
+            _span(lambda name: getattr(item, name, None), where),
+        )
     raise TargetError(
         f"{where}: a context is {type(item).__name__}, not text or an object with text",
         retryable=False,
@@ -164,14 +207,16 @@ def reply_from(
             f"{where}: the contexts at '{contexts_field}' are not a list", retryable=False
         )
     items = [_context_item(c, context_text_field, context_id_field, where) for c in contexts]
-    texts = tuple(t for t, _ in items)
-    ids = tuple(i for _, i in items)
+    texts = tuple(t for t, _, _ in items)
+    ids = tuple(i for _, i, _ in items)
+    spans = tuple(sp for _, _, sp in items)
     all_ids = tuple(i for i in ids if i is not None)
     return TargetReply(
         answer,
         texts,
         all_ids if len(all_ids) == len(ids) and ids else None,
         model if isinstance(model, str) else None,
+        spans if any(sp is not None for sp in spans) else None,
     )
 
 
@@ -181,9 +226,12 @@ def reply_from(
 class CallableTarget:
     """A Python function ``module:function`` (or any callable)."""
 
-    def __init__(self, fn: Callable[[str], Any], name: str) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], name: str, config: Mapping[str, Any] | None = None
+    ) -> None:
         self.fn = fn
         self.name = name
+        self.config = dict(config or {})
 
     @classmethod
     def load(cls, spec: str) -> CallableTarget:
@@ -208,9 +256,9 @@ class CallableTarget:
     async def __call__(self, question: str) -> TargetReply:
         try:
             if inspect.iscoroutinefunction(self.fn):
-                result = await self.fn(question)
+                result = await self.fn(question, **self.config)
             else:
-                result = await asyncio.to_thread(self.fn, question)
+                result = await asyncio.to_thread(self.fn, question, **self.config)
                 if inspect.isawaitable(result):
                     result = await result
         except TargetError:
@@ -235,6 +283,34 @@ class HttpFields:
     contexts: str = "contexts"
     context_text: str = "text"
     context_id: str = "id"
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill_template(template: Any, values: Mapping[str, Any]) -> Any:
+    """A copy of a JSON request template with ``{name}`` placeholders filled from ``values``. A
+    string that is exactly one placeholder takes the value as it is (a number stays a number);
+    placeholders inside longer strings are replaced by the value's text. An unknown name raises
+    ConfigError naming it."""
+
+    def one(name: str) -> Any:
+        if name not in values:
+            raise ConfigError(
+                f"request template: '{{{name}}}' names no value; known: {', '.join(sorted(values))}"
+            )
+        return values[name]
+
+    if isinstance(template, str):
+        whole = _PLACEHOLDER.fullmatch(template)
+        if whole:
+            return one(whole.group(1))
+        return _PLACEHOLDER.sub(lambda m: str(one(m.group(1))), template)
+    if isinstance(template, Mapping):
+        return {k: fill_template(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill_template(v, values) for v in template]
+    return template
 
 
 def parse_headers(pairs: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -266,8 +342,12 @@ class HttpTarget:
         headers: Mapping[str, str] | None = None,
         timeout: float = 60.0,
         max_connections: int = 8,
+        config: Mapping[str, Any] | None = None,
+        template: Mapping[str, Any] | None = None,
     ) -> None:
         self.url = url
+        self.config = dict(config or {})
+        self.template = template
         self.name = display_url(url)
         self.fields = fields or HttpFields()
         self.headers = {
@@ -294,7 +374,12 @@ class HttpTarget:
 
     async def __call__(self, question: str) -> TargetReply:
         body: dict[str, Any] = {}
-        set_path(body, self.fields.request, question)
+        if self.template is not None:
+            body = fill_template(self.template, {**self.config, "question": question})
+        else:
+            set_path(body, self.fields.request, question)
+            if self.config:
+                body["config"] = self.config
         try:
             response = await self._http().post(self.url, json=body)
         except httpx.TimeoutException:
@@ -308,7 +393,7 @@ class HttpTarget:
             ) from None
         status = response.status_code
         if status >= 400 or status < 200:
-            detail = redact(error_text(response), self.secrets)
+            detail = error_text(response, self.secrets)  # redacted before it is cut
             retryable = status in (408, 409, 429) or status >= 500
             raise TargetError(
                 f"{self.name}: HTTP {status}" + (f": {detail}" if detail else ""),
@@ -318,7 +403,7 @@ class HttpTarget:
         try:
             data = response.json()
         except (ValueError, UnicodeDecodeError):
-            snippet = redact(" ".join(response.text.split())[:120], self.secrets)
+            snippet = redact(" ".join(response.text.split()), self.secrets)[:120]
             raise TargetError(
                 f"{self.name}: the reply is not JSON: {snippet!r}", retryable=False
             ) from None
@@ -345,8 +430,13 @@ class CommandTarget:
     """``cmd:python my_rag.py``: question as JSON on stdin, JSON answer on stdout."""
 
     def __init__(
-        self, command: str, timeout: float = 60.0, fields: HttpFields | None = None
+        self,
+        command: str,
+        timeout: float = 60.0,
+        fields: HttpFields | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
+        self.config = dict(config or {})
         self.argv = shlex.split(command)
         if not self.argv:
             raise ConfigError("target 'cmd:' needs a command, e.g. cmd:python my_rag.py")
@@ -364,7 +454,10 @@ class CommandTarget:
             )
         except OSError as exc:
             raise TargetError(f"{self.name}: cannot start ({exc})", retryable=False) from exc
-        payload = json.dumps({"question": question}).encode()
+        message: dict[str, Any] = {"question": question}
+        if self.config:
+            message["config"] = self.config
+        payload = json.dumps(message).encode()
         try:
             out, err = await asyncio.wait_for(proc.communicate(payload), timeout=self.timeout)
         except asyncio.TimeoutError:
@@ -412,24 +505,33 @@ class CommandTarget:
 
 
 def make_target(
-    spec: str | Callable[[str], Any],
+    spec: str | Callable[..., Any],
     *,
     fields: HttpFields | None = None,
     headers: Mapping[str, str] | None = None,
     timeout: float = 60.0,
     max_connections: int = 8,
+    config: Mapping[str, Any] | None = None,
+    template: Mapping[str, Any] | None = None,
 ) -> Any:
     """A target from a spec: ``http(s)://URL``, ``cmd:COMMAND``, ``module:function``, or a
-    callable."""
+    callable. ``config``: the configuration to pass with every question (see the module's
+    docstring); ``template``: the JSON request body of an HTTP target, with placeholders."""
+    if template is not None and not (
+        isinstance(spec, str) and spec.startswith(("http://", "https://"))
+    ):
+        raise ConfigError("a request template is for an http(s):// target only")
     if not isinstance(spec, str):
         if not callable(spec):
             raise ConfigError(f"cannot use {type(spec).__name__} as a target")
-        return CallableTarget(spec, getattr(spec, "__qualname__", "callable"))
+        return CallableTarget(spec, getattr(spec, "__qualname__", "callable"), config)
     if spec.startswith(("http://", "https://")):
-        return HttpTarget(spec, fields, headers, timeout, max_connections)
+        return HttpTarget(spec, fields, headers, timeout, max_connections, config, template)
     if spec.startswith("cmd:"):
-        return CommandTarget(spec[4:], timeout, fields)
-    return CallableTarget.load(spec)
+        return CommandTarget(spec[4:], timeout, fields, config)
+    target = CallableTarget.load(spec)
+    target.config = dict(config or {})
+    return target
 
 
 # ---- the run -----------------------------------------------------------------------------------
@@ -536,6 +638,8 @@ def _out_row(
             out["contexts"] = list(reply.contexts)
         if reply.context_ids is not None:
             out["retrieved_ids"] = list(reply.context_ids)
+        if reply.context_spans is not None:
+            meta["retrieved_spans"] = list(reply.context_spans)
         if reply.model:
             meta["generator_model"] = reply.model
     out["metadata"] = meta

@@ -1,0 +1,119 @@
+"""Writing files that others read: strict JSON and atomic replacement.
+
+- :func:`strict_json` writes JSON that every parser accepts: a non-finite float (NaN, Infinity),
+  which Python's ``json`` would write as a bare ``NaN`` token, becomes ``null``;
+- :func:`atomic_write` writes to a temporary file beside the target and renames it over the
+  target only when the writing succeeded, so a reader (or a later run) never finds half a file,
+  and a write killed midway leaves the previous file as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "strict_json"]
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float (at any depth of dicts, lists and tuples) as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(value: Any, **kwargs: Any) -> str:
+    """``json.dumps`` that never writes ``NaN``/``Infinity`` (they become ``null``).
+
+    Values that are not JSON types are written with ``str`` (``default=str``), as the store does.
+    """
+    kwargs.setdefault("ensure_ascii", False)
+    kwargs.setdefault("default", str)
+    try:
+        return json.dumps(value, allow_nan=False, **kwargs)
+    except ValueError:  # a NaN or an infinity somewhere: replace them (rare, so only then)
+        return json.dumps(finite(value), allow_nan=False, **kwargs)
+
+
+def check_writable_target(path: str | os.PathLike[str], what: str = "output file") -> Path:
+    """Check, before long work, that ``path`` can be written: its folder exists and is a folder,
+    and ``path`` itself is not a folder. Returns the path.
+
+    Raises FileNotFoundError, NotADirectoryError or IsADirectoryError with a message naming the
+    path, for the caller to turn into its own error type.
+    """
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.exists():
+        raise FileNotFoundError(f"the folder of the {what} {target} does not exist ({parent})")
+    if not parent.is_dir():
+        raise NotADirectoryError(f"the folder of the {what} {target} is not a folder ({parent})")
+    if target.is_dir():
+        raise IsADirectoryError(f"the {what} {target} is a folder; give a file name")
+    return target
+
+
+@contextlib.contextmanager
+def atomic_write(
+    path: str | os.PathLike[str], mode: str = "w", *, encoding: str | None = "utf-8",
+    newline: str | None = None,
+) -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path`` for writing; on a clean exit flush it to disk and
+    rename it to ``path`` (atomic on POSIX and Windows). On an error the temporary file is
+    removed and ``path`` is left untouched."""
+    target = Path(path)
+    binary = "b" in mode
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, mode, encoding=None if binary else encoding,
+                       newline=None if binary else newline) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        _keep_mode(target, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary path beside ``path`` for a writer that wants a file name (pandas, pyarrow);
+    renamed to ``path`` on a clean exit, removed on an error."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        _keep_mode(target, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _keep_mode(target: Path, tmp: str) -> None:
+    # mkstemp makes the file 0600; give it the mode an ordinary open() would (or the old file's)
+    try:
+        mode = target.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    with contextlib.suppress(OSError):
+        os.chmod(tmp, mode)

@@ -1,0 +1,949 @@
+"""The shapes other tools write, read into ragsight's fields.
+
+One row in (a dict, or an object with ``model_dump()`` / ``to_dict()``), ragsight's fields out,
+each value checked and coerced. ``docs/data.md`` is the reader's version of the rules below.
+
+Field names. A key is compared after normalising it (surrounding spaces removed, camelCase
+split, lower case, spaces and hyphens as underscores), then looked up in ``FIELD_ALIASES``:
+ragas 0.1 (``question``, ``answer``, ``contexts``, ``ground_truth(s)``), ragas 0.2+
+(``user_input``, ``response``, ``retrieved_contexts``, ``reference``, ``reference_contexts``,
+``retrieved_context_ids``, ``reference_context_ids``), DeepEval test cases (``input``,
+``actual_output``, ``expected_output``, ``retrieval_context``; ``context`` is DeepEval's *gold*
+context and lands in ``reference_contexts``), TruLens (``query``, ``query_id``,
+``expected_response``, ``expected_chunks``; a records export's ``input`` / ``output``),
+Phoenix / OpenInference (``input``, ``output``, ``input.value``, ``output.value``,
+``retrieval.documents``). Three tools give a name a meaning of their own, recognised by the
+row's shape:
+
+- a Phoenix row (a ``context.span_id`` / ``context.trace_id`` key, or ``attributes.*`` keys):
+  ``reference`` and ``context`` hold the *retrieved* documents (``get_qa_with_reference`` and
+  ``get_input_output_context`` name them so);
+- a promptfoo result or test case (a ``vars`` object beside ``testCase`` / ``assert`` /
+  ``response``...): the variables are read as fields, ``vars.context`` is the retrieved context
+  (as promptfoo's context-faithfulness reads it), ``response.output`` is the response, and the
+  value of a ``context-recall`` / ``factuality`` / ``similar`` / ``equals`` assertion is the
+  reference;
+- a TruLens records row (``record_json``): ``input`` / ``output`` are JSON-encoded and decoded,
+  and the contexts are the return value of the last recorded call whose method name contains
+  ``retriev``;
+- a DeepEval row (``actual_output``, ``expected_output`` or ``retrieval_context``): a context
+  given as one string is split at ``|``, the separator DeepEval writes in CSV and JSONL.
+
+Values. Contexts may be a list of strings, one string (one chunk), a list of objects with the
+text under ``page_content`` / ``text`` / ``content`` / ``document.content`` (LangChain, LlamaIndex,
+OpenInference dicts) or real objects with those attributes (duck-typed: ``page_content``,
+``node.get_content()``, ``get_content()``, ``text``), or a string holding a JSON array or a
+Python list literal (``['a', 'b']`` as pandas and ragas write lists into CSV; read with
+``ast.literal_eval``, never ``eval``), or a list of LangChain / LlamaIndex objects as ``str()``
+prints it (``[Document(id='d1', page_content='...')]``, what ``df.to_csv()`` writes; their text
+and id read from the syntax tree, never run). When every chunk carries an id, the ids become
+``retrieved_ids`` (``relevant_ids`` for reference contexts) unless those are given.
+
+Ids (``id``, ``retrieved_ids``, ``relevant_ids``) follow one rule: text is kept with surrounding
+spaces removed; an integer is written in decimal; a float with an integral value is written as
+that integer (``2.0`` -> ``"2"``: Parquet stores an integer column with a null as floats); any
+other finite float as Python writes it (``2.5``); NaN, infinity, booleans and nulls inside a list
+are refused with a row problem naming the field.
+
+Every string anywhere in a row must be encodable as UTF-8 (a lone surrogate, half of an emoji, is
+refused), nothing may nest deeper than ``MAX_DEPTH`` levels, and no number may have more than
+``MAX_DIGITS`` digits: each is a row problem naming the row and field, never a crash of the run.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import io
+import json
+import math
+import re
+import tokenize
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "FIELD_ALIASES",
+    "MAX_DEPTH",
+    "MAX_DIGITS",
+    "FieldError",
+    "HugeNumber",
+    "RowFields",
+    "canonical_field",
+    "deepest_key",
+    "is_missing",
+    "merge_phoenix_spans",
+    "norm_key",
+    "read_row",
+    "row_mapping",
+]
+
+MAX_DEPTH = 64
+MAX_DIGITS = 4000  # below Python's own limit (4,300) for int <-> str
+
+# canonical name -> accepted names (normalised with norm_key; the canonical one first)
+FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "id": ("id", "sample_id", "qid", "question_id", "query_id"),
+    "question": ("question", "user_input", "query", "input", "input.value", "attributes.input.value"),
+    "contexts": ("contexts", "retrieved_contexts", "retrieval_context", "retrieved_context",
+                 "retrieval.documents", "attributes.retrieval.documents"),
+    "response": ("response", "answer", "output", "actual_output", "generated_answer", "output.value",
+                 "attributes.output.value"),
+    "reference": ("reference", "ground_truth", "ground_truths", "reference_answer", "expected_output",
+                  "expected_response", "expected_answer"),
+    "reference_contexts": ("reference_contexts", "ground_truth_contexts", "context", "reference_context",
+                           "expected_chunks"),
+    "retrieved_ids": ("retrieved_ids", "retrieved_context_ids"),
+    "relevant_ids": ("relevant_ids", "reference_context_ids", "relevant_context_ids"),
+    "metadata": ("metadata", "additional_metadata", "meta", "attributes.metadata"),
+}
+_ALIAS_TO_FIELD = {alias: name for name, aliases in FIELD_ALIASES.items() for alias in aliases}
+# the fields that carry something to evaluate (a row with none of them and unknown ones is a mistake)
+CONTENT_FIELDS = ("question", "contexts", "response", "reference", "reference_contexts",
+                  "retrieved_ids", "relevant_ids")
+# Names other tools write that ragsight keeps in metadata as they are: no "did you mean" for them.
+KNOWN_FOREIGN = frozenset({
+    # ragas
+    "multi_responses", "rubrics", "rubric", "persona_name", "query_style", "query_length",
+    "synthesizer_name", "reference_tool_calls", "reference_topics",
+    # DeepEval
+    "name", "comments", "source_file", "tools_called", "expected_tools", "custom_column_key_values",
+    "token_cost", "completion_time", "tags",
+    # TruLens
+    "app_id", "app_name", "app_version", "record_id", "record_json", "cost_json", "perf_json", "ts",
+    "latency", "total_tokens", "total_cost", "num_events", "type", "ground_truth_id", "dataset_id",
+    "app_json", "cost_currency",
+    # Phoenix
+    "context.span_id", "context.trace_id", "span_kind", "parent_id", "start_time", "end_time",
+    "status_code", "status_message", "events", "document_position", "document_score",
+    # ragsight's own out-of-scope markers
+    "answerable", "question_type", "out_of_scope",
+})
+_TEXT_KEYS = ("page_content", "text", "content", "document.content")
+_ID_KEYS = ("id", "id_", "node_id", "doc_id", "chunk_id", "document.id")
+_REF_ASSERTS = ("context-recall", "factuality", "similar", "equals")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_LISTISH = re.compile(r"^\[\s*(?:[\"'{\]]|$)")
+# a list of LangChain / LlamaIndex objects as str() writes it (pandas writes a cell so into CSV)
+_REPR_LIST = re.compile(r"^\[\s*(?:Document|NodeWithScore|TextNode|Node|ImageNode|IndexNode)\(")
+_REPR_TEXT = ("page_content", "text")
+_REPR_ID = ("id", "id_")
+
+
+class FieldError(Exception):
+    """A field of one row that cannot be used (the row becomes a row problem)."""
+
+    def __init__(self, field_name: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field_name = field_name
+        self.message = message
+
+
+class HugeNumber(str):
+    """A JSON number too long to convert (the loader's parse_int hook returns it as text)."""
+
+
+@dataclass
+class RowFields:
+    """One row read into ragsight's fields: values coerced, the rest in ``metadata``."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (field, warning)
+    sources: dict[str, str] = field(default_factory=dict)  # canonical field -> the row's key
+    shape: str = "ragsight"
+
+
+def norm_key(key: Any) -> str:
+    """'actualOutput' -> 'actual_output', ' Retrieved Contexts' -> 'retrieved_contexts'."""
+    return _norm_key(str(key))
+
+
+@functools.lru_cache(maxsize=4096)  # a data set repeats its few names on every row
+def _norm_key(key: str) -> str:
+    k = _CAMEL.sub("_", key.strip())
+    return re.sub(r"[\s\-]+", "_", k).lower()
+
+
+def canonical_field(key: Any) -> str | None:
+    """The ragsight field a key names, or None."""
+    return _ALIAS_TO_FIELD.get(norm_key(key))
+
+
+def is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def to_plain(value: Any) -> Any:
+    """numpy / pandas / pyarrow scalars and arrays to plain Python values."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return value.tolist()
+    return value
+
+
+def row_mapping(obj: Any) -> Mapping[str, Any] | None:
+    """A row given as an object (a ragas SingleTurnSample, a DeepEval LLMTestCase, a dataclass)
+    as a mapping, duck-typed; None when it is not one."""
+    if isinstance(obj, Mapping):
+        return obj
+    if isinstance(obj, (str, bytes, list, tuple)):
+        return None
+    out: Any = None
+    for method in ("to_dict", "model_dump", "dict"):
+        fn = getattr(obj, method, None)
+        if callable(fn):
+            try:
+                out = fn()
+            except Exception:
+                continue
+            if isinstance(out, Mapping):
+                break
+    else:
+        fields_ = getattr(obj, "__dataclass_fields__", None)
+        out = {k: getattr(obj, k) for k in fields_} if isinstance(fields_, Mapping) else None
+    if not isinstance(out, Mapping):
+        return None
+    # an object's unset attributes are None: they are not data
+    return {k: v for k, v in out.items() if v is not None}
+
+
+# ---- safety: what must never reach the store or the judge --------------------------------------
+
+
+def check_safe(field_name: str, value: Any, path: str | None = None, depth: int = 0, *,
+               nan_to_none: bool = False) -> Any:
+    """The value, with NaN inside containers turned into None when ``nan_to_none`` (metadata:
+    pandas writes a missing cell so); raises FieldError naming ``field_name`` for a lone
+    surrogate, nesting deeper than
+    MAX_DEPTH, a number longer than MAX_DIGITS digits, or an infinite number inside a
+    container. ``path`` is the place reported (default: the field)."""
+    where = path or field_name
+    if depth > MAX_DEPTH:
+        raise FieldError(field_name, f"'{where}' nests deeper than {MAX_DEPTH} levels; flatten it.")
+    if isinstance(value, HugeNumber):
+        raise FieldError(field_name, f"'{where}' is a number with {len(value.lstrip('-')):,} digits; give it as "
+                         f"text if it is an identifier (a number may have at most {MAX_DIGITS:,} digits).")
+    if isinstance(value, str):
+        m = _SURROGATE.search(value)
+        if m:
+            raise FieldError(field_name, f"'{where}' holds a lone surrogate (\\u{ord(m.group()):04x} at character "
+                             f"{m.start()}), half of an emoji or other character cut in two, which cannot be "
+                             "written as UTF-8. Fix the text where it was cut.")
+        return value
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > MAX_DIGITS * 3.32:
+            raise FieldError(field_name, f"'{where}' is a number with more than {MAX_DIGITS:,} digits; give it as text.")
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None if depth and nan_to_none else value
+        if math.isinf(value) and depth:
+            raise FieldError(field_name, f"'{where}' is infinite, which strict JSON cannot hold; give a finite "
+                             "number or text.")
+        return value
+    value = to_plain(value)
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            ks = k if isinstance(k, str) else str(to_plain(k))
+            check_safe(field_name, ks, f"{where} (a key)", depth + 1)
+            out[ks] = check_safe(field_name, v, f"{where}.{ks}", depth + 1, nan_to_none=nan_to_none)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [check_safe(field_name, v, f"{where}[{i}]", depth + 1, nan_to_none=nan_to_none)
+                for i, v in enumerate(value)]
+    return value
+
+
+_KEY_RE = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:')
+
+
+def deepest_key(text: str, limit: int = MAX_DEPTH) -> tuple[str | None, int]:
+    """For a JSON text that nests too deeply to parse: the top-level key under which nesting
+    first passes ``limit`` levels (None when it is the row itself), and the line it is on."""
+    depth = 0
+    key: str | None = None
+    in_str = False
+    esc = False
+    start = 0
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+                if depth == 1:
+                    m = _KEY_RE.match(text, start)
+                    if m:
+                        key = m.group(1)
+            continue
+        if ch == '"':
+            in_str = True
+            start = i
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return (key if key is not None and depth > 1 else None), text.count("\n", 0, i) + 1
+        elif ch in "]}":
+            depth -= 1
+    return key, 1
+
+
+# ---- values -------------------------------------------------------------------------------------
+
+
+def parse_text_value(text: str) -> Any:
+    """A JSON value, or a Python literal (as pandas and ragas write lists into CSV), from text;
+    raises ValueError when it is neither. Never evaluates code."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        first = f"{exc.msg} at character {exc.pos}"
+    except (RecursionError, ValueError) as exc:
+        first = str(exc) or type(exc).__name__
+    strings = _numpy_strings(text)
+    if strings is not None:
+        return strings
+    try:
+        return ast.literal_eval(text)
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        raise ValueError(first) from None
+
+
+def _numpy_strings(text: str) -> list[str] | None:
+    """``['a' 'b']``, a numpy array of strings as ``str()`` writes it (Hugging Face
+    ``datasets`` writes list columns so into CSV): the items, or None when the text is not that.
+    Python would read it as one concatenated string, silently: never let it."""
+    try:
+        toks = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT,
+                                  tokenize.DEDENT)]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if len(toks) < 4 or toks[0].string != "[" or toks[-1].string != "]":
+        return None
+    inner = toks[1:-1]
+    if not all(t.type == tokenize.STRING for t in inner):
+        return None  # commas, numbers, "...": a Python list, or not a list of strings at all
+    try:
+        items = [ast.literal_eval(t.string) for t in inner]
+    except (SyntaxError, ValueError):
+        return None
+    return items if all(isinstance(i, str) for i in items) else None
+
+
+def text(name: str, value: Any) -> str | None:
+    value = to_plain(value)
+    if is_missing(value):
+        return None
+    if isinstance(value, bool):
+        raise FieldError(name, f"expected text, got bool. Give '{name}' as a string.")
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and math.isinf(value):
+            raise FieldError(name, f"'{name}' is infinite; give it as a string.")
+        return str(value)
+    if not isinstance(value, str):
+        raise FieldError(name, f"expected text, got {type(value).__name__}. Give '{name}' as a string.")
+    return value
+
+
+def norm_id(name: str, value: Any) -> str:
+    """One id by the documented rule (see the module docstring)."""
+    value = to_plain(value)
+    if isinstance(value, str):
+        out = value.strip()
+        if not out:
+            raise FieldError(name, f"'{name}' holds an empty id; every id must be non-empty text or a number.")
+        return out
+    if isinstance(value, bool) or value is None:
+        raise FieldError(name, f"'{name}' holds {value!r}, not an id; give ids as text or numbers.")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise FieldError(name, f"'{name}' holds {value!r}, not an id: a null or non-finite number (Parquet "
+                             "writes a missing id in a list of integers as NaN). Remove it or give every id.")
+        return str(int(value)) if value.is_integer() else repr(value)
+    raise FieldError(name, f"'{name}' holds a {type(value).__name__}, not an id; give ids as text or numbers.")
+
+
+def ids(name: str, value: Any) -> tuple[str, ...] | None:
+    value = to_plain(value)
+    if is_missing(value):
+        return None
+    if isinstance(value, str):
+        s = value.strip()
+        if not s:
+            return None
+        if s.startswith("["):
+            try:
+                value = parse_text_value(s)
+            except ValueError as exc:
+                raise FieldError(name, f"the text starts like a list but does not parse ({exc}). Write it as a "
+                                 'JSON array, e.g. ["d1", "d2"].') from None
+        else:
+            raise FieldError(name, f"'{name}' is one string; give a list of ids, e.g. [\"d1\", \"d2\"].")
+    if not isinstance(value, (list, tuple)):
+        raise FieldError(name, f"expected a list of ids, got {type(value).__name__}.")
+    out = []
+    for i, item in enumerate(value):
+        try:
+            out.append(norm_id(name, item))
+        except FieldError as exc:
+            raise FieldError(name, f"item {i}: {exc.message}") from None
+    return tuple(out)
+
+
+def _chunk(name: str, i: int, item: Any) -> tuple[str, str | None]:
+    """One chunk as (text, id or None): text, a dict of a known shape, or a document object."""
+    item = to_plain(item)
+    if isinstance(item, str):
+        return item, None
+    if isinstance(item, Mapping):
+        node = item.get("node")
+        if isinstance(node, Mapping):  # LlamaIndex NodeWithScore as a dict
+            return _chunk(name, i, node)
+        for key in _TEXT_KEYS:
+            if isinstance(item.get(key), str):
+                found = next((item[k] for k in _ID_KEYS if not is_missing(item.get(k))), None)
+                return item[key], (None if found is None else norm_id(name, found))
+        keys = ", ".join(f"'{k}'" for k in list(item)[:6])
+        raise FieldError(name, f"item {i} is an object with no text ({keys}); give each chunk as text, or as an "
+                         'object with "text" or "page_content" (and optionally "id").')
+    if isinstance(item, (int, float, bool, list, tuple)) or item is None:
+        raise FieldError(name, f"item {i} is {type(item).__name__}, not a string. Every item must be text.")
+    # objects, duck-typed: LangChain Document, LlamaIndex NodeWithScore / TextNode
+    page = getattr(item, "page_content", None)
+    if isinstance(page, str):
+        return page, _opt_id(name, getattr(item, "id", None))
+    node = getattr(item, "node", None)
+    if node is not None and callable(getattr(node, "get_content", None)):
+        return str(node.get_content()), _opt_id(name, getattr(node, "node_id", None))
+    if callable(getattr(item, "get_content", None)):
+        return str(item.get_content()), _opt_id(name, getattr(item, "node_id", None))
+    txt = getattr(item, "text", None)
+    if isinstance(txt, str):
+        return txt, _opt_id(name, getattr(item, "id", None))
+    as_map = row_mapping(item)
+    if as_map is not None:
+        return _chunk(name, i, as_map)
+    raise FieldError(name, f"item {i} is a {type(item).__name__}, not text or a document with page_content/text.")
+
+
+def _opt_id(name: str, value: Any) -> str | None:
+    return None if is_missing(value) else norm_id(name, value)
+
+
+def chunks(name: str, value: Any, split: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...] | None] | None:
+    """Contexts in any of the shapes of the module docstring: (texts, ids when every chunk has
+    one). ``split``: a separator for a context given as one string (DeepEval's ``|``)."""
+    value = to_plain(value)
+    if is_missing(value):
+        return None
+    if isinstance(value, str):
+        s = value.strip()
+        if not s:
+            return None
+        if _LISTISH.match(s):
+            try:
+                value = parse_text_value(s)
+            except ValueError as exc:
+                raise FieldError(name, f"the text starts like a list but does not parse ({exc}). Write it as a "
+                                 'JSON array of strings, e.g. ["first chunk", "second chunk"].') from None
+            if not isinstance(value, list):
+                raise FieldError(name, f"the text parses as {type(value).__name__}, not a list of chunks.")
+        elif _REPR_LIST.match(s):
+            value = _object_reprs(name, s)
+        elif split is not None:
+            value = value.split(split)
+        else:
+            return (value,), None
+    if isinstance(value, Mapping) or not isinstance(value, (list, tuple)):
+        if isinstance(value, (int, float, bool)):
+            raise FieldError(name, f"expected a list of strings, got {type(value).__name__}. Give '{name}' as a "
+                             'list of strings, e.g. ["chunk one", "chunk two"].')
+        value = [value]  # one chunk object
+    texts: list[str] = []
+    found: list[str | None] = []
+    for i, item in enumerate(value):
+        t, cid = _chunk(name, i, item)
+        texts.append(t)
+        found.append(cid)
+    all_ids = tuple(c for c in found if c is not None)
+    return tuple(texts), (all_ids if texts and len(all_ids) == len(texts) else None)
+
+
+def _object_reprs(name: str, text: str) -> list[dict[str, Any]]:
+    """``[Document(id='d1', metadata={...}, page_content='...')]`` or ``[NodeWithScore(node=
+    TextNode(id_='n1', ..., text='...'), score=0.8)]``, as ``str()`` of a list of LangChain or
+    LlamaIndex objects writes them (a DataFrame cell written to CSV): each chunk's text and id,
+    read from the syntax tree with ``ast.literal_eval`` on those two values only, never run."""
+    try:
+        tree = ast.parse(_without_enum_reprs(text), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError):
+        tree = None
+    items = [_object_repr(e) for e in tree.elts] if isinstance(tree, ast.List) else [None]
+    if any(item is None for item in items):
+        raise FieldError(name, "the text is a list of LangChain / LlamaIndex objects as Python prints them "
+                         "(Document(...), NodeWithScore(...)), and their text cannot be read from it. Write the "
+                         "chunks' text instead: [d.page_content for d in docs] (LangChain), "
+                         "[n.node.get_content() for n in nodes] (LlamaIndex), with their ids under retrieved_ids; "
+                         "or save the rows as JSON lines.")
+    return [item for item in items if item is not None]
+
+
+def _without_enum_reprs(text: str) -> str:
+    """The text with each enum repr outside string literals (LlamaIndex's ``relationships={
+    <NodeRelationship.SOURCE: '1'>: ...}``) replaced by None, so that it parses; the string
+    literals (the chunks' text) are kept token for token."""
+    toks = [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)]
+    out: list[tuple[int, str]] = []
+    i = 0
+    while i < len(toks):
+        j = i + 1
+        if toks[i][1] == "<" and j < len(toks) and toks[j][0] == tokenize.NAME:
+            while j + 2 < len(toks) and toks[j + 1][1] == "." and toks[j + 2][0] == tokenize.NAME:
+                j += 2
+            if (j + 3 < len(toks) and toks[j + 1][1] == ":" and toks[j + 2][0] in (tokenize.STRING, tokenize.NUMBER)
+                    and toks[j + 3][1] == ">"):
+                out.append((tokenize.NAME, "None"))
+                i = j + 4
+                continue
+        out.append(toks[i])
+        i += 1
+    return str(tokenize.untokenize(out))
+
+
+def _object_repr(node: ast.expr) -> dict[str, Any] | None:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args):
+        return None
+    kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
+    if node.func.id == "NodeWithScore":
+        inner = kw.get("node")
+        return _object_repr(inner) if inner is not None else None
+    resource = kw.get("text_resource")  # a LlamaIndex Document: text_resource=MediaResource(text=...)
+    if "text" not in kw and isinstance(resource, ast.Call):
+        found = next((k.value for k in resource.keywords if k.arg == "text"), None)
+        if found is not None:
+            kw["text"] = found
+    try:
+        body = next((ast.literal_eval(kw[k]) for k in _REPR_TEXT if k in kw), None)
+        ident = next((ast.literal_eval(kw[k]) for k in _REPR_ID if k in kw), None)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None
+    if not isinstance(body, str) or not (ident is None or isinstance(ident, (str, int))):
+        return None
+    return {"text": body, "id": ident}
+
+
+def reference(value: Any) -> str | tuple[str, ...] | None:
+    value = to_plain(value)
+    if is_missing(value):
+        return None
+    if isinstance(value, str):
+        s = value.strip()
+        if _LISTISH.match(s) and s.endswith("]"):
+            try:
+                parsed = parse_text_value(s)
+            except ValueError:
+                return value
+            if isinstance(parsed, list) and all(isinstance(a, str) for a in parsed):
+                return reference(parsed)
+        return value
+    if isinstance(value, (list, tuple)):
+        items = []
+        for i, a in enumerate(value):
+            a = to_plain(a)
+            if not isinstance(a, str):
+                raise FieldError("reference", f"item {i} is {type(a).__name__}, not a string. Every acceptable "
+                                 "answer must be text.")
+            if a.strip():  # blank aliases accept nothing: drop them
+                items.append(a)
+        if not items:
+            return None
+        return items[0] if len(items) == 1 else tuple(items)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return text("reference", value)
+    raise FieldError(
+        "reference", f"expected text or a list of acceptable answers, got {type(value).__name__}. "
+        "Give the reference as a string, or a list of strings when several answers are acceptable.")
+
+
+def relevant(value: Any) -> tuple[str, ...] | dict[str, float] | None:
+    value = to_plain(value)
+    if is_missing(value):
+        return None
+    if isinstance(value, str) and value.strip()[:1] == "{":
+        try:
+            value = parse_text_value(value.strip())
+        except ValueError as exc:
+            raise FieldError("relevant_ids", f"the text does not parse as an object ({exc}).") from None
+    if isinstance(value, Mapping):
+        grades: dict[str, float] = {}
+        for k, g in value.items():
+            g = to_plain(g)
+            if isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g < 0:
+                raise FieldError("relevant_ids",
+                                 f"grade of '{k}' is {g!r}; grades must be numbers >= 0 (0 = not relevant).")
+            grades[norm_id("relevant_ids", k)] = float(g)
+        return grades
+    return ids("relevant_ids", value)
+
+
+def metadata(value: Any) -> dict[str, Any]:
+    value = to_plain(value)
+    if is_missing(value):
+        return {}
+    if isinstance(value, str):
+        s = value.strip()
+        if not s:
+            return {}
+        try:
+            parsed = parse_text_value(s) if s[:1] == "{" else json.loads(s)
+        except (ValueError, RecursionError):
+            return {"value": value}
+        value = parsed
+    if not isinstance(value, Mapping):
+        raise FieldError(
+            "metadata", f"expected an object (mapping), got {type(value).__name__}. Give metadata as "
+            'an object, e.g. {"chunk_size": 512, "generator": "my-model"}.')
+    return {str(k): v for k, v in value.items()}
+
+
+# ---- the shapes of other tools -----------------------------------------------------------------
+
+
+def _decode_json_text(value: Any) -> Any:
+    """TruLens stores main input/output JSON-encoded ('"What is X?"'); a JSON string decodes."""
+    if isinstance(value, str) and value[:1] == '"':
+        try:
+            out = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return value
+        return out if isinstance(out, str) else value
+    return value
+
+
+def _trulens_contexts(record_json: Any) -> Any:
+    """The return value of the last recorded call whose method name contains 'retriev'."""
+    rec = record_json
+    if isinstance(rec, str):
+        try:
+            rec = json.loads(rec)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    if not isinstance(rec, Mapping):
+        return None
+    found = None
+    for call in rec.get("calls") or ():
+        if not isinstance(call, Mapping):
+            continue
+        stack = call.get("stack") or ()
+        method = stack[-1].get("method") if stack and isinstance(stack[-1], Mapping) else None
+        mname = method.get("name") if isinstance(method, Mapping) else None
+        rets = call.get("rets")
+        if isinstance(mname, str) and "retriev" in mname.lower() and isinstance(rets, list) and rets:
+            found = rets
+    return found
+
+
+def _unwrap_io(value: Any) -> Any:
+    """An OpenInference input/output value that is a JSON object with one obvious text field."""
+    if isinstance(value, str) and value.lstrip()[:1] == "{":
+        try:
+            obj = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return value
+        if isinstance(obj, Mapping):
+            for key in ("question", "query", "input", "answer", "output", "result", "response", "text"):
+                if isinstance(obj.get(key), str):
+                    return obj[key]
+            strs = [v for v in obj.values() if isinstance(v, str)]
+            if len(strs) == 1:
+                return strs[0]
+    return value
+
+
+# Values other tools give in places of their own, under keys no row has.
+_SYNTHETIC = {
+    "__promptfoo_output": ("response", "response.output"),
+    "__promptfoo_context": ("contexts", "response.output.context"),
+    "__promptfoo_assert": ("reference", "assert[].value"),
+    "__promptfoo_meta": ("metadata", "promptfoo result"),
+    "__trulens_retrieval": ("contexts", "record_json (the retriever call's return value)"),
+}
+_PROMPTFOO_KEYS = frozenset({
+    "vars", "testCase", "response", "prompt", "provider", "assert", "description", "testIdx", "promptIdx",
+    "success", "score", "namedScores", "latencyMs", "error", "gradingResult", "id", "promptId",
+    "failureReason", "cost", "metadata", "tokenUsage", "options",
+})
+
+
+def _promptfoo(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A promptfoo result (EvaluateResult) or test case, as (items, overrides)."""
+    test: Mapping[str, Any] = raw["testCase"] if isinstance(raw.get("testCase"), Mapping) else {}
+    variables: Mapping[str, Any] = raw["vars"] if isinstance(raw.get("vars"), Mapping) else test.get("vars") or {}
+    items: dict[str, Any] = {}
+    overrides: dict[str, str] = {}
+    for k, v in variables.items():
+        items[k] = v
+        if norm_key(k) == "context":  # promptfoo's context-* assertions read vars.context as retrieved
+            overrides[k] = "contexts"
+    resp = raw.get("response")
+    if isinstance(resp, Mapping):
+        out = resp.get("output")
+        if isinstance(out, Mapping):  # a provider that returns {answer, context} (contextTransform)
+            for key in ("answer", "output", "response"):
+                if key in out:
+                    items["__promptfoo_output"] = out[key]
+                    break
+            if "context" in out:
+                items["__promptfoo_context"] = out["context"]
+        elif out is not None:
+            items["__promptfoo_output"] = out
+    asserts = test.get("assert") if test else raw.get("assert")
+    for a in asserts or ():
+        if isinstance(a, Mapping) and a.get("type") in _REF_ASSERTS and isinstance(a.get("value"), str):
+            items["__promptfoo_assert"] = a["value"]
+            break
+    meta: dict[str, Any] = {}
+    provider = raw.get("provider")
+    if isinstance(provider, Mapping):
+        meta["provider"] = provider.get("label") or provider.get("id")
+    elif isinstance(provider, str):
+        meta["provider"] = provider
+    prompt = raw.get("prompt")
+    if isinstance(prompt, Mapping):
+        meta["prompt"] = prompt.get("label") or prompt.get("raw")
+    for key in ("description", "testIdx", "promptIdx", "success", "score", "namedScores", "latencyMs", "error"):
+        src = raw if key in raw else test
+        if src and not is_missing(src.get(key)):
+            meta[key] = src.get(key)
+    if meta:
+        items["__promptfoo_meta"] = {"promptfoo": meta}
+    if isinstance(test.get("metadata"), Mapping):
+        items["metadata"] = test["metadata"]
+    for k, v in raw.items():
+        if k not in _PROMPTFOO_KEYS and k not in items:
+            items[k] = v
+    return items, overrides
+
+
+def _shape_of(raw: Mapping[str, Any]) -> str:
+    keys = {norm_key(k) for k in raw}
+    if isinstance(raw.get("vars"), Mapping) and keys & {"test_case", "assert", "response", "prompt", "provider",
+                                                         "prompt_idx", "test_idx", "grading_result"}:
+        return "promptfoo"
+    if "record_json" in keys:
+        return "trulens"
+    if keys & {"context.span_id", "context.trace_id"} or any(k.startswith("attributes.") for k in keys):
+        return "phoenix"
+    if keys & {"actual_output", "expected_output", "retrieval_context", "additional_metadata"}:
+        return "deepeval"
+    return "ragsight"
+
+
+def _without_result_columns(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The row without the results ragsight itself wrote beside the inputs, so that an export
+    (``ragsight export``, ``--out``) or ``result.to_pandas()`` loads back as the same samples:
+    per metric ``m``, ``m`` / ``m__outcome`` / ``m__reason``; JSONL's ``scores`` and ``evidence``
+    objects; the ``run_id`` beside them. Columns of other tools' scores stay in metadata."""
+    keys = {k for k in raw if isinstance(k, str)}
+    metrics = {k[: -len("__outcome")] for k in keys if k.endswith("__outcome") and k[: -len("__outcome")] in keys}
+    drop = {c for m in metrics for c in (m, f"{m}__outcome", f"{m}__reason")}
+    if isinstance(raw.get("scores"), Mapping) and isinstance(raw.get("evidence"), Mapping) and "run_id" in keys:
+        drop |= {"scores", "evidence"}
+    if drop and "run_id" in keys:
+        drop.add("run_id")
+    return {k: v for k, v in raw.items() if k not in drop} if drop else dict(raw)
+
+
+def read_row(raw: Mapping[str, Any]) -> RowFields:
+    """Read one row into ragsight's fields. Raises FieldError for an unusable field."""
+    for key in raw:
+        if isinstance(key, str) and _SURROGATE.search(key):
+            shown = key.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            raise FieldError(shown, f"the field name '{shown}' holds a lone surrogate, half of a character cut "
+                             "in two; rename the field.")
+    out = RowFields(shape=_shape_of(raw))
+    overrides: dict[str, str] = {}
+    items: dict[str, Any] = _without_result_columns(raw)
+    if out.shape == "promptfoo":
+        items, overrides = _promptfoo(raw)
+    elif out.shape == "trulens":
+        for k in ("input", "output"):
+            if k in items:
+                items[k] = _decode_json_text(items[k])
+        if not any(canonical_field(k) == "contexts" for k in items):
+            found = _trulens_contexts(raw.get("record_json"))
+            if found is not None:
+                items["__trulens_retrieval"] = found
+    elif out.shape == "phoenix":
+        for k in list(items):
+            nk = norm_key(k)
+            if nk in ("reference", "context"):
+                overrides[k] = "contexts"
+            elif canonical_field(nk) in ("question", "response"):
+                items[k] = _unwrap_io(items[k])
+
+    canon: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    metas: list[tuple[str, Any]] = []
+    for key, value in items.items():
+        key_s = str(key)
+        nk = norm_key(key_s)
+        synthetic = _SYNTHETIC.get(key_s)
+        name = synthetic[0] if synthetic else overrides.get(key_s) or _ALIAS_TO_FIELD.get(nk)
+        if name is None:
+            extra[key_s] = value
+            if nk not in KNOWN_FOREIGN and not nk.startswith("attributes."):
+                close = difflib.get_close_matches(nk, list(_ALIAS_TO_FIELD), n=1, cutoff=0.8)
+                if close:
+                    out.notes.append((key_s, f"unknown field '{key_s}' kept in metadata; did you mean "
+                                      f"'{close[0]}'?"))
+            continue
+        if name == "metadata":
+            metas.append((key_s, value))
+            continue
+        if name in canon and not is_missing(canon[name]):
+            if not is_missing(value):
+                shown = out.sources[name]
+                out.notes.append((key_s, f"'{key_s}' duplicates '{shown}' (both give the {name}); "
+                                  f"'{shown}' is used."))
+            continue
+        canon[name] = value
+        out.sources[name] = synthetic[1] if synthetic else key_s
+
+    if extra and not any(n in canon for n in CONTENT_FIELDS):
+        got = ", ".join(f"'{k}'" for k in list(extra)[:8])
+        raise FieldError(
+            None,
+            f"none of this row's fields is known ({got}). Name them question, contexts, response, "
+            "reference (the names of other tools work too: user_input, retrieved_contexts, answer, "
+            "ground_truth, actual_output...).",
+        )
+    if out.shape == "ragsight" and "contexts" not in canon and \
+            norm_key(out.sources.get("reference_contexts", "")) == "context":
+        out.notes.append(("context", "'context' is read as the gold (reference) context, as DeepEval means "
+                          "it; if it holds the retrieved chunks, name it 'contexts' or 'retrieved_contexts'."))
+
+    meta: dict[str, Any] = {}
+    for key_s, value in metas:
+        try:
+            m = metadata(check_safe(key_s, value))
+        except FieldError as exc:
+            raise FieldError(key_s, exc.message.replace("'metadata'", f"'{key_s}'")) from None
+        for k, v in m.items():
+            meta.setdefault(k, check_safe(key_s, v, f"{key_s}.{k}", depth=1, nan_to_none=True))
+    for k, v in extra.items():
+        meta.setdefault(k, check_safe(k, v, depth=1, nan_to_none=True))
+    out.metadata = meta
+
+    def split_for(name: str) -> str | None:
+        src = norm_key(out.sources.get(name, ""))
+        return "|" if out.shape == "deepeval" and src in ("retrieval_context", "context") else None
+
+    def safe(name: str) -> Any:
+        return check_safe(out.sources.get(name, name), canon.get(name))
+
+    def fail_as_source(name: str, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except FieldError as exc:
+            src = out.sources.get(name, name)
+            raise FieldError(src, exc.message.replace(f"'{name}'", f"'{src}'")) from None
+
+    v = out.values
+    for name in ("question", "response"):
+        v[name] = fail_as_source(name, text, name, safe(name))
+    v["reference"] = fail_as_source("reference", reference, safe("reference"))
+    got = fail_as_source("contexts", chunks, "contexts", safe("contexts"), split_for("contexts"))
+    v["contexts"], ctx_ids = got if got else (None, None)
+    got = fail_as_source("reference_contexts", chunks, "reference_contexts", safe("reference_contexts"),
+                         split_for("reference_contexts"))
+    v["reference_contexts"], ref_ids = got if got else (None, None)
+    v["retrieved_ids"] = fail_as_source("retrieved_ids", ids, "retrieved_ids", safe("retrieved_ids"))
+    v["relevant_ids"] = fail_as_source("relevant_ids", relevant, safe("relevant_ids"))
+    if v["retrieved_ids"] is None and ctx_ids is not None:
+        v["retrieved_ids"] = ctx_ids
+        out.sources["retrieved_ids"] = f"{out.sources['contexts']}[].id"
+    if v["relevant_ids"] is None and ref_ids is not None:
+        v["relevant_ids"] = ref_ids
+        out.sources["relevant_ids"] = f"{out.sources['reference_contexts']}[].id"
+    raw_id = safe("id")
+    v["id"] = None if is_missing(to_plain(raw_id)) else fail_as_source("id", norm_id, "id", raw_id)
+    return out
+
+
+# ---- Phoenix spans: one sample per trace ---------------------------------------------------------
+
+
+def _is_span(row: Any) -> bool:
+    return isinstance(row, Mapping) and "context.trace_id" in row and (
+        "span_kind" in row or "attributes.openinference.span.kind" in row)
+
+
+def _top_openinference_span(spans: Sequence[Mapping[str, Any]], kind: Any) -> Mapping[str, Any] | None:
+    """The earliest span with an OpenInference kind and none above it (not a retriever when
+    another one qualifies)."""
+    by_id = {str(r.get("context.span_id")): r for r in spans if not is_missing(r.get("context.span_id"))}
+
+    def known_above(r: Mapping[str, Any]) -> bool:
+        seen: set[str] = set()
+        parent = r.get("parent_id")
+        while not is_missing(parent) and str(parent) in by_id and str(parent) not in seen:
+            seen.add(str(parent))
+            if kind(by_id[str(parent)]) not in ("", "UNKNOWN"):
+                return True
+            parent = by_id[str(parent)].get("parent_id")
+        return False
+
+    ordered = sorted(spans, key=lambda r: str(r.get("start_time") or ""))
+    tops = [r for r in ordered if kind(r) not in ("", "UNKNOWN") and not known_above(r)]
+    return next((r for r in tops if kind(r) != "RETRIEVER"), tops[0] if tops else None)
+
+
+def merge_phoenix_spans(rows: Sequence[Any], numbers: Sequence[int]) -> tuple[list[Any], list[int]]:
+    """A Phoenix spans DataFrame (``get_spans_dataframe()``) as one row per trace: the root
+    span's input and output, the documents of the trace's retriever spans in order. Rows that
+    are not spans pass unchanged."""
+    if not rows or not all(_is_span(r) for r in rows):
+        return list(rows), list(numbers)
+    traces: dict[Any, list[tuple[int, Mapping[str, Any]]]] = {}
+    for n, r in zip(numbers, rows):
+        traces.setdefault(r["context.trace_id"], []).append((n, r))
+    out: list[Any] = []
+    nums: list[int] = []
+    for trace_id, spans in traces.items():
+        def kind(r: Mapping[str, Any]) -> str:
+            return str(r.get("span_kind") or r.get("attributes.openinference.span.kind") or "").upper()
+
+        roots = [r for _, r in spans if is_missing(r.get("parent_id"))]
+        root = roots[0] if roots else spans[0][1]
+        if kind(root) in ("", "UNKNOWN"):  # a web server's span above the RAG chain: the request is
+            root = _top_openinference_span([r for _, r in spans], kind) or root  # the chain below it
+        docs: list[Any] = []
+        for _, r in sorted(spans, key=lambda p: str(p[1].get("start_time") or "")):
+            if kind(r) == "RETRIEVER":
+                found = to_plain(r.get("attributes.retrieval.documents"))
+                if isinstance(found, list):
+                    docs.extend(found)
+        row: dict[str, Any] = {
+            "question": _unwrap_io(root.get("attributes.input.value")),
+            "response": _unwrap_io(root.get("attributes.output.value")),
+            "metadata": {"trace_id": trace_id, "span_id": root.get("context.span_id"), "spans": len(spans)},
+        }
+        if docs:
+            row["contexts"] = docs
+        out.append(row)
+        nums.append(spans[0][0])
+    return out, nums

@@ -1,0 +1,31 @@
+"""Doors from where RAG teams already work: production traces (OpenInference spans, Langfuse
+exports) to samples; a LangChain runnable or a LlamaIndex query engine asked every question of a
+test set, its retrieved documents and answer captured through the library's own callbacks.
+
+    imported = import_traces("spans.jsonl")                 # one sample row per RAG request
+    run = answer_with_langchain(chain, "testset.jsonl")     # or answer_with_llamaindex(engine, ...)
+    result = ragsight.evaluate(run.rows)
+
+LangChain and LlamaIndex are imported only when their function is called (extras
+``ragsight[langchain]``, ``ragsight[llamaindex]``); see docs/integrations/.
+"""
+
+from ._langchain import aanswer_with_langchain, answer_with_langchain
+from ._llamaindex import aanswer_with_llamaindex, answer_with_llamaindex
+from ._pipeline import PipelineRun, PipelineWarning, testset_rows
+from ._traces import TRACE_FORMATS, TraceImport, TraceProblem, import_traces, traces_from_records
+
+__all__ = [
+    "TRACE_FORMATS",
+    "PipelineRun",
+    "PipelineWarning",
+    "TraceImport",
+    "TraceProblem",
+    "aanswer_with_langchain",
+    "aanswer_with_llamaindex",
+    "answer_with_langchain",
+    "answer_with_llamaindex",
+    "import_traces",
+    "testset_rows",
+    "traces_from_records",
+]

@@ -1,0 +1,285 @@
+"""abstention: does the system decline when, and only when, the documents cannot answer?
+
+A question is out of scope when the sample says so (``Sample.out_of_scope``: metadata
+``question_type`` is ``out_of_scope``, as ``ragsight generate`` writes it, or ``answerable`` is
+false, or ``out_of_scope`` is true; a row's top-level ``answerable`` field lands in metadata). The
+metric decides whether the response *declines* (offers no answer, and says it cannot answer, the
+information is not in its documents, or it does not know) or *answers* (offers an answer to the
+question or a part of it, however hedged, right or wrong, negative or made up). The value is 1
+when that choice is right for the question, else 0:
+
+- out-of-scope question: declined -> 1 (correct decline), answered -> 0 (a made-up answer);
+- in-scope question: answered -> 1, declined -> 0 (a wrong decline).
+
+``abstention(scope=out_of_scope)`` scores out-of-scope questions only (its mean is the rate of
+correct declines) and ``abstention(scope=in_scope)`` in-scope ones only (its mean is 1 minus the
+rate of wrong declines); the other samples end ``skipped``, with the reason.
+
+How it decides (``method=combined``, the default; measured in ``bench/abstention_check.py``):
+first a deterministic phrase detector (:func:`detect_declines`, English only) reads the response
+clause by clause. When it finds decline phrases and nothing else but remarks about the documents
+and referrals, the response declined, and no judge is asked. Otherwise (no decline phrase, a
+decline phrase beside other content such as "The documents do not say, but usually 20 days", a
+response not in English) the judge decides: the absence of a phrase is no evidence of an answer.
+The embedded judge answers one yes/no from log-probabilities, "does the response give an
+answer?" (prompt ``declines``, v2), declined when P(No) >= 0.5; a remote judge answers JSON
+(``declines_json``): {"reason", "declines"}. ``method=judge`` asks the judge for every response.
+Every signal is recorded in the evidence: the detector's verdict, the patterns it matched and its
+clauses, the judge's P or reason when asked, and which of them decided.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .._budget import fit_for_judge
+from .._score import Evidence, Score
+from ..analyses import SampleAnalyses, refs
+from ..errors import OutputError
+from ..prompts import fence, load_prompt
+from ..sample import Sample
+from ._base import Metric
+
+__all__ = ["Abstention", "DeclineSignals", "detect_declines"]
+
+SCOPES = ("all", "out_of_scope", "in_scope")
+METHODS = ("combined", "judge")
+DECLINE_THRESHOLD = 0.5  # the embedded judge's P(declines) at or above which a response declines
+
+# ---- the phrase detector ---------------------------------------------------------------------
+
+# The documents, as a response names them.
+_DOCS = (r"(?:documents?|docs|handbook|context|texts?|excerpts?|sources?|passages?|pages?|materials?|"
+         r"records?|snippets?|information (?:provided|given|available)|(?:provided|given|available) "
+         r"(?:information|documents?|context|texts?|excerpts?|sources?|passages?))")
+_NOT = r"(?:\s*n['’]t|\s+not)"
+# verbs that say the documents lack the answer, unambiguous without a subject
+_SAY = r"(?:say|state|specify|mention|tell|indicate|clarify)"
+# verbs that need the documents as their subject ("the company does not provide cars" answers)
+_HOLD = (r"(?:contain|include|provide|cover|describe|address|discuss|give|list|explain|detail|show|"
+         r"answer|offer|reference|define|have|outline|disclose|report|go\s+into|get\s+into|touch\s+on|"
+         r"deal\s+with|talk\s+about|speak\s+to|refer\s+to)")
+_PART_SAY = r"(?:stated|mentioned|specified|documented|indicated|disclosed)"
+_PART_HOLD = r"(?:covered|provided|included|given|listed|described|addressed|found|answered|available|known|discussed|explained|contained)"
+
+DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("documents do not say", rf"\b(?:do|does|did){_NOT}\s+(?:\w+\s+)?{_SAY}\b"),
+    ("documents do not contain", rf"\b{_DOCS}\b[^.;:!?]{{0,40}}?\b(?:do|does|did){_NOT}\s+(?:\w+\s+)?{_HOLD}"),
+    ("not stated", rf"(?:\bnot|n't)\s+(?:\w+\s+)?{_PART_SAY}\b"),
+    ("not in the documents",
+     rf"(?:\bnot|n't)\s+(?:anywhere\s+|explicitly\s+)?(?:in|within|among|part\s+of)\s+(?:the\s+|any\s+|these\s+|those\s+|my\s+|your\s+)?(?:\w+\s+)?{_DOCS}"),
+    ("not covered in the documents",
+     rf"(?:\bnot|n't)\s+(?:\w+\s+)?{_PART_HOLD}\s+(?:in|by|within|from|among|anywhere in)\s+(?:the\s+|any\s+|these\s+|those\s+|my\s+|your\s+)?(?:\w+\s+)?{_DOCS}"),
+    ("says nothing", r"\bsays?\s+nothing\b|\bis\s+silent\s+(?:on|about)\b|\bmakes?\s+no\s+(?:mention|reference)\b"),
+    ("nothing in the documents", rf"\bnothing\s+(?:in|within|about\s+(?:this|that|it)\s+in)\s+(?:the\s+)?(?:\w+\s+)?{_DOCS}"),
+    ("none of the documents", rf"\bnone\s+of\s+the\s+(?:\w+\s+)?{_DOCS}"),
+    ("no information", r"\bno\s+(?:specific\s+|relevant\s+|such\s+|further\s+|other\s+)?(?:information|mention|details?|data|indication|answer|record|knowledge)\b"),
+    ("not enough information",
+     r"\b(?:not\s+enough|insufficient|too\s+little|limited)\s+(?:information|context|details?|data)\b"),
+    ("does not have the information",
+     rf"\b(?:do|does|did){_NOT}\s+have\s+(?:any\s+|enough\s+|that\s+|this\s+|the\s+|such\s+|specific\s+|relevant\s+)*(?:information|details?|data|knowledge|answer)\b"),
+    ("cannot answer",
+     r"\b(?:can\s*not|can['’]t|could\s*not|couldn['’]t|(?:am|is|are|was|were)\s+(?:not\s+)?unable\s+to|unable\s+to|not\s+able\s+to)\s+(?:\w+\s+)?(?:answer|find|locate|determine|tell|say|confirm|identify|see|help|provide\s+(?:an?\s+|the\s+|that\s+|this\s+|any\s+)?(?:answer|information|details?))\b"),
+    ("cannot be answered", r"\bcan(?:not|['’]t)\s+be\s+(?:answered|determined|found|confirmed|established|inferred|known)\b"),
+    ("I don't know", r"\b(?:i|we)\s+(?:do|did)(?:\s*n['’]?t|\s+not)\s+know\b|\bno\s+idea\b|\bnot\s+sure\b|\bnot\s+certain\b"),
+    ("not available to me", r"\b(?:information|answer|details?|data)\s+(?:is|are)(?:\s+not|n't)\s+(?:available|known)\b|"
+                            r"\bnot\s+available\s+to\s+(?:me|us)\b"),
+    ("does not answer the question", rf"\b(?:do|does|did){_NOT}\s+(?:\w+\s+)?answer\s+(?:your|the|this|that)\s+question"),
+    ("no way of knowing", r"\bno\s+way\s+(?:of|to)\s+(?:know|knowing|tell|telling|determine|determining|say|saying)\b"),
+    ("unclear from the documents",
+     rf"\b(?:unclear|not\s+clear)\s+(?:from|in|based\s+on)\s+(?:the\s+|these\s+|this\s+|my\s+)?(?:\w+\s+)?{_DOCS}"),
+    ("not something the documents cover",
+     rf"\bnot\s+something\s+(?:that\s+)?(?:the\s+|these\s+|my\s+)?(?:\w+\s+)?{_DOCS}\s+(?:\w+\s+)?(?:cover|mention|say|address|discuss|describe|include|contain|answer)"),
+    ("outside the documents", rf"\b(?:outside|beyond)\s+(?:the\s+)?(?:scope|what\s+the\s+{_DOCS}|my\s+knowledge)"),
+    ("bare", r"^\W*(?:unknown|n/?a|none|not\s+known|not\s+available|no\s+answer|unanswerable|"
+             r"cannot\s+answer|cannot\s+be\s+determined|no\s+comment)\W*$"),
+)
+# "the documents mention X, but not Y": a decline that only reads as one across the contrast
+_BUT_NOT = re.compile(
+    rf"\b{_DOCS}\b[^.;:!?]*?\b(?:mention|say|cover|describe|discuss|list|include|address|talk\s+about)s?\b"
+    r"[^.;:!?]*?,?\s+but\s+not\b", re.I)
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+")
+_DECLINE = [(name, re.compile(p, re.I)) for name, p in DECLINE_PATTERNS]
+
+REFERRAL = re.compile(
+    r"\b(?:ask|contact|check\s+with|reach\s+out|get\s+in\s+touch|consult|speak\s+(?:to|with)|talk\s+to|"
+    r"email|e-mail|write\s+to|refer\s+to)\b|\b(?:would|should|could|may|might|can)\s+be\s+(?:able\s+to\s+help|"
+    r"the\s+right\s+(?:person|people|team|place))|\bright\s+(?:person|people|team|place)\s+to\s+ask\b", re.I)
+META = re.compile(
+    rf"^(?:the|these|those|your|my|our|this|that)?\s*(?:[\w-]+\s+(?:and\s+)?){{0,3}}?{_DOCS}\b[^.;:!?]*?\b"
+    r"(?:covers?|describes?|mentions?|says?|lists?|discuss(?:es)?|explains?|talks?\s+about|refers?\s+to|"
+    r"includes?|contains?|focus(?:es)?\s+on|deals?\s+with|(?:is|are)\s+(?:only\s+)?about|only)\b", re.I)
+FILLER = re.compile(r"^(?:answer|response|reply|result|note)\W*$|"
+                    r"^(?:i['’]?m\s+|i\s+am\s+|we\s+are\s+)?(?:sorry|unfortunately|apologies|i\s+apologi[sz]e|"
+                    r"regrettably|hmm|well|ok(?:ay)?|thanks?(?:\s+you)?|as\s+far\s+as\s+i\s+can\s+(?:tell|see))\W*$",
+                    re.I)
+# a clause boundary: a sentence end, a semicolon or colon, a dash, or a contrast
+_SPLIT = re.compile(r"[.;:!?]+(?:\s+|$)|\s[-–—]\s|,\s+(?=and\b)|,?\s+(?=(?:but|however|although|though|yet|whereas|except\s+that)\b)",
+                    re.I)
+_CONTRAST_HEAD = re.compile(r"^(?:but|however|although|though|yet|whereas|except\s+that|and)\b[,\s]*", re.I)
+
+# Function words, to tell an English response from one in another language.
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_ENGLISH = _wordset("the a an is are was were be not no to of in on at and or it this that there i you we they "
+                     "do does did can cannot could have has had with for from by about any what which")
+_OTHER = _wordset(
+    # German, French, Spanish, Portuguese, Italian, Dutch, Norwegian/Danish/Swedish
+    "der die das und ist nicht ein eine zu den dem des sie es ich wir keine kein dazu auch mit auf für "
+    "le la les et est pas une des du je nous il elle ce qui que dans pour sur ne "
+    "el los las y es no una del que en por para con se lo su sé "
+    "o os as é não um uma do da dos das em com na no sei "
+    "il lo gli è non un una di che per con sono "
+    "de het een en is niet van ik wij zijn er "
+    "og er ikke en et det jeg vi på til av som den står har är inte och") - _ENGLISH
+
+
+@dataclass(frozen=True)
+class DeclineSignals:
+    """What the phrase detector saw in a response."""
+
+    verdict: str  # "declines": only decline, referral and remarks about the documents;
+    #               "mixed": a decline phrase beside other content; "none": no decline phrase;
+    #               "not_english": not English (the detector does not read it); "empty"
+    matched: tuple[str, ...]  # the names of the patterns that matched
+    clauses: tuple[tuple[str, str], ...]  # (kind, text) per clause: decline, referral, meta, filler, content
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W\d_]+", text.lower())
+
+
+def is_english(text: str) -> bool:
+    words = _words(text)
+    en = sum(1 for w in words if w in _ENGLISH)
+    other = sum(1 for w in words if w in _OTHER)
+    return not (other > en)
+
+
+def detect_declines(response: str) -> DeclineSignals:
+    """The phrase detector: English patterns of a decline, read clause by clause."""
+    text = response.replace("’", "'").strip()
+    if not text:
+        return DeclineSignals("empty", (), ())
+    if not is_english(text):
+        return DeclineSignals("not_english", (), ())
+    clauses: list[tuple[str, str]] = []
+    matched: list[str] = []
+    pieces: list[tuple[str, bool]] = []
+    for sentence in _SENTENCE.split(text):
+        if _BUT_NOT.search(sentence):
+            pieces.append((sentence, True))
+        else:
+            pieces.extend((p, False) for p in _SPLIT.split(sentence))
+    for raw, but_not in pieces:
+        clause = _CONTRAST_HEAD.sub("", raw.strip()).strip(" ,")
+        if not clause:
+            continue
+        hits = ["mentions X but not Y"] if but_not else [name for name, rx in _DECLINE if rx.search(clause)]
+        if hits:
+            kind = "decline"
+            matched.extend(h for h in hits if h not in matched)
+        elif FILLER.match(clause):
+            kind = "filler"
+        elif REFERRAL.search(clause):
+            kind = "referral"
+        elif META.search(clause):
+            kind = "meta"
+        else:
+            kind = "content"
+        clauses.append((kind, clause))
+    kinds = {k for k, _ in clauses}
+    if "decline" not in kinds:
+        verdict = "none"
+    elif "content" in kinds:
+        verdict = "mixed"
+    else:
+        verdict = "declines"
+    return DeclineSignals(verdict, tuple(matched), tuple(clauses))
+
+
+
+
+class Abstention(Metric):
+    name = "abstention"
+    requires = ("question", "response")
+    needs_judge = True
+    groups = frozenset({"generation"})
+
+    def __init__(self, key: str | None = None, scope: str = "all", method: str = "combined") -> None:
+        if scope not in SCOPES:
+            raise ValueError(f"abstention scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+        if method not in METHODS:
+            raise ValueError(f"abstention method must be one of {', '.join(METHODS)}, not {method!r}")
+        super().__init__(key)
+        self.scope = scope
+        self.method = method
+
+    def params(self) -> dict[str, Any]:
+        return {"scope": self.scope, "method": self.method}
+
+    def missing(self, sample: Sample) -> str | None:
+        if self.scope == "out_of_scope" and not sample.out_of_scope:
+            return "in-scope question (this abstention scores out-of-scope questions only)"
+        if self.scope == "in_scope" and sample.out_of_scope:
+            return "out-of-scope question (this abstention scores in-scope questions only)"
+        return super().missing(sample)
+
+    async def compute(self, ctx: SampleAnalyses) -> Score:
+        s = ctx.sample
+        assert s.question is not None and s.response is not None
+        signals = detect_declines(s.response)
+        details: dict[str, Any] = {
+            "out_of_scope": s.out_of_scope, "scope": self.scope, "method": self.method,
+            "detector": signals.verdict, "matched": list(signals.matched),
+            "clauses": [[kind, text] for kind, text in signals.clauses], "p_declines": None, "reason": None,
+        }
+        calls: Any = ()
+        if self.method == "combined" and signals.verdict == "declines":
+            declined, decided_by = True, "detector"
+            why = f"decline phrases: {', '.join(signals.matched)}"
+        else:
+            ans, declined, p, reason = await self._ask_judge(ctx)
+            calls = refs(ans)
+            decided_by = "judge"
+            details.update(p_declines=p, reason=reason)
+            why = f"judge: P(declines)={p:.2f}" if p is not None else f"judge: {reason}" if reason else "judge"
+        oos = s.out_of_scope
+        correct = declined == oos
+        what = ("declined an out-of-scope question" if declined and oos else
+                "answered an out-of-scope question" if oos else
+                "declined an in-scope question" if declined else "answered an in-scope question")
+        details.update(declined=declined, correct=correct, decided_by=decided_by)
+        return Score.scored(self.key, 1.0 if correct else 0.0, f"{what} ({why})",
+                            Evidence(details=details, calls=calls))
+
+    async def _ask_judge(self, ctx: SampleAnalyses) -> tuple[Any, bool, float | None, str | None]:
+        """(answer, declined, P(declines) from the embedded judge, reason from a remote one)."""
+        judge = ctx.need_judge()
+        s = ctx.sample
+        assert s.question is not None and s.response is not None
+        question = fence("question", s.question)
+        response = fit_for_judge(judge, [s.response], field="response", output_tokens=64,
+                                 alongside=[question], record=ctx.truncations)[0]
+        values = {"question": question, "response": fence("response", response)}
+        if judge.supports_choices:
+            async with ctx.batch:
+                ans: Any = await judge.choose(load_prompt("declines"), values, use_cache=ctx.settings.use_cache)
+            p = 1.0 - float(ans.value["Yes"])  # the prompt asks whether the response gives an answer
+            return ans, p >= DECLINE_THRESHOLD, p, None
+
+        def validate(d: dict[str, Any]) -> tuple[bool, str]:
+            v = d.get("declines")
+            if not isinstance(v, bool):
+                raise OutputError('"declines" must be true or false')
+            why = d.get("reason")
+            return v, why.strip() if isinstance(why, str) else ""
+
+        ans = await judge.ask(load_prompt("declines_json"), values, validate, max_tokens=96,
+                              use_cache=ctx.settings.use_cache)
+        declined, reason = ans.value
+        return ans, declined, None, reason or None

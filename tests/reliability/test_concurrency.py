@@ -1,0 +1,159 @@
+"""Adaptive concurrency over real HTTP: ``ragsight.evaluate`` against FakeOpenAIServer servers
+that refuse (HTTP 429) any call beyond a fixed number in flight.
+
+Against a small server the adaptive limit gets far fewer refusals than a fixed limit above the
+server's capacity, with the same scores; against a large one it raises the calls in flight above
+its start; a Retry-After pauses every call to the provider, not only the refused one; the
+ceiling (``--judge-concurrency``) holds; the limit is recorded with the run and shown in the
+progress line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import ragsight
+from ragsight.judge import Judge, OpenAIProvider, RetryPolicy
+from tests.fakes import FakeOpenAIServer, Reply
+from tests.fakes.capacity import Capacity
+from tests.reliability.world import JudgeWorld, make_samples, prompt_id_of
+
+METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
+POLICY = RetryPolicy(max_attempts=4, max_reasks=3, backoff_base_s=0.05, backoff_max_s=0.4,
+                     call_timeout_s=5.0, step_deadline_s=60.0)
+
+
+def values(result: Any) -> dict[tuple[str, str], Any]:
+    return {(sid, k): (s.outcome.value, s.value) for sid, per in result.scores.items() for k, s in per.items()}
+
+
+def run(gate: Capacity, samples: list[dict[str, Any]], judge: Any = "openai:m", **kw: Any) -> Any:
+    with FakeOpenAIServer(handler=gate) as srv:
+        if callable(judge):
+            judge = judge(srv.url)
+        return ragsight.evaluate(samples, METRICS, judge=judge, embedder="openai:e", base_url=srv.url,
+                                 policy=POLICY, cache=False, **kw)
+
+
+def test_adaptive_limit_gets_far_fewer_refusals_than_a_fixed_one_with_the_same_scores() -> None:
+    samples = make_samples(48)
+    clean = run(Capacity(JudgeWorld(latency=0.03), limit=10_000), samples)
+
+    fixed_gate = Capacity(JudgeWorld(latency=0.03), limit=8)
+    fixed = run(fixed_gate, samples, judge=lambda url: Judge(
+        OpenAIProvider("m", base_url=url, max_concurrency=16), policy=POLICY, adaptive=False))
+
+    gate = Capacity(JudgeWorld(latency=0.03), limit=8)
+    adaptive = run(gate, samples)  # the defaults: ceiling 256, starting at 64
+
+    # The adaptive limit pays for its start (64 where 8 fit: some 60-90 refusals while it halves
+    # down) and then for a probe now and then; the fixed limit of 16 keeps sending twice what fits
+    # for the whole run (some 150-280 refusals, and steps that run out of attempts).
+    assert gate.refused <= fixed_gate.refused, (gate.refused, fixed_gate.refused)
+    early, late = gate.halves()
+    fixed_early, fixed_late = fixed_gate.halves()
+    assert fixed_late > 10
+    assert late <= 10 and late < fixed_late / 2, ((early, late), (fixed_early, fixed_late))
+    assert values(adaptive) == values(clean)  # refusals cost time, never a score
+    conc = adaptive.judge_stats["concurrency"]
+    assert conc["overloads"] == gate.refused
+    assert conc["cuts"] >= 3  # 64 -> 32 -> 16 -> 8 at least
+    assert conc["min_limit"] <= 8
+    assert conc["ceiling"] == 256 and conc["adaptive"] is True
+    assert fixed.judge_stats["concurrency"]["adaptive"] is False
+
+
+def test_adaptive_limit_rises_to_use_a_large_server() -> None:
+    samples = make_samples(60)
+    gate = Capacity(JudgeWorld(latency=0.15), limit=128)
+    result = run(gate, samples)
+    conc = result.judge_stats["concurrency"]
+    start = result.config["judge_concurrency"]["initial"]
+    assert start == 64
+    assert conc["max_limit"] > start
+    assert gate.peak > start  # the server saw more calls at once than the start allowed
+    # probing above 128 may cost refusals (a slow start can overshoot once), then the limit stays
+    # near the capacity: a limiter that did not back off would climb to 256 and be refused about
+    # one call in two
+    assert gate.refused < gate.accepted / 4, (gate.refused, gate.accepted)
+    assert conc["cuts"] >= 1 or gate.refused == 0  # (on a loaded machine the server may never fill)
+    assert all(s.outcome.value != "failed" for per in result.scores.values() for s in per.values())
+
+
+def test_ceiling_holds_and_is_recorded_with_the_run(tmp_path: Path) -> None:
+    gate = Capacity(JudgeWorld(latency=0.05), limit=10_000)
+    result = run(gate, make_samples(20), judge_concurrency=6, store=tmp_path / "runs.db")
+    assert gate.peak <= 6
+    assert result.config["judge_concurrency"] == {"ceiling": 6, "initial": 6, "adaptive": True}
+    assert result.judge_stats["concurrency"]["ceiling"] == 6
+    with ragsight.store.Store(tmp_path / "runs.db") as st:
+        assert st.run(result.run_id).stats["concurrency"]["peak_in_flight"] == gate.peak
+
+
+def test_retry_after_pauses_every_call_to_the_provider() -> None:
+    """One call is refused with Retry-After: 0.6; the calls in flight then finish, but no call
+    starts, on any sample, until the pause is over."""
+    world = JudgeWorld(latency=0.05)
+    state = {"refused_at": None}
+
+    def handler(request: Any) -> Reply | None:
+        body = request.json if isinstance(request.json, dict) else {}
+        if (request.path.endswith("/chat/completions") and prompt_id_of(body) is not None
+                and state["refused_at"] is None and len(gate.arrivals) >= 12):
+            state["refused_at"] = time.monotonic()
+            return Reply.error(429, "slow down", headers={"Retry-After": "0.6"})
+        return world(request)
+
+    gate = Capacity(handler, limit=10_000)
+    result = run(gate, make_samples(12))
+    refused_at = state["refused_at"]
+    assert refused_at is not None
+    # calls already on their way when the refusal was sent may still arrive; after that, nothing
+    # for the length of the pause
+    quiet = [t for t in gate.arrivals if refused_at + 0.1 < t < refused_at + 0.55]
+    assert quiet == [], [round(t - refused_at, 3) for t in quiet]
+    assert any(t >= refused_at + 0.55 for t in gate.arrivals)
+    assert result.judge_stats["concurrency"]["paused_s"] >= 0.5
+
+
+def test_cli_ceiling_and_the_summary_line_a_person_reads(tmp_path: Path, capsys: Any) -> None:
+    """``--judge-concurrency`` as the docs show it, against a server that takes 3 calls at once:
+    the run completes with every score, the server never sees more than the ceiling, and the
+    summary says how many calls were refused and what the limit did (within 80 columns)."""
+    from ragsight.cli import main
+
+    rows = make_samples(10)
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    gate = Capacity(JudgeWorld(latency=0.03), limit=3)
+    with FakeOpenAIServer(handler=gate) as srv:
+        code = main(["evaluate", str(data), "--metrics", "faithfulness,context_recall", "--judge", "openai:m",
+                     "--base-url", srv.url, "--store", str(tmp_path / "runs.db"), "--judge-concurrency", "12",
+                     "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert gate.peak <= 3 and gate.refused > 0
+    line = next(ln for ln in out.splitlines() if "calls refused as overloaded" in ln)
+    m = re.fullmatch(rf"judge: {gate.refused} calls refused as overloaded, 0 timed out; limit (\d+)-8 of 12", line)
+    assert m is not None, line  # started at 8 (a ceiling of 12 starts at 8), cut to 3 or less
+    assert int(m.group(1)) <= 3
+    assert len(line) <= 80
+    with ragsight.store.Store(tmp_path / "runs.db") as st:
+        run_id = st.resolve_run("last")
+        outcomes = {s.outcome.value for per in st.scores(run_id).values() for s in per.values()}
+        assert outcomes == {"scored"}  # refusals cost time, never a score
+        assert st.run(run_id).stats["concurrency"]["overloads"] == gate.refused
+
+
+def test_progress_line_shows_calls_in_flight_against_the_limit() -> None:
+    from ragsight.cli import progress_text
+    from ragsight.engine import Progress
+
+    judge = Judge(OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", max_concurrency=64))
+    judge.limiter.stats.in_flight = 5
+    p = Progress(total=20, done=3, judge_stats=judge.stats)
+    assert progress_text(p) == "failed 0  skipped 0  0 calls, 0 prompt tok  in flight 5/16"
