@@ -1,4 +1,5 @@
-"""The shipped combination model: loads, bounded, deterministic, monotone in the judge."""
+"""The shipped combination models: load, bounded, deterministic, monotone in the judge; the
+embedded judge's claim verdicts are the mean of its P(Yes) and word overlap (issue 21)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ def test_shipped_coefficients_load() -> None:
     judge_model = get_model("judge", DEFAULT_MODEL)
     signals_model = get_model("signals", DEFAULT_MODEL)
     assert judge_model is not None and signals_model is not None
-    assert "judge_logit" in judge_model.features
-    assert "judge_logit" not in signals_model.features
+    assert judge_model.form == "mean" and judge_model.features == ("judge_p", "overlap")
+    assert signals_model.form == "logistic" and "judge_logit" not in signals_model.features
     for m in (judge_model, signals_model):
         assert len(m.features) == len(m.coef) == len(m.mean) == len(m.scale)
         assert all(s > 0 for s in m.scale)
@@ -46,10 +47,22 @@ def test_shipped_coefficients_load() -> None:
             CombinationModel.from_dict(d)  # every shipped entry is well formed
 
 
-def test_judge_coefficient_is_non_negative() -> None:
-    m = get_model("judge", DEFAULT_MODEL)
-    assert m is not None
-    assert m.coef[m.features.index("judge_logit")] >= 0
+def test_embedded_claim_verdict_is_the_mean_of_judge_and_overlap() -> None:
+    assert combine(0.6, {"overlap": 0.2, "judge_prior": 0.9, "numbers": 0.0}) == pytest.approx(0.4)
+    assert combine(1.0, {"overlap": 1.0}) == 1.0 and combine(0.0, {"overlap": 0.0}) == 0.0
+    assert combine(0.3, {}) == pytest.approx(0.3)  # no overlap recorded: the judge alone
+    assert combine(1.7, {"overlap": 0.5}) == pytest.approx(0.75)  # inputs clipped to [0, 1]
+
+
+def test_mean_form_and_unknown_forms() -> None:
+    m = CombinationModel.from_dict({"form": "mean", "features": ["a", "b", "c"]})
+    assert m.predict({"a": 0.2, "b": 0.4, "c": 0.9}) == pytest.approx(0.5)
+    assert m.predict({"a": 0.2, "b": float("nan")}) == pytest.approx(0.2)
+    assert m.predict({}) == 0.5
+    with pytest.raises(ValueError, match="unknown form"):
+        CombinationModel.from_dict({"form": "median", "features": ["a"]})
+    with pytest.raises(ValueError, match="at least one input"):
+        CombinationModel.from_dict({"form": "mean", "features": []})
 
 
 @pytest.mark.parametrize("signals", SIGNALS)
@@ -86,7 +99,7 @@ def test_unknown_model_keeps_the_judge_probability() -> None:
 
 def test_feature_values() -> None:
     f = feature_values(0.5, {"overlap": 0.25, "judge_prior": 0.5})
-    assert f["judge_logit"] == pytest.approx(0.0)
+    assert f["judge_logit"] == pytest.approx(0.0) and f["judge_p"] == 0.5
     assert f["prior_logit"] == pytest.approx(0.0)
     assert f["overlap"] == 0.25
     assert "judge_logit" not in feature_values(None, {})

@@ -40,28 +40,24 @@ async def verdicts(provider: ScriptedProvider, claims: list[str], **settings: An
     return await ctx.verify(claims, "contexts", contexts_block([CONTEXT]))
 
 
-async def test_embedded_judge_verdicts_combine_prior_and_signals() -> None:
+async def test_embedded_judge_verdict_is_the_mean_of_its_probability_and_word_overlap() -> None:
     provider = local_like(0.6, 0.3)
     out = await verdicts(provider, [COPIED, INVENTED])
-    # one prior call and one call against the context per claim, priors first
+    # one call per claim against the context; no plausibility prior since issue 21
     sources = [r.variables["source"] for r in provider.calls_for("verify_claim")]
-    assert sources[:2] == [PRIOR_SOURCE, PRIOR_SOURCE] and PRIOR_SOURCE not in sources[2:]
-    assert len(sources) == 4
+    assert len(sources) == 2 and PRIOR_SOURCE not in sources
     copied, invented = out.verdicts
     for v, claim in ((copied, COPIED), (invented, INVENTED)):
-        p, sig = assess_claim(claim, contexts_block([CONTEXT]), 0.6, 0.3)
-        assert v.probability == pytest.approx(p)
-        assert v.signals["judge_yes"] == 0.6 and v.signals["judge_prior"] == 0.3
+        p, sig = assess_claim(claim, contexts_block([CONTEXT]), 0.6)
+        assert v.probability == pytest.approx(p) == pytest.approx((0.6 + sig["overlap"]) / 2)
+        assert v.signals["judge_yes"] == 0.6 and "judge_prior" not in v.signals
         assert v.signals["p_combined"] == pytest.approx(p)
-        assert v.signals["overlap_best"] == sig["overlap_best"]
         assert v.supported is (p >= 0.5)
-    # the same judge probability, but the copied claim has every word in the context
-    assert copied.signals["overlap"] == 1.0 and invented.signals["overlap"] < 0.6
-    assert copied.probability > invented.probability
-    assert copied.supported and not invented.supported
+    # every word of the copied claim is in the context: (0.6 + 1) / 2
+    assert copied.signals["overlap"] == 1.0 and copied.probability == pytest.approx(0.8)
+    assert invented.signals["overlap"] < 0.6 and not invented.supported
     assert invented.reason == "scripted reason" and copied.reason == ""
-    # the trail names the prior calls too
-    assert len(out.refs) == 4
+    assert len(out.refs) == 2
 
 
 async def test_a_higher_judge_probability_never_lowers_the_verdict() -> None:

@@ -1,26 +1,31 @@
-"""The shipped combination model: the judge's P(Yes) and deterministic signals -> P(supported).
+"""The shipped combination: the judge's P(Yes) and deterministic signals -> P(supported).
 
-A small logistic model, fitted once on the development split of a human-labelled set
-(``bench/validity.py fit``) and shipped here as constants, so it is deterministic, needs nothing
-but the standard library, and can be read and audited. Each feature is standardised with the
-fitted mean and scale, then ``P = sigmoid(intercept + sum(coef * z))``.
+Small models shipped as constants, so they are deterministic, need nothing but the standard
+library, and can be read and audited. Two forms:
 
-Two models per judge model:
+- ``mean`` (the embedded judge's claim verdicts since issue 21): the mean of the listed inputs,
+  each already a probability-like value in [0, 1] -- the judge's P(Yes) and the share of the
+  claim's content words found in the text (``overlap``). Nothing is fitted. It was chosen over
+  fitted logistic combinations by leave-one-dataset-out agreement with people (WiCE, ExpertQA,
+  EVOUNA-TQ, RAGChecker pairs; ``bench/lodo.py``, docs/validity.md): fitted on some sets, the
+  logistic ones fell below plain word overlap on another, the mean never did.
+- ``logistic``: each feature standardised with the fitted mean and scale, then
+  ``P = sigmoid(intercept + sum(coef * z))`` (``bench/validity.py fit``). Used for short answers
+  against aliases and for the signals-only models.
 
-- ``"judge"``: uses the judge's P(Yes) (as a clipped log-odds) together with the signals; for
-  the embedded judge, whose probabilities come from log-probabilities;
+Kinds per judge model:
+
+- ``"judge"``: uses the judge's P(Yes) together with the signals;
 - ``"signals"``: the signals alone; used when no probability is available
   (``judge_p is None``), e.g. remote judges that return a boolean verdict. See docs/validity.md
   for why the remote judge's own verdict is kept as it is and this value is recorded as evidence.
 
-A feature missing from ``signals`` is imputed with its training mean (it then contributes
-nothing). The coefficient on the judge's log-odds is non-negative, so the combined probability
-never decreases when the judge's probability increases.
-
-Coefficients are fitted with classes weighted equally (balanced), so 0.5 is the natural
-threshold whatever the share of supported claims in a data set; they belong to one judge model
-(probabilities of different models are not on the same scale). For a judge model without fitted
-coefficients, :func:`combine` returns the judge's own probability unchanged.
+A feature missing from ``signals`` is imputed with its training mean (logistic: it then
+contributes nothing) or left out of the mean. Both forms never decrease when the judge's
+probability increases. Logistic coefficients are fitted with classes weighted equally
+(balanced) where 0.5 is meant as the threshold; they belong to one judge model (probabilities of
+different models are not on the same scale). For a judge model without a shipped entry,
+:func:`combine` returns the judge's own probability unchanged.
 """
 
 from __future__ import annotations
@@ -67,11 +72,13 @@ def _sigmoid(z: float) -> float:
 
 
 def feature_values(judge_p: float | None, signals: Mapping[str, float]) -> dict[str, float]:
-    """The model's raw inputs: the signals, plus ``judge_logit`` (the log-odds of ``judge_p``)
+    """The model's raw inputs: the signals, plus ``judge_p`` (clipped to [0, 1]) and
+    ``judge_logit`` (the log-odds of ``judge_p``)
     and, for every signal ``judge_<x>`` holding another judge probability (e.g. ``judge_prior``,
     P(Yes) for the claim against an empty context), its log-odds ``<x>_logit``."""
     out = {k: float(v) for k, v in signals.items()}
     if judge_p is not None:
+        out["judge_p"] = min(max(float(judge_p), 0.0), 1.0)
         out["judge_logit"] = logit(judge_p)
     for k, v in signals.items():
         if k.startswith("judge_") and v is not None and math.isfinite(v):
@@ -81,7 +88,8 @@ def feature_values(judge_p: float | None, signals: Mapping[str, float]) -> dict[
 
 @dataclass(frozen=True)
 class CombinationModel:
-    """One fitted logistic model (see the module docstring)."""
+    """One shipped model (see the module docstring): ``form`` "logistic" (fitted) or "mean" (the
+    mean of the listed inputs; ``mean``, ``scale``, ``coef`` and ``intercept`` unused)."""
 
     features: tuple[str, ...]
     mean: tuple[float, ...]
@@ -90,10 +98,20 @@ class CombinationModel:
     intercept: float
     threshold: float = 0.5
     fitted_on: str = ""
+    form: str = "logistic"
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CombinationModel:
         feats = tuple(d["features"])
+        if d.get("form", "logistic") == "mean":
+            if not feats:
+                raise ValueError("combination model: a mean needs at least one input")
+            n = len(feats)
+            return cls(features=feats, mean=(0.0,) * n, scale=(1.0,) * n, coef=(1.0 / n,) * n, intercept=0.0,
+                       threshold=float(d.get("threshold", 0.5)), fitted_on=str(d.get("fitted_on", "")),
+                       form="mean")
+        if d.get("form", "logistic") != "logistic":
+            raise ValueError(f"combination model: unknown form {d.get('form')!r}")
         m = cls(
             features=feats,
             mean=tuple(float(x) for x in d["mean"]),
@@ -119,6 +137,10 @@ class CombinationModel:
         return z
 
     def predict(self, values: Mapping[str, float]) -> float:
+        if self.form == "mean":
+            got = [min(max(float(values[f]), 0.0), 1.0) for f in self.features
+                   if values.get(f) is not None and math.isfinite(values[f])]
+            return sum(got) / len(got) if got else 0.5
         return _sigmoid(self.linear(values))
 
 
@@ -126,13 +148,10 @@ class CombinationModel:
 COEFFICIENTS: dict[str, dict[str, dict[str, Any]]] = {
     "qwen2.5-coder-1.5b": {
         "judge": {
-            "features": ["judge_logit", "prior_logit", "overlap_best", "missing", "numbers", "entities"],
-            "mean": [-0.407464, -0.902759, 0.565938, 5.86087, 0.759819, 0.774716],
-            "scale": [0.891341, 0.345689, 0.222407, 4.011694, 0.379837, 0.310773],
-            "coef": [0.610164, -0.47196, 0.54288, -0.462483, 0.38624, 0.42189],
-            "intercept": -0.572769,
+            "form": "mean",
+            "features": ["judge_p", "overlap"],
             "threshold": 0.5,
-            "fitted_on": "WiCE dev split, 230 claims (72 supported)",
+            "fitted_on": "nothing fitted: chosen by leave-one-dataset-out over WiCE, ExpertQA, EVOUNA-TQ and RAGChecker pairs (bench/lodo.py)",
         },
         "answer": {
             "features": ["judge_logit", "alias_contained", "alias_recall"],

@@ -11,10 +11,13 @@ from typing import Any
 from ..errors import ConfigError, StoreError
 from ..report import (
     calibrate,
+    calibrate_pairs,
     compare,
+    is_pair_labels,
     load_runs,
     print_calibration,
     print_comparison,
+    print_pair_calibration,
     render_report,
     save_html,
 )
@@ -40,8 +43,11 @@ CALIBRATE_EPILOG = """examples:
   ragsight calibrate last --labels labels.jsonl --label correct
   ragsight calibrate last --labels labels.csv --label correct --metric faithfulness --threshold 0.7
   ragsight calibrate last --labels grades.csv --label grade --label-threshold 4 --json
+  ragsight calibrate last --labels pairs.jsonl --label overall
 The labels file (.jsonl, .json or .csv) has an 'id' column (the sample id) and the label field:
-true/false, yes/no, correct/wrong, 1/0, or a graded number."""
+true/false, yes/no, correct/wrong, 1/0, or a graded number. A file whose rows have 'id_1' and
+'id_2' holds preferences between two samples (positive: the second is better; a list of numbers
+for several annotators), correlated with each metric's difference as RAGChecker does."""
 
 
 POOR_PAIRING_HELP = (
@@ -112,6 +118,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         pair = (names[0], names[1])
     with _open_store(args.store) as store:
         result = load_result(store, args.run)
+    if is_pair_labels(args.labels):  # rows with id_1 and id_2: preferences between two samples
+        pairs = calibrate_pairs(result, args.labels, args.label, metrics or None)
+        if args.json:
+            sys.stdout.write(json.dumps(pairs.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        else:
+            print_pair_calibration(pairs, out)
+        return EXIT_OK
     report = calibrate(
         result,
         args.labels,

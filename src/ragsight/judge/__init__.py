@@ -5,6 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ._catalogue import (
+    BUILTIN_EMBEDDERS,
+    BUILTIN_JUDGES,
+    STRONGER_JUDGE,
+    BuiltinModel,
+    agreement_notice,
+)
 from ._judge import (
     Answer,
     CallCache,
@@ -27,8 +34,12 @@ from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Me
 from ._scripted import ScriptedProvider, UnexpectedPromptError
 
 __all__ = [
+    "BUILTIN_EMBEDDERS",
+    "BUILTIN_JUDGES",
     "DEFAULT_MODEL",
+    "STRONGER_JUDGE",
     "Answer",
+    "BuiltinModel",
     "CallCache",
     "ChoiceScores",
     "Completion",
@@ -48,16 +59,14 @@ __all__ = [
     "RetryPolicy",
     "ScriptedProvider",
     "UnexpectedPromptError",
+    "agreement_notice",
     "make_judge",
     "provider_identity",
     "record_calls",
     "step_key",
 ]
 
-DEFAULT_NOTICE = (
-    "No judge configured: using the embedded judge ({name}) offline on this CPU. "
-    "For a stronger judge: --judge openai:MODEL [--base-url URL]."
-)
+DEFAULT_NOTICE = "No judge configured. "  # then the embedded judge's agreement line (_catalogue.py)
 
 
 def _say(notice: Any, text: str) -> None:
@@ -83,13 +92,14 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
         raise ConfigError(f"cannot use {type(spec).__name__} as a judge")
     text = (spec or "local").strip()
     kind, _, rest = text.partition(":")
-    if kind == "openai":
+    if kind in ("openai", "openai-logprobs"):
         if not rest:
-            raise ConfigError("--judge openai needs a model name: openai:MODEL, e.g. openai:gpt-4o-mini")
+            raise ConfigError(f"--judge {kind} needs a model name: {kind}:MODEL, e.g. openai:gpt-4o-mini")
         timeout = policy.call_timeout_s if policy is not None else 60.0
         remote = (OpenAIProvider(rest, base_url=base_url, timeout=timeout, max_concurrency=max_concurrency,
-                                 notice=notice)
-                  if max_concurrency else OpenAIProvider(rest, base_url=base_url, timeout=timeout, notice=notice))
+                                 notice=notice, choices=kind == "openai-logprobs")
+                  if max_concurrency else OpenAIProvider(rest, base_url=base_url, timeout=timeout, notice=notice,
+                                           choices=kind == "openai-logprobs"))
         return Judge(remote, policy=policy)
     if kind in LITELLM_KINDS:
         if not rest or (kind == "litellm" and "/" not in rest):
@@ -101,11 +111,11 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
                      policy=policy)
     if kind == "local":
         provider = LocalProvider(rest or None)
-        if spec is None:
-            _say(notice, DEFAULT_NOTICE.format(name=provider.model))
+        _say(notice, (DEFAULT_NOTICE if spec is None else "") + agreement_notice(provider.model))
         return Judge(provider, policy=policy)
     raise ConfigError(
         f"unknown judge '{text}'. Use openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp, LiteLLM), "
+        "openai-logprobs:MODEL (yes/no verdicts from log-probabilities), "
         "anthropic:MODEL, gemini:MODEL, bedrock:MODEL, azure:DEPLOYMENT, litellm:PROVIDER/MODEL "
         "(pip install 'ragsight[litellm]'), local (the embedded judge), local:qwen2.5-coder-0.5b, "
         "or local:PATH.gguf."

@@ -8,6 +8,11 @@ Servers differ in what they accept, so the provider negotiates once per instance
 - ``logprobs``/``top_logprobs``: dropped when the server rejects them;
 - ``max_tokens``: replaced by ``max_completion_tokens`` when the server asks for it.
 
+With ``choices=True`` (judge spec ``openai-logprobs:MODEL``) the provider also answers yes/no
+questions from the first output token's top log-probabilities (:meth:`score_choices`), as the
+embedded judge does: one call per claim, a probability rather than a label. Meant for a larger
+model served locally (llama.cpp's server, Ollama, vLLM) that returns ``top_logprobs``.
+
 Each :meth:`OpenAIProvider.complete` makes one attempt (plus those re-sends when the server rejects a
 parameter) and maps every failure to :class:`ProviderError`; retries, backoff, caching and JSON
 repair are the job of the :class:`ragsight.judge.Judge` wrapper.
@@ -49,6 +54,7 @@ __all__ = ["OpenAIProvider"]
 # Structured-output modes, strongest first; an instance only ever moves down this list.
 _MODES = ("json_schema", "json_object", "prompt")
 _TOP_LOGPROBS = 5
+_CHOICE_TOP_LOGPROBS = 20  # yes/no verdicts: the most OpenAI accepts, so both answers are seen
 # The preflight: up to 3 pings, each bounded by min(timeout, 30 s), all of it (waits included)
 # bounded by 90 s. A server's Retry-After is honoured while it fits in that bound; a longer one
 # ends the preflight at once, saying how long the server asked to wait.
@@ -98,6 +104,7 @@ class OpenAIProvider:
         context_window: int | None = None,
         extra_headers: Mapping[str, str] | None = None,
         logprobs: bool = True,
+        choices: bool = False,
         max_answer_bytes: int = MAX_ANSWER_BYTES,
         notice: Callable[[str], None] | None = None,
     ) -> None:
@@ -114,8 +121,8 @@ class OpenAIProvider:
                 f"context_window must be a positive token count or None, got {context_window!r}"
             )
         self.model = model
-        self.name = f"openai:{model}"
-        self.supports_choices = False
+        self.name = f"openai-logprobs:{model}" if choices else f"openai:{model}"
+        self.supports_choices = bool(choices)
         self.max_concurrency = max_concurrency
         self.context_window = context_window
         self.max_answer_bytes = int(max_answer_bytes)
@@ -172,10 +179,38 @@ class OpenAIProvider:
         return await self._call(request, logprobs=self._logprobs)
 
     async def score_choices(self, request: JudgeRequest, choices: Sequence[str]) -> ChoiceScores:
-        raise NotImplementedError(
-            "OpenAIProvider cannot score choices from next-token log-probabilities "
-            "(supports_choices is False); use complete() instead"
-        )
+        """P(choice) from the first output token's top log-probabilities, normalised over the
+        choices (tokens compared without surrounding space and case: "Yes", " yes"). Needs
+        ``choices=True`` and a server that returns ``top_logprobs``; raises ProviderError
+        (not retryable) when none of the choices is among them."""
+        if not self.supports_choices:
+            raise NotImplementedError(
+                "OpenAIProvider scores choices from log-probabilities only with choices=True "
+                "(supports_choices is False; judge spec openai-logprobs:MODEL)"
+            )
+        one = JudgeRequest(prompt_id=request.prompt_id, prompt_version=request.prompt_version,
+                           messages=request.messages, max_tokens=1, temperature=0.0, seed=request.seed)
+        completion = await self._call(one, logprobs=True, top=_CHOICE_TOP_LOGPROBS)
+        tops = completion.top_logprobs or {}
+        raw: dict[str, float] = {}
+        for c in choices:
+            want = c.strip().lower()
+            found = [v for tok, v in tops.items() if tok.strip().lower() == want]
+            if found:
+                m = max(found)
+                raw[c] = m + math.log(sum(math.exp(v - m) for v in found))
+        if not raw:
+            why = "returned no log-probabilities" if not tops else f"ranked none of {list(choices)} among its top tokens"
+            raise ProviderError(
+                f"judge {self.name!r} {why}; serve a model with top_logprobs support, or use openai:MODEL "
+                "(JSON verdicts)", retryable=False)
+        floor = min(tops.values()) if tops else -50.0  # a choice outside the top list: below its lowest
+        for c in choices:
+            raw.setdefault(c, floor - math.log(2.0))
+        top = max(raw.values())
+        denom = sum(math.exp(v - top) for v in raw.values())
+        probs = {c: math.exp(v - top) / denom for c, v in raw.items()}
+        return ChoiceScores(probs=probs, prompt_tokens=completion.prompt_tokens, raw_logprobs=raw)
 
     def count_tokens(self, text: str) -> int:
         """An estimate, not a tokenizer: ``ceil(len(text) / 4)``, about right for English with
@@ -277,27 +312,27 @@ class OpenAIProvider:
         return self._client, self._semaphore
 
     async def _call(
-        self, request: JudgeRequest, *, logprobs: bool, timeout: float | None = None
+        self, request: JudgeRequest, *, logprobs: bool, top: int = _TOP_LOGPROBS, timeout: float | None = None
     ) -> Completion:
         client, semaphore = self._session()
         limit = self.timeout if timeout is None else timeout
         async with semaphore:
             try:
                 return await asyncio.wait_for(
-                    self._negotiate(client, request, logprobs=logprobs), limit
+                    self._negotiate(client, request, logprobs=logprobs, top=top), limit
                 )
             except asyncio.TimeoutError:
                 raise timeout_error(role="judge", base_url=self.base_url, timeout=limit) from None
 
     async def _negotiate(
-        self, client: httpx.AsyncClient, request: JudgeRequest, *, logprobs: bool
+        self, client: httpx.AsyncClient, request: JudgeRequest, *, logprobs: bool, top: int = _TOP_LOGPROBS
     ) -> Completion:
         url = f"{self.base_url}/chat/completions"
         while True:
             mode = self._structured if request.schema is not None else None
             use_logprobs = logprobs and self._logprobs
             tokens_param = self._tokens_param
-            body = self._body(request, mode, use_logprobs, tokens_param)
+            body = self._body(request, mode, use_logprobs, tokens_param, top)
             try:
                 response = await self._post(client, url, body)
             except httpx.HTTPError as exc:
@@ -373,7 +408,8 @@ class OpenAIProvider:
         return False
 
     def _body(
-        self, request: JudgeRequest, mode: str | None, logprobs: bool, tokens_param: str
+        self, request: JudgeRequest, mode: str | None, logprobs: bool, tokens_param: str,
+        top: int = _TOP_LOGPROBS,
     ) -> dict[str, Any]:
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         body: dict[str, Any] = {
@@ -386,7 +422,7 @@ class OpenAIProvider:
             body["seed"] = request.seed
         if logprobs:
             body["logprobs"] = True
-            body["top_logprobs"] = _TOP_LOGPROBS
+            body["top_logprobs"] = top
         if request.schema is not None and mode is not None:
             schema = _plain(request.schema)
             if mode == "json_schema":

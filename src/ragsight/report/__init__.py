@@ -51,6 +51,13 @@ from ._compare import (
 )
 from ._format import compact_table, fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
+from ._pairs import (
+    PairAgreement,
+    PairCalibrationReport,
+    calibrate_pairs,
+    is_pair_labels,
+    print_pair_calibration,
+)
 from ._repeats_view import print_repeats
 
 __all__ = [
@@ -64,6 +71,8 @@ __all__ = [
     "GroupStats",
     "MetricCalibration",
     "MetricRow",
+    "PairAgreement",
+    "PairCalibrationReport",
     "PairConcordance",
     "PairedDifference",
     "PairedRow",
@@ -80,6 +89,7 @@ __all__ = [
     "best_matching_sentence",
     "best_threshold",
     "calibrate",
+    "calibrate_pairs",
     "ci_notes",
     "compact_table",
     "compare",
@@ -95,12 +105,14 @@ __all__ = [
     "group_comparison",
     "harmonic_mean",
     "holm",
+    "is_pair_labels",
     "load_labels",
     "load_runs",
     "overall_score",
     "paired_difference",
     "print_calibration",
     "print_comparison",
+    "print_pair_calibration",
     "print_repeats",
     "render_report",
     "run_spread",

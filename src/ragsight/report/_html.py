@@ -28,6 +28,7 @@ from .._files import strict_json
 from .._score import Outcome, Score
 from .._version import __version__
 from ..analyses import describe_signals
+from ..judge import agreement_notice
 from ..result import EvaluationResult
 from ..sample import Sample
 from ..store import Store
@@ -400,6 +401,15 @@ def _not_scored(result: EvaluationResult, prefix: str) -> str:
     return "".join(parts)
 
 
+def judge_note(config: Mapping[str, Any]) -> str | None:
+    """The embedded judge's agreement line for a run made with it (as printed at the start of
+    the run), else None."""
+    spec, model = config.get("judge_spec"), config.get("judge_model")
+    if isinstance(spec, str) and spec.startswith("local") and isinstance(model, str):
+        return agreement_notice(model)
+    return None
+
+
 def _run_section(run: RunData, number: int, several: bool) -> str:
     result = run.result
     prefix = f"r{number}"
@@ -422,6 +432,9 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
             )
             + "</tbody></table>"
         )
+    note = judge_note(result.config)
+    if note:
+        parts.append(f'<p class="note">{e(note)}</p>')
     parts.append("<h3>Summary</h3>")
     parts.append(_summary_table(result))
     st = result.judge_stats
