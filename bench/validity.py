@@ -206,18 +206,35 @@ def probe_calls(name: str, row: dict[str, Any], probe: str) -> list[Call]:
 
 
 def call_key(judge: Judge, prompt_id: str, values: dict[str, str]) -> str:
+    """The key the Judge itself gives the call (with the provider's identity: its model file)."""
     prompt = load_prompt(prompt_id)
     req = judge.request(prompt, values, max_tokens=1, schema=False)
-    return step_key(judge.model, req, prompt.hash, "choices", ["Yes", "No"])
+    return step_key(judge.model, req, prompt.hash, "choices", ["Yes", "No"], identity=judge.identity)
+
+
+def legacy_call_key(judge: Judge, prompt_id: str, values: dict[str, str]) -> str:
+    """The key calls were cached under before step keys named the provider (the cache's older
+    entries: the same model file, the same rendered request)."""
+    prompt = load_prompt(prompt_id)
+    req = judge.request(prompt, values, max_tokens=1, schema=False)
+    basis = {"model": judge.model, "prompt": [req.prompt_id, req.prompt_version, prompt.hash],
+             "messages": [[m.role, m.content] for m in req.messages], "schema": req.schema,
+             "settings": [req.max_tokens, req.temperature, req.seed], "kind": "choices", "extra": ["Yes", "No"]}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
+def _lookup(judge: Judge, cache: JsonlCache, call: Call) -> dict[str, Any] | None:
+    hit = cache.lookup(call_key(judge, *call))
+    return hit if hit is not None else cache.lookup(legacy_call_key(judge, *call))
 
 
 def cached_p(judge: Judge, cache: JsonlCache, call: Call) -> float | None:
-    hit = cache.lookup(call_key(judge, *call))
+    hit = _lookup(judge, cache, call)
     return None if hit is None else float(hit["parsed"]["Yes"])
 
 
 def cached_cost(judge: Judge, cache: JsonlCache, call: Call) -> dict[str, float] | None:
-    hit = cache.lookup(call_key(judge, *call))
+    hit = _lookup(judge, cache, call)
     if hit is None or "latency_s" not in hit:
         return None
     return {"latency_s": hit["latency_s"], "tokens_evaluated": hit["tokens_evaluated"]}
