@@ -234,6 +234,16 @@ class EvaluationResult:
                     found = (oriented, s.id, key, score.value)
         return None if found is None else (found[1], found[2], found[3])
 
+    def scored_values(self, metric: str) -> dict[str, float]:
+        """Sample id -> value of ``metric`` for the samples it scored (the pairs a comparison
+        can use; undetermined, failed and skipped samples are left out)."""
+        out: dict[str, float] = {}
+        for sid, per in self.scores.items():
+            s = per.get(metric)
+            if s is not None and s.outcome is Outcome.SCORED and s.value is not None:
+                out[sid] = s.value
+        return out
+
     def __getitem__(self, metric: str) -> MetricSummary:
         return self.summary[metric]
 

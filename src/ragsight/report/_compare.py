@@ -23,7 +23,6 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from .._score import Outcome
 from .._stats import PairedDifference, paired_difference
 from ..errors import ConfigError
 from ..result import EvaluationResult, load_result, overall_of
@@ -260,15 +259,6 @@ def _best(values: Sequence[float | None], lower_is_better: bool) -> tuple[int, .
     return tuple(i for i, v in enumerate(rounded) if v == target)
 
 
-def _scored(result: EvaluationResult, metric: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for sid, per in result.scores.items():
-        s = per.get(metric)
-        if s is not None and s.outcome is Outcome.SCORED and s.value is not None:
-            out[sid] = s.value
-    return out
-
-
 def compare(
     runs: Sequence[RunData | EvaluationResult],
     *,
@@ -375,7 +365,7 @@ def compare(
         for key in metrics:
             if key not in base.result.summary or key not in other.result.summary:
                 continue
-            a_vals, b_vals = _scored(base.result, key), _scored(other.result, key)
+            a_vals, b_vals = base.result.scored_values(key), other.result.scored_values(key)
             ids = [sid for sid in shared_ids if sid in a_vals and sid in b_vals]
             diff = paired_difference(
                 [a_vals[i] for i in ids],

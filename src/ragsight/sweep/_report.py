@@ -25,7 +25,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._score import Outcome
 from ..errors import ConfigError
 from ..report import (
     PairedDifference,
@@ -159,15 +158,6 @@ def sweep_names(store: Store) -> list[str]:
     return names
 
 
-def _scored(result: EvaluationResult, metric: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for sid, per in result.scores.items():
-        s = per.get(metric)
-        if s is not None and s.outcome is Outcome.SCORED and s.value is not None:
-            out[sid] = s.value
-    return out
-
-
 def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
@@ -254,7 +244,7 @@ def build_report(
             if key not in metrics:
                 metrics.append(key)
                 lower[key] = s.lower_is_better
-    scores = {r.run_id: {m: _scored(r, m) for m in metrics} for r in results}
+    scores = {r.run_id: {m: r.scored_values(m) for m in metrics} for r in results}
 
     # configurations; the overall score takes the metrics every configuration measured on at
     # least MIN_OVERALL_N questions (a mean of one or two judged questions would decide it)
