@@ -158,6 +158,7 @@ class Limiter:
         # the calls that succeeded since the last refusal: (granted, ended), for how many the
         # server served at once
         self._served: deque[tuple[float, float]] = deque(maxlen=512)
+        self._n_served = 0
         self._refusable = False
         self._wmax = math.inf  # the limit when the last cut came
         self._short: float | None = None  # latency EWMA over ~5 calls
@@ -219,13 +220,16 @@ class Limiter:
         # in use: calls waiting, or at least half the places taken (as Linux judges a TCP window
         # in use: calls that end together free the places one by one)
         in_use = self.waiting > 0 or 2 * self._in_flight >= self.limit
-        if failure is None:
+        if failure is None and self._refusable:
+            # after a refusal without Retry-After: grow back at once (a slow start) to what the
+            # server was seen to serve at one moment since, short of what it refused; looked at
+            # every 8 successes, and no more once the limit may grow back that far
             self._served.append((permit.granted, time.monotonic()))
-            if self._refusable and len(self._served) % 8 == 0:
-                # after a refusal without Retry-After: grow back at once (a slow start) to what
-                # the server was seen to serve at one moment since, short of what it refused
+            self._n_served += 1
+            if self._n_served % 8 == 0:
                 served = _most_at_once(self._served)
                 self._ssthresh = max(self._ssthresh, min(float(served), self._wmax - 1))
+                self._refusable = self._ssthresh < self._wmax - 1
         self._in_flight = max(0, self._in_flight - 1)
         self.stats.in_flight = self._in_flight
         cut = False
@@ -276,6 +280,7 @@ class Limiter:
         else:
             self.stats.timeouts += 1
         self._served.clear()
+        self._n_served = 0
         now = time.monotonic()
         if failure.retry_after is not None and failure.retry_after > 0:
             until = now + min(failure.retry_after, self.retry_after_cap_s)
