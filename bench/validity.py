@@ -205,27 +205,24 @@ def probe_calls(name: str, row: dict[str, Any], probe: str) -> list[Call]:
     raise KeyError(name)
 
 
-def call_key(judge: Judge, prompt_id: str, values: dict[str, str]) -> str:
-    """The key the Judge itself gives the call (with the provider's identity: its model file)."""
-    prompt = load_prompt(prompt_id)
-    req = judge.request(prompt, values, max_tokens=1, schema=False)
-    return step_key(judge.model, req, prompt.hash, "choices", ["Yes", "No"], identity=judge.identity)
-
-
-def legacy_call_key(judge: Judge, prompt_id: str, values: dict[str, str]) -> str:
-    """The key calls were cached under before step keys named the provider (the cache's older
+def call_keys(judge: Judge, prompt_id: str, values: dict[str, str]) -> tuple[str, str]:
+    """The key the Judge itself gives the call (with the provider's identity: its model file),
+    and the key calls were cached under before step keys named the provider (the cache's older
     entries: the same model file, the same rendered request)."""
     prompt = load_prompt(prompt_id)
     req = judge.request(prompt, values, max_tokens=1, schema=False)
+    key = step_key(judge.model, req, prompt.hash, "choices", ["Yes", "No"], identity=judge.identity)
     basis = {"model": judge.model, "prompt": [req.prompt_id, req.prompt_version, prompt.hash],
              "messages": [[m.role, m.content] for m in req.messages], "schema": req.schema,
              "settings": [req.max_tokens, req.temperature, req.seed], "kind": "choices", "extra": ["Yes", "No"]}
-    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+    legacy = hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+    return key, legacy
 
 
 def _lookup(judge: Judge, cache: JsonlCache, call: Call) -> dict[str, Any] | None:
-    hit = cache.lookup(call_key(judge, *call))
-    return hit if hit is not None else cache.lookup(legacy_call_key(judge, *call))
+    key, legacy = call_keys(judge, *call)
+    hit = cache.lookup(key)
+    return hit if hit is not None else cache.lookup(legacy)
 
 
 def cached_p(judge: Judge, cache: JsonlCache, call: Call) -> float | None:
