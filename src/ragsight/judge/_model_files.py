@@ -312,13 +312,13 @@ def _locate_parts(spec: ModelSpec) -> list[Path]:
         paths.append(path)
     if missing:
         if len(missing) == len(spec.parts) and len(missing) > 1:
-            what = f"none of its {len(missing)} part packages ({missing[0]} … {missing[-1]}) is"
+            what = f"none of its {len(missing)} part packages ({missing[0]} … {missing[-1]}) is installed"
         else:
             what = "the part package" + ("s " if len(missing) > 1 else " ") + ", ".join(missing)
-            what += " are" if len(missing) > 1 else " is"
+            what += (" are" if len(missing) > 1 else " is") + " not installed"
         raise ModelFileError(
-            f"The model {spec.name!r} ({spec.description}) cannot be assembled: {what} not "
-            f"installed. Install with: {spec.install}"
+            f"The model {spec.name!r} ({spec.description}) cannot be assembled: {what}. "
+            f"Install with: {spec.install}"
         )
     if wrong:
         pins = " ".join(p.requirement for p in spec.parts)
