@@ -54,6 +54,19 @@ def test_a_negative_cosine_mean_is_reported_as_is_and_enters_the_overall_clamped
     text = text_of(print_summary, result)
     assert f"overall {f1 / 2:.3f}: mean of 2 metric means" in text
     assert "harmonic mean 0.000" in text and "clamped to [0, 1]: answer_similarity" in " ".join(text.split())
+    assert "↓" not in text  # no lower-is-better metric here, so no word of inverting one
+
+
+def test_the_summary_says_a_lower_is_better_mean_enters_inverted_only_when_there_is_one(
+    tmp_path: Path,
+) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        put_run(store, "low", {"token_f1": {"s1": 0.6, "s2": 0.8}, "noise_sensitivity": {"s1": 0.2, "s2": 0.0}},
+                lower=frozenset({"noise_sensitivity"}))
+        result = load_result(store, "low")
+    text = text_of(print_summary, result)
+    assert "noise_sensitivity ↓" in text
+    assert f"overall {(0.7 + 0.9) / 2:.3f}: mean of 2 metric means (↓ as 1 - mean)" in text
 
 
 def test_compare_and_the_multi_run_report_take_a_negative_mean(tmp_path: Path,

@@ -393,8 +393,9 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
     ov = result.overall_detail
     if ov.mean is not None and len(result.summary) > 1:
         clamped = f"; clamped to [0, 1]: {', '.join(ov.clamped)}" if ov.clamped else ""
-        c.print(f"overall {ov.mean:.3f}: mean of {len(ov.entries)} metric means (↓ as 1 - mean), "
-                f"harmonic mean {_fmt(ov.harmonic)}{clamped}")
+        inverted = any(result.summary[k].lower_is_better for k in ov.entries if k in result.summary)
+        c.print(f"overall {ov.mean:.3f}: mean of {len(ov.entries)} metric means"
+                f"{' (↓ as 1 - mean)' if inverted else ''}, harmonic mean {_fmt(ov.harmonic)}{clamped}")
     for key, why in ov.left_out.items():
         if len(result.summary) > 1:
             say(c, Text(f"LEFT OUT of the overall: {key}: {why}", style="bold red"))
