@@ -121,9 +121,20 @@ def slow_server() -> Iterator[tuple[FakeOpenAIServer, TimedWorld]]:
 def test_a_second_resume_cannot_take_the_lock_from_a_live_slow_run(
     slow_server: tuple[FakeOpenAIServer, TimedWorld], tmp_path: Path
 ) -> None:
-    """Samples take 3 s (two judge steps of 1.5 s), the lease is 1 s: B tries to resume A's
-    run twice the lease after A created it, before A saved anything."""
-    srv, _ = slow_server
+    """Samples take 3 s and more (two judge steps of 1.5 s, the first held until B has tried),
+    the lease is 1 s: B tries to resume A's run twice the lease after A created it, before A
+    saved anything. (Unheld, A's whole run took 9 s, and on a loaded machine B's start-up alone
+    could outlast it: B then found the run completed and exited 0.)"""
+    srv, world = slow_server
+    tried = threading.Event()
+
+    def held(req: RecordedRequest) -> Reply | None:
+        body = req.json if isinstance(req.json, dict) else {}
+        if req.path.endswith("/chat/completions") and prompt_id_of(body) is not None:
+            tried.wait(120)
+        return world(req)
+
+    srv.handler = held
     store = tmp_path / "runs.db"
     data = write_jsonl(tmp_path / "d.jsonl", make_samples(3))
     a = subprocess.Popen(cli_cmd(*evaluate_args(data, store, srv.url, "--concurrency", "1")), env=cli_env(),
@@ -134,8 +145,11 @@ def test_a_second_resume_cannot_take_the_lock_from_a_live_slow_run(
     time.sleep(2 * LEASE_S)
     assert a.poll() is None, "A ended before B could try"
     assert db(store, "SELECT COUNT(*) FROM samples WHERE finished=1") == [(0,)]
-    b = subprocess.run(cli_cmd(*evaluate_args(None, store, srv.url, "--resume", "last")), env=cli_env(),
-                       capture_output=True, timeout=120)
+    try:
+        b = subprocess.run(cli_cmd(*evaluate_args(None, store, srv.url, "--resume", "last")), env=cli_env(),
+                           capture_output=True, timeout=120)
+    finally:
+        tried.set()
     _, a_err = a.communicate(timeout=120)
     b_err = b.stderr.decode()
     assert b.returncode == 2, b_err
