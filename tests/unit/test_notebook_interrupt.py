@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 import ragsight
-from tests.fakes import FakeOpenAIServer
-from tests.reliability.world import JudgeWorld, make_samples
+from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply
+from tests.reliability.world import JudgeWorld, make_samples, prompt_id_of
 
 
 @pytest.fixture(autouse=True)
@@ -79,10 +79,28 @@ async def test_an_interrupted_evaluate_says_what_is_saved_and_how_to_continue(
 async def test_an_interrupted_run_in_memory_says_that_nothing_is_kept(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    # The interrupt comes once the run is judging (4 judge steps asked). A fixed 1.5 s came before
+    # the run had started when the preflight was slow (a loaded machine), and the message was
+    # then "interrupted before the run started".
+    world = JudgeWorld(latency=0.2)
+    asked: list[RecordedRequest] = []
+    judging = threading.Event()
+
+    def handler(request: RecordedRequest) -> Reply | None:
+        if prompt_id_of(request.json if isinstance(request.json, dict) else {}) is not None:
+            asked.append(request)
+            if len(asked) >= 4:
+                judging.set()
+        return world(request)
+
+    def interrupt() -> None:
+        judging.wait(60)
+        os.kill(os.getpid(), signal.SIGINT)
+
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with FakeOpenAIServer(handler=JudgeWorld(latency=0.2)) as srv:
-            timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+        with FakeOpenAIServer(handler=handler) as srv:
+            timer = threading.Thread(target=interrupt)
             timer.start()
             with pytest.raises(KeyboardInterrupt) as stop:  # the README's call: no store
                 ragsight.evaluate(make_samples(40), ["faithfulness"], judge="openai:m",
