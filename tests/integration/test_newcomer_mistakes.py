@@ -62,3 +62,37 @@ def test_resume_last_with_nothing_to_resume_says_so_and_needs_no_judge(
     assert "ping" not in err and "Traceback" not in out + err
     assert f"run {run_id}  (1 samples, completed)" in out
     assert "faithfulness" in out
+
+
+SWEEP = """name = "mine"
+documents = "handbok/"
+testset = "testset.jsonl"
+metrics = ["span_hit_rate", "span_recall"]
+baseline = {chunk_size = 256, top_k = 3}
+
+[grid]
+chunk_size = [256, 512]
+top_k = [3, 5]
+"""
+
+
+def test_a_dry_run_refuses_documents_that_do_not_exist_as_the_run_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ragsight sweep mine.toml --dry-run` with the documents folder misspelt printed the plan
+    (4 configurations, calls, tokens) and exit 0; the run itself then stopped at once on the
+    missing folder. The rehearsal now stops where the run would."""
+    (tmp_path / "handbook").mkdir()
+    (tmp_path / "handbook" / "leave.md").write_text("# Leave\n\nStaff get 25 days.\n", "utf-8")
+    (tmp_path / "mine.toml").write_text(SWEEP, encoding="utf-8")
+    row = {"id": "q1", "question": "How many days of leave?", "reference": "25 days.",
+           "metadata": {"reference_spans": [{"doc_id": "leave.md", "start": 9, "end": 27}]}}
+    (tmp_path / "testset.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    for args in (["--dry-run"], []):
+        code = main(["sweep", str(tmp_path / "mine.toml"), *args,
+                     "--store", str(tmp_path / "runs.db")])
+        out, err = capsys.readouterr()
+        text = " ".join((out + err).split())
+        assert code == 2, text
+        assert f"error: {tmp_path / 'handbok'}: no such file or folder" in text
+        assert "configurations" not in text and "Traceback" not in text

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..store import Store
 from ..sweep import (
     ConfigRun,
@@ -143,6 +143,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _dry_run(spec: SweepSpec, args: argparse.Namespace) -> int:
+    for doc in spec.documents:  # the run would stop here: so does its rehearsal
+        if not os.path.exists(spec.path(doc)):
+            raise InputError(f"{spec.path(doc)}: no such file or folder (the sweep's documents).")
     path = spec.path(spec.testset) if spec.testset else None
     if path is None or not os.path.isfile(path):
         size = spec.generate.size if spec.generate else 0
