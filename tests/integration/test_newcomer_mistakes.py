@@ -4,6 +4,7 @@ message naming the problem and the fix, with no traceback and nothing else that 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,38 @@ def test_a_dry_run_refuses_documents_that_do_not_exist_as_the_run_would(
         assert code == 2, text
         assert f"error: {tmp_path / 'handbok'}: no such file or folder" in text
         assert "configurations" not in text and "Traceback" not in text
+
+
+RAG = """import json, sys
+json.load(sys.stdin)
+print(json.dumps({"answer": "Staff get 25 days of leave.",
+                  "contexts": [{"id": "c1", "text": "Staff get 25 days of leave a year."}]}))
+"""
+
+
+def test_a_sweep_prints_a_warning_as_a_sentence_not_as_python_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sweep whose judge made the test set warned as Python does:
+    '/.../ragsight/_evaluate.py:222: JudgeSameAsGeneratorWarning: ...' and then the source line
+    'return await _run(st, run_id or new_run_id(), ...'. Now one line, as 'evaluate' prints it."""
+    (tmp_path / "my_rag.py").write_text(RAG, encoding="utf-8")
+    row = {"id": "q1", "question": "How many days of leave?", "reference": "25 days.",
+           "metadata": {"generator_model": "m"}}  # as 'ragsight generate --judge openai:m' writes
+    (tmp_path / "testset.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with FakeOpenAIServer(handler=JudgeWorld()) as srv:
+        (tmp_path / "mine.toml").write_text(
+            f'name = "mine"\ntestset = "testset.jsonl"\nmetrics = ["faithfulness"]\n'
+            f'judge = "openai:m"\nbase_url = "{srv.url}"\nembedder = "openai:e"\n'
+            f'[pipeline]\ntarget = "cmd:{sys.executable} {tmp_path / "my_rag.py"}"\n[grid]\ntop_k = [3, 5]\n',
+            encoding="utf-8")
+        code = main(["sweep", str(tmp_path / "mine.toml"), "--store", str(tmp_path / "runs.db")])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    text = " ".join(err.split())
+    assert ("warning: the judge (m) is the model that generated the responses (sample 'q1' "
+            "metadata 'generator_model')") in text, err
+    assert text.count("is the model that generated") == 1
+    assert ".py:" not in err and "JudgeSameAsGeneratorWarning" not in err
+    assert "return await" not in err
+    assert "1 answered, 0 failed" in err
