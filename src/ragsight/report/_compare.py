@@ -462,7 +462,7 @@ def _undetectable_note(cmp: Comparison) -> str | None:
     need = n
     while m * 2 / 2**need >= cmp.alpha:
         need += 1
-    over = f"Holm's adjustment over {m} comparisons makes it {m * floor:.3g}" if m > 1 else (
+    over = f"Holm's adjustment over {m} comparisons makes it {min(1.0, m * floor):.3g}" if m > 1 else (
         f"that is {floor:.3g}")
     return (
         f"Note: no difference here could have been called significant, whatever the scores: "
