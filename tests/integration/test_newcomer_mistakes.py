@@ -132,3 +132,31 @@ def test_a_sweep_prints_a_warning_as_a_sentence_not_as_python_source(
     assert ".py:" not in err and "JudgeSameAsGeneratorWarning" not in err
     assert "return await" not in err
     assert "1 answered, 0 failed" in err
+
+
+@pytest.mark.parametrize("questions", [4, 8])
+def test_a_sweep_too_small_to_find_anything_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], questions: int
+) -> None:
+    """A sweep over 4 questions printed "Best overall: C3 ..." and "No detectable effect" with
+    nothing saying that 4 questions can never give p < 0.05 (2/2^4 = 0.125): the ranking was
+    noise, unannounced."""
+    (tmp_path / "my_rag.py").write_text(RAG, encoding="utf-8")
+    rows = [{"id": f"q{i}", "question": f"How many days of leave in year {i}?",
+             "reference": "Staff get 25 days of leave."} for i in range(questions)]
+    (tmp_path / "testset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    (tmp_path / "mine.toml").write_text(
+        f'name = "mine"\ntestset = "testset.jsonl"\nmetrics = ["token_f1"]\n'
+        f'[pipeline]\ntarget = "cmd:{sys.executable} {tmp_path / "my_rag.py"}"\n'
+        '[grid]\ntop_k = [3, 5]\n', encoding="utf-8")
+    assert main(["sweep", str(tmp_path / "mine.toml"), "--store", str(tmp_path / "runs.db")]) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    prose = " ".join(out.split())
+    note = ("NOTE: No configuration could have been found better or worse than the baseline, "
+            "whatever the scores: with 4 paired questions the smallest p is 2/2^4 = 0.125")
+    if questions == 4:
+        assert note in prose, out
+        assert "it takes at least 6 questions" in prose
+    else:
+        assert "could have been found" not in prose
