@@ -160,3 +160,29 @@ def test_a_sweep_too_small_to_find_anything_says_so(
         assert "it takes at least 6 questions" in prose
     else:
         assert "could have been found" not in prose
+
+
+def test_a_sweep_whose_questions_all_fail_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`target = "cmd:python my_rag.py"` run from another folder: every question failed, and the
+    report said only "C1: 1 question(s) failed to answer (counted as skipped by the metrics)".
+    The cause was in `ragsight show RUN --sample ID`. Now the note gives the first error."""
+    (tmp_path / "my_rag.py").write_text(RAG, encoding="utf-8")
+    (tmp_path / "testset.jsonl").write_text(
+        json.dumps({"id": "q1", "question": "How many days?", "reference": "25 days."}) + "\n",
+        "utf-8")
+    (tmp_path / "mine.toml").write_text(
+        f'name = "mine"\ntestset = "testset.jsonl"\nmetrics = ["token_f1"]\n'
+        f'[pipeline]\ntarget = "cmd:{sys.executable} my_rag.py"\n[grid]\ntop_k = [3, 5]\n',
+        encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the command runs here, where my_rag.py is not
+    assert main(["sweep", str(tmp_path / "mine.toml"), "--store", str(tmp_path / "runs.db")]) == 0
+    prose = " ".join(capsys.readouterr().out.split())
+    assert ("NOTE: C1: 1 question(s) failed to answer (counted as skipped by the metrics); the "
+            "first: cmd:") in prose, prose
+    assert "[Errno 2] No such file or directory" in prose
+    assert ("NOTE: C2: 1 question(s) failed to answer (counted as skipped by the metrics); the "
+            "same error as above") in prose

@@ -338,9 +338,16 @@ def build_report(
     if judged and max(judged) < max(questions):
         judged_note = (f"Judge metrics were computed on {max(judged)} of {max(questions)} questions per "
                        "configuration (judge_questions); the span metrics on every question.")
-    for c in configs:
+    last_error = None
+    for c, r in zip(configs, results):
         if c.failed:
-            notes.append(f"{c.short}: {c.failed} question(s) failed to answer (counted as skipped by the metrics).")
+            first = next((str(s.metadata["error"]) for s in r.samples if s.metadata.get("error")), "")
+            why = " ".join(first.split())
+            why = why if len(why) <= 300 else why[:299] + "…"
+            said = "the same error as above" if why == last_error else f"the first: {why}"
+            last_error = why
+            notes.append(f"{c.short}: {c.failed} question(s) failed to answer (counted as skipped by the "
+                         f"metrics); {said}")
         if c.status != "completed":
             notes.append(f"{c.short}: run {c.run_id} is {c.status}; run the sweep again to finish it.")
     findings = _findings(configs, effects, comparisons, metrics, lower, base, alpha)
