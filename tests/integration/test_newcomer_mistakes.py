@@ -4,11 +4,15 @@ message naming the problem and the fix, with no traceback and nothing else that 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import ragsight
 from ragsight.cli import main
 from ragsight.store import Store
 from tests.fakes import FakeOpenAIServer
@@ -186,3 +190,48 @@ def test_a_sweep_whose_questions_all_fail_says_why(
     assert "[Errno 2] No such file or directory" in prose
     assert ("NOTE: C2: 1 question(s) failed to answer (counted as skipped by the metrics); the "
             "same error as above") in prose
+
+
+SLOW_RAG = """import json, sys, time
+json.load(sys.stdin)
+time.sleep(0.5)
+print(json.dumps({"answer": "Staff get 25 days.", "contexts": [{"id": "c1", "text": "25 days."}]}))
+"""
+
+
+def test_ctrl_c_in_a_sweep_says_how_to_continue_and_the_rerun_continues(tmp_path: Path) -> None:
+    """Ctrl-C during a sweep printed one word, "interrupted", and nothing on how to go on. Now
+    it says what is saved and the command that continues; that command reuses the finished
+    configuration."""
+    (tmp_path / "slow_rag.py").write_text(SLOW_RAG, encoding="utf-8")
+    rows = [{"id": f"q{i}", "question": f"How many days {i}?", "reference": "25 days."}
+            for i in range(8)]
+    (tmp_path / "testset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    (tmp_path / "slow.toml").write_text(
+        f'name = "slow"\ntestset = "testset.jsonl"\nmetrics = ["token_f1"]\n'
+        f'[pipeline]\ntarget = "cmd:{sys.executable} {tmp_path / "slow_rag.py"}"\n'
+        '[grid]\ntop_k = [3, 5]\n', encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(ragsight.__file__).parents[1])}
+    cmd = [sys.executable, "-m", "ragsight.cli", "sweep", "slow.toml", "--store", "runs.db"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # wait for the second configuration to start
+        seen.append(line)
+        if line.startswith("[2/2] top_k=5 ..."):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=60)
+    err = "".join(seen) + rest
+    assert proc.returncode == 130, err
+    assert ("interrupted: the finished configurations and samples are saved in runs.db. The same "
+            "command continues the sweep (finished work is reused):") in " ".join(err.split())
+    assert "  ragsight sweep slow.toml --store runs.db" in err
+    # (a SIGINT while a target process is being started can still leave its pipes to be
+    # reported unclosed when the loop is gone: a known gap, not asserted here)
+
+    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "[1/2] top_k=3: already in the store" in again.stderr
+    assert "[2/2] top_k=5: done: 8 answered, 0 failed" in again.stderr

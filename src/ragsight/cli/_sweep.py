@@ -26,7 +26,7 @@ from ..sweep import (
     write_sweep_html,
 )
 from ..testset import read_testset
-from ._common import EXIT_OK, add_store
+from ._common import EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command
 
 __all__ = ["register"]
 
@@ -128,9 +128,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("once")
         warnings.showwarning = _show_warning
-        result = asyncio.run(asweep(spec, store=args.store, judge=args.judge, embedder=args.embedder,
-                                    backend=args.backend, ray_address=args.ray_address,
-                                    progress=progress, notice=lambda m: err.print(m)))
+        try:
+            result = asyncio.run(asweep(spec, store=args.store, judge=args.judge, embedder=args.embedder,
+                                        backend=args.backend, ray_address=args.ray_address,
+                                        progress=progress, notice=lambda m: err.print(m)))
+        except KeyboardInterrupt:
+            again = shell_command(["ragsight", "sweep", *(["--example"] if args.example else [args.spec]),
+                                   "--store", args.store])
+            err.print(f"interrupted: the finished configurations and samples are saved in {args.store}. "
+                      "The same command continues the sweep (finished work is reused):", markup=False)
+            err.print(f"  {again}", soft_wrap=True, markup=False)
+            return EXIT_INTERRUPTED
     err.print(f"sweep '{spec.name}': {len(result.runs)} configurations in {time.monotonic() - t0:.1f} s; "
               f"store {result.store_path}")
     with Store(args.store) as st:
