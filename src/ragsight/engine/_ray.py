@@ -62,6 +62,11 @@ __all__ = ["WorkerLostError", "import_ray", "run_samples_ray"]
 # one finish, so a worker never idles at the tail of a batch.
 _BATCHES_PER_WORKER = 2
 _HEARTBEAT_S = 20.0
+# a worker whose call failed rests before it gets another batch: 0.5 s, doubling to 8 s (while
+# Ray restarts an actor, calls to it fail at once with ActorUnavailableError)
+_REST_S = (0.5, 8.0)
+# a batch may meet a temporarily unavailable worker this many times per allowed death
+_UNAVAILABLE_PER_ATTEMPT = 5
 
 
 
@@ -381,21 +386,36 @@ async def _drive(
     cache_server: Any, store: Store | None, run_id: str, results: dict[str, tuple[Score, ...]],
     progress: Progress | None, on_sample: Callable[[SampleOutcome], None] | None, max_attempts: int,
 ) -> None:
-    """Hand out batches, save results as they come back, re-queue the batches of dead workers."""
+    """Hand out batches, save results as they come back, re-queue the batches of dead workers.
+
+    A worker whose call failed rests (0.5 s, doubling to 8 s) before it gets another batch, and
+    its batch goes to another worker when one is free: a worker that Ray is restarting answers
+    every call at once with ActorUnavailableError, and re-sending the batch to it straight away
+    used up the batch's attempts in milliseconds. A temporarily unavailable worker is not a death:
+    it counts against neither the worker nor the batch's ``max_attempts`` (up to
+    ``_UNAVAILABLE_PER_ATTEMPT`` times as many meetings)."""
     from ray.exceptions import ActorDiedError, ActorUnavailableError, ObjectLostError, RayActorError
 
     lost = (RayActorError, ActorDiedError, ActorUnavailableError, ObjectLostError)
     queue: deque[int] = deque(range(len(batches)))
     starts = [sum(len(x) for x in batches[:i]) for i in range(len(batches))]
     attempts = [0] * len(batches)
+    unavailable = [0] * len(batches)
     deaths = [0] * len(actors)
+    failures_in_a_row = [0] * len(actors)
+    rest_until = [0.0] * len(actors)
     load = [0] * len(actors)
     inflight: dict[asyncio.Future[Any], tuple[int, int, str]] = {}  # -> (worker, batch, attempt)
     last_beat = time.monotonic()
 
+    def usable(w: int) -> bool:
+        return deaths[w] <= max_attempts
+
     def submit() -> None:
+        now = time.monotonic()
         while queue:
-            live = [w for w in range(len(actors)) if deaths[w] <= max_attempts and load[w] < _BATCHES_PER_WORKER]
+            live = [w for w in range(len(actors))
+                    if usable(w) and load[w] < _BATCHES_PER_WORKER and rest_until[w] <= now]
             if not live:
                 return
             w = min(live, key=lambda i: load[i])
@@ -418,26 +438,38 @@ async def _drive(
     try:
         while queue or inflight:
             submit()
-            if not inflight:
+            resting = [rest_until[w] for w in range(len(actors)) if usable(w) and rest_until[w] > time.monotonic()]
+            if not inflight and not resting:
                 raise WorkerLostError(
                     f"every Ray worker died more than {max_attempts} times; {len(queue)} batch(es) left. "
                     "The finished samples are saved: fix the cluster and resume the run."
                 )
-            done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+            wake = max(0.0, min(resting) - time.monotonic()) if queue and resting else None
+            if not inflight:
+                await asyncio.sleep(wake or 0.0)
+                continue
+            done, _ = await asyncio.wait(inflight, timeout=wake, return_when=asyncio.FIRST_COMPLETED)
             for fut in done:
                 w, b, attempt = inflight.pop(fut)
                 load[w] -= 1
                 try:
                     res: _BatchResult = fut.result()
                 except lost as exc:
-                    deaths[w] += 1
+                    failures_in_a_row[w] += 1
+                    rest_until[w] = time.monotonic() + min(_REST_S[1], _REST_S[0] * 2 ** (failures_in_a_row[w] - 1))
                     if limiter is not None:
                         await limiter.release_holders.remote([attempt])
+                    if isinstance(exc, ActorUnavailableError) and unavailable[b] < _UNAVAILABLE_PER_ATTEMPT * max_attempts:
+                        unavailable[b] += 1
+                        attempts[b] -= 1  # the worker is restarting or out of reach: not a death
+                        queue.appendleft(b)
+                        continue
+                    deaths[w] += 1
                     if attempts[b] >= max_attempts:
                         ids = ", ".join(s.id for s in batches[b][:5])
                         raise WorkerLostError(
                             f"the batch with samples {ids}{'...' if len(batches[b]) > 5 else ''} lost its "
-                            f"worker {attempts[b]} times (last: {type(exc).__name__}). A sample may crash "
+                            f"worker {attempts[b]} time{'s' if attempts[b] != 1 else ''} (last: {type(exc).__name__}). A sample may crash "
                             "the worker; the finished samples are saved: resume the run without it."
                         ) from exc
                     queue.appendleft(b)
@@ -446,6 +478,7 @@ async def _drive(
                     if isinstance(exc.cause, _Escaped):
                         raise exc.cause.exc from None
                     raise exc.as_instanceof_cause() from None
+                failures_in_a_row[w] = 0
                 if judge is not None:
                     _merge_stats(judge.stats, res.stats)
                 await save_cache()
