@@ -41,7 +41,7 @@ from .errors import (
 from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, make_judge
 from .metrics import Metric, resolve_metrics
 from .prompts import load_prompt, prompt_ids
-from .result import EvaluationResult
+from .result import EvaluationResult, load_result
 from .sample import Dataset, RowProblem, Sample, group_problems
 from .store import SQLiteCallCache, Store
 
@@ -525,6 +525,14 @@ async def _resume(
         run_id = st.resolve_run(ref)
         info = st.run(run_id)
         samples = st.samples(run_id)
+        named = opts.judge is not None or opts.embedder is not None  # checked against the run below
+        if (info.status == "completed" and not named
+                and st.finished_samples(run_id) >= {x.id for x in samples}):
+            # Nothing to do: no judge to load or ping, and the user is told nothing ran.
+            if notice is not None:
+                notice(f"Run {run_id} is already complete: nothing to resume. Its results follow; "
+                       "to evaluate again, start a new run (ragsight evaluate DATA).")
+            return load_result(st, run_id)
         chosen = resolve_metrics([m["key"] for m in info.metrics], samples)
         cfg = info.config
         s = cfg.get("settings", {})

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..store import Store
 from ..sweep import (
     ConfigRun,
@@ -26,7 +26,7 @@ from ..sweep import (
     write_sweep_html,
 )
 from ..testset import read_testset
-from ._common import EXIT_OK, add_store
+from ._common import EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command
 
 __all__ = ["register"]
 
@@ -127,9 +127,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("once")
-        result = asyncio.run(asweep(spec, store=args.store, judge=args.judge, embedder=args.embedder,
-                                    backend=args.backend, ray_address=args.ray_address,
-                                    progress=progress, notice=lambda m: err.print(m)))
+        warnings.showwarning = _show_warning
+        try:
+            result = asyncio.run(asweep(spec, store=args.store, judge=args.judge, embedder=args.embedder,
+                                        backend=args.backend, ray_address=args.ray_address,
+                                        progress=progress, notice=lambda m: err.print(m)))
+        except KeyboardInterrupt:
+            again = shell_command(["ragsight", "sweep", *(["--example"] if args.example else [args.spec]),
+                                   "--store", args.store])
+            err.print(f"interrupted: the finished configurations and samples are saved in {args.store}. "
+                      "The same command continues the sweep (finished work is reused):", markup=False)
+            err.print(f"  {again}", soft_wrap=True, markup=False)
+            return EXIT_INTERRUPTED
     err.print(f"sweep '{spec.name}': {len(result.runs)} configurations in {time.monotonic() - t0:.1f} s; "
               f"store {result.store_path}")
     with Store(args.store) as st:
@@ -142,7 +151,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _show_warning(message: Warning | str, *rest: Any, **kw: Any) -> None:
+    # a warning for a person, as 'ragsight evaluate' prints it: no source path, no code line
+    err.print(f"warning: {message}", markup=False)
+
+
 def _dry_run(spec: SweepSpec, args: argparse.Namespace) -> int:
+    for doc in spec.documents:  # the run would stop here: so does its rehearsal
+        if not os.path.exists(spec.path(doc)):
+            raise InputError(f"{spec.path(doc)}: no such file or folder (the sweep's documents).")
     path = spec.path(spec.testset) if spec.testset else None
     if path is None or not os.path.isfile(path):
         size = spec.generate.size if spec.generate else 0

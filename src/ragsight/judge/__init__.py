@@ -111,6 +111,10 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
                      policy=policy)
     if kind == "local":
         provider = LocalProvider(rest or None)
+        if not provider.spec.endswith(".gguf"):
+            from ._model_files import _spec
+
+            _spec(provider.spec)  # an unknown name stops here, before the notice presents it
         _say(notice, (DEFAULT_NOTICE if spec is None else "") + agreement_notice(provider.model))
         return Judge(provider, policy=policy)
     raise ConfigError(

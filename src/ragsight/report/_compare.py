@@ -440,7 +440,37 @@ def ci_notes(cmp: Comparison) -> list[str]:
                 f"permutation test cannot reach p<{1 - cmp.confidence:.2g}{floor}, so no "
                 "difference is ruled out."
             )
+    blind = _undetectable_note(cmp)
+    if blind:
+        notes.append(blind)
     return notes
+
+
+def _undetectable_note(cmp: Comparison) -> str | None:
+    """A note when no verdict could have said "better", whatever the scores: with at most 16
+    pairs the permutation test's smallest p is 2 / 2**n, and Holm's adjustment multiplies the
+    smallest p by the number of comparisons. "No significant difference" then says nothing
+    about the runs, only about the sample size."""
+    tested = [p.difference for p in cmp.paired if p.difference.p_value is not None]
+    m = len(cmp.paired)
+    if not tested or not all(d.exact for d in tested):
+        return None
+    n = max(d.n for d in tested)
+    floor = 2 / 2**n
+    if m * floor < cmp.alpha:
+        return None
+    need = n
+    while m * 2 / 2**need >= cmp.alpha:
+        need += 1
+    over = f"Holm's adjustment over {m} comparisons makes it {min(1.0, m * floor):.3g}" if m > 1 else (
+        f"that is {floor:.3g}")
+    return (
+        f"Note: no difference here could have been called significant, whatever the scores: "
+        f"with {n} pairs the smallest possible p is 2/2^{n} = {floor:.3g}, and {over}, not "
+        f"below {cmp.alpha:g}. So \"no significant difference\" says nothing about the runs: it "
+        f"takes at least {need} paired samples for a difference to be detectable at all (more "
+        "for a small one)."
+    )
 
 
 # ---------------------------------------------------------------------------------------------

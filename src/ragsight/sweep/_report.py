@@ -326,6 +326,9 @@ def build_report(
     ))
 
     notes: list[str] = []
+    blind = _undetectable(raw, alpha)
+    if blind:
+        notes.append(blind)
     if thin:
         notes.append(f"The overall score leaves out {', '.join(thin)}: measured on fewer than "
                      f"{floor} questions in some configuration.")
@@ -335,9 +338,16 @@ def build_report(
     if judged and max(judged) < max(questions):
         judged_note = (f"Judge metrics were computed on {max(judged)} of {max(questions)} questions per "
                        "configuration (judge_questions); the span metrics on every question.")
-    for c in configs:
+    last_error = None
+    for c, r in zip(configs, results):
         if c.failed:
-            notes.append(f"{c.short}: {c.failed} question(s) failed to answer (counted as skipped by the metrics).")
+            first = next((str(s.metadata["error"]) for s in r.samples if s.metadata.get("error")), "")
+            why = " ".join(first.split())
+            why = why if len(why) <= 300 else why[:299] + "…"
+            said = "the same error as above" if why == last_error else f"the first: {why}"
+            last_error = why
+            notes.append(f"{c.short}: {c.failed} question(s) failed to answer (counted as skipped by the "
+                         f"metrics); {said}")
         if c.status != "completed":
             notes.append(f"{c.short}: run {c.run_id} is {c.status}; run the sweep again to finish it.")
     findings = _findings(configs, effects, comparisons, metrics, lower, base, alpha)
@@ -438,6 +448,26 @@ def _findings(configs: Sequence[ConfigSummary], effects: Sequence[Effect],
 def _short_metric(name: str) -> str:
     short = name.replace("(scope=out_of_scope)", "(oos)").replace("(scope=in_scope)", "(in)")
     return short.replace("span_", "").replace("context_", "ctx_").replace("answer_", "ans_")[:15]
+
+
+def _undetectable(raw: Sequence[tuple[str, int, PairedDifference]], alpha: float) -> str | None:
+    """A note when no configuration could have been found better or worse than the baseline,
+    whatever the scores: with at most 16 paired questions the smallest p is 2 / 2**n, and Holm
+    multiplies the smallest p by the number of comparisons."""
+    tested = [d for _, _, d in raw if d.p_value is not None]
+    if not tested or not all(d.exact for d in tested):
+        return None
+    n, m = max(d.n for d in tested), len(raw)
+    if m * 2 / 2**n < alpha:
+        return None
+    need = n
+    while m * 2 / 2**need >= alpha:
+        need += 1
+    return (f"No configuration could have been found better or worse than the baseline, whatever "
+            f"the scores: with {n} paired questions the smallest p is 2/2^{n} = {2 / 2**n:.3g}, and "
+            f"Holm over {m} comparisons makes it {min(1.0, m * 2 / 2**n):.3g}, not below {alpha:g}. The best "
+            f"configurations are ranked on means that these questions cannot tell apart; it takes "
+            f"at least {need} questions for a difference to be detectable at all.")
 
 
 def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None:
