@@ -44,6 +44,7 @@ __all__ = [
     "harmonic_mean",
     "overall_score",
     "paired_difference",
+    "pairs_to_detect",
     "run_spread",
     "summarize",
     "threshold_metrics",
@@ -467,6 +468,21 @@ def _inverted_ci(
     lo = float(np.partition(low, k - 1)[k - 1])
     hi = float(-np.partition(-high, k - 1)[k - 1])
     return (lo if math.isfinite(lo) else None), (hi if math.isfinite(hi) else None)
+
+
+def pairs_to_detect(n: int, comparisons: int, alpha: float) -> int | None:
+    """None when an exact two-sided sign-flip test on ``n`` pairs can reach ``alpha`` after
+    Holm's adjustment over ``comparisons`` tests; else the fewest pairs at which it could. The
+    smallest p of the exact test is 2 / 2**n, and Holm multiplies the smallest p by the number
+    of comparisons, so below that many pairs "no significant difference" says nothing about the
+    data, whatever the scores."""
+    m = max(1, comparisons)
+    if m * 2 / 2**n < alpha:
+        return None
+    need = n
+    while m * 2 / 2**need >= alpha:
+        need += 1
+    return need
 
 
 def paired_difference(

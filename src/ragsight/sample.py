@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ._rows import merge_phoenix_spans, read_row
 from ._shapes import (
     FIELD_ALIASES,
     MAX_DIGITS,
@@ -32,8 +33,6 @@ from ._shapes import (
     HugeNumber,
     deepest_key,
     is_missing,
-    merge_phoenix_spans,
-    read_row,
     row_mapping,
 )
 from .errors import InputError, MissingExtraError

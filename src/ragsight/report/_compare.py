@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from .._stats import PairedDifference, paired_difference
+from .._stats import PairedDifference, paired_difference, pairs_to_detect
 from ..errors import ConfigError
 from ..result import EvaluationResult, load_result, overall_of
 from ..store import Store
@@ -457,11 +457,9 @@ def _undetectable_note(cmp: Comparison) -> str | None:
         return None
     n = max(d.n for d in tested)
     floor = 2 / 2**n
-    if m * floor < cmp.alpha:
+    need = pairs_to_detect(n, m, cmp.alpha)
+    if need is None:
         return None
-    need = n
-    while m * 2 / 2**need >= cmp.alpha:
-        need += 1
     over = f"Holm's adjustment over {m} comparisons makes it {min(1.0, m * floor):.3g}" if m > 1 else (
         f"that is {floor:.3g}")
     return (

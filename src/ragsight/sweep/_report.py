@@ -34,6 +34,7 @@ from ..report import (
     fmt_signed,
     holm,
     paired_difference,
+    pairs_to_detect,
     summarize,
 )
 from ..result import EvaluationResult, load_result, overall_of
@@ -458,11 +459,9 @@ def _undetectable(raw: Sequence[tuple[str, int, PairedDifference]], alpha: float
     if not tested or not all(d.exact for d in tested):
         return None
     n, m = max(d.n for d in tested), len(raw)
-    if m * 2 / 2**n < alpha:
+    need = pairs_to_detect(n, m, alpha)
+    if need is None:
         return None
-    need = n
-    while m * 2 / 2**need >= alpha:
-        need += 1
     return (f"No configuration could have been found better or worse than the baseline, whatever "
             f"the scores: with {n} paired questions the smallest p is 2/2^{n} = {2 / 2**n:.3g}, and "
             f"Holm over {m} comparisons makes it {min(1.0, m * 2 / 2**n):.3g}, not below {alpha:g}. The best "
