@@ -602,3 +602,14 @@ def test_constant_and_degenerate_inputs_never_give_nan() -> None:
     for result in results:
         _no_nan(result)
     assert auroc(constant, labels) == 0.5
+
+
+def test_pairs_to_detect_is_the_floor_of_the_exact_sign_flip_test_after_holm() -> None:
+    from ragsight._stats import pairs_to_detect
+
+    # 6 pairs, 4 comparisons: smallest p 2/64, Holm makes it 0.125; 8 pairs give 4 * 2/256 < 0.05
+    assert pairs_to_detect(6, 4, 0.05) == 8
+    assert pairs_to_detect(8, 4, 0.05) is None
+    assert pairs_to_detect(5, 1, 0.05) == 6  # 2/32 = 0.0625; 2/64 < 0.05
+    assert pairs_to_detect(6, 1, 0.05) is None
+    assert pairs_to_detect(4, 49, 0.05) == 11  # the sweep of 8 configurations on 4 questions
