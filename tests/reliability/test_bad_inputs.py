@@ -191,6 +191,9 @@ class CliCase:
 GOOD = str(FIXTURES / "crlf_lines.jsonl")
 CLI_CASES = [
     CliCase("unknown metric", ("--metrics", "faithfulnes"), ("unknown metric 'faithfulnes'. Did you mean 'faithfulness'?",)),
+    CliCase("two unknown metrics, named at once", ("--metrics", "faithfullness,answer_relevancy,context_recal"),
+            ("unknown metrics 'faithfullness' (did you mean 'faithfulness'?), 'context_recal' (did you mean "
+             "'context_recall'?).",)),
     CliCase("metric with a bad parameter", ("--metrics", "factual_correctness(mode=foo)"),
             ("factual_correctness mode must be one of precision, recall, f1, fbeta, not 'foo'",)),
     CliCase("unreadable metric", ("--metrics", "factual_correctness(mode"), ("cannot read metric",)),

@@ -127,13 +127,20 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name, params
 
 
-def _unknown(name: str) -> ConfigError:
+def _unknown(*unknown: str) -> ConfigError:
     names = metric_names()
-    close = difflib.get_close_matches(name, names + list(GROUPS), n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    return ConfigError(
-        f"unknown metric '{name}'.{hint} Known metrics: {', '.join(names)}; groups: {', '.join(GROUPS)}, all."
-    )
+    known = f"Known metrics: {', '.join(names)}; groups: {', '.join(GROUPS)}, all."
+
+    def close(name: str) -> str | None:
+        found = difflib.get_close_matches(name, names + list(GROUPS), n=1)
+        return found[0] if found else None
+
+    if len(unknown) == 1:
+        near = close(unknown[0])
+        hint = f" Did you mean '{near}'?" if near else ""
+        return ConfigError(f"unknown metric '{unknown[0]}'.{hint} {known}")
+    said = [f"'{n}'" + (f" (did you mean '{near}'?)" if (near := close(n)) else "") for n in unknown]
+    return ConfigError(f"unknown metrics {', '.join(said)}. {known}")
 
 
 def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample] = ()) -> list[Metric]:
@@ -150,6 +157,11 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
     out: list[Metric] = []
     seen: set[str] = set()
     empty_groups: list[str] = []
+    unknown = [name for name in (parse_spec(x.strip())[0] for x in specs if x.strip()
+                                 and x.strip().lower() not in ("default", "core", "all", *GROUPS))
+               if name not in REGISTRY]
+    if unknown:  # every misspelt name at once, not one per attempt
+        raise _unknown(*dict.fromkeys(unknown))
 
     def add(m: Metric) -> None:
         if m.key not in seen:
@@ -175,9 +187,7 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
                 empty_groups.append(_why_none_fits(spec, members))
             continue
         name, params = parse_spec(spec)
-        found = REGISTRY.get(name)
-        if found is None:
-            raise _unknown(name)
+        found = REGISTRY[name]
         _check_params(found, name, spec, params)
         key = name + spec.strip()[len(name):] if params else name
         try:
