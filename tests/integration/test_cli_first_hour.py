@@ -132,11 +132,13 @@ def test_a_failure_cause_is_shown_whole(tmp_path: Path, judge: FakeOpenAIServer,
 
     data = write(tmp_path / "d.jsonl", make_samples(2))
     with FakeOpenAIServer(handler=flaky) as emb:
-        code, out, _ = run(capsys, *evaluate_argv(data, judge.url, tmp_path / "runs.db", "--metrics",
-                                                  "faithfulness,answer_relevancy", "--embedder",
-                                                  "openai:e", "--embedder-base-url", emb.url))
+        code, out, err = run(capsys, *evaluate_argv(data, judge.url, tmp_path / "runs.db", "--metrics",
+                                                    "faithfulness,answer_relevancy", "--embedder",
+                                                    "openai:e", "--embedder-base-url", emb.url))
     text = one_line(out)
-    assert code == 1  # answer_relevancy failed on every sample: the run misses its gate
+    assert code == 1  # answer_relevancy failed on every sample
+    # no threshold was set: the last line names what failed, not a gate the user never gave
+    assert "misses its gate" not in err and "a metric has no score on any sample" in err, err
     assert "input too long: limit is 8 tokens" in text
     assert "LEFT OUT of the overall: answer_relevancy: failed on all 2 samples" in text
 

@@ -291,7 +291,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         for ok, line in gate.lines:
             say(out, Text.assemble(("  ok     " if ok else "  FAILED ", "green" if ok else "bold red"), line))
     if gate.failed:
-        err.print(f"error: the run misses its gate (exit status {EXIT_FAILED})", markup=False)
+        if thresholds:
+            err.print(f"error: the run misses its gate (exit status {EXIT_FAILED})", markup=False)
+        else:  # no threshold was set: say what failed, not a gate the user never gave
+            err.print(f"error: a metric has no score on any sample (exit status {EXIT_FAILED}; "
+                      "see FAILED above)", markup=False)
         return EXIT_FAILED
     return EXIT_OK
 
