@@ -192,9 +192,14 @@ def test_a_sweep_whose_questions_all_fail_says_why(
             "same error as above") in prose
 
 
-SLOW_RAG = """import json, sys, time
-json.load(sys.stdin)
+# The second configuration (top_k = 5) holds its answers while the file HOLD exists, so the
+# Ctrl-C surely lands while it runs. (Without the hold, a test process late by over a second to
+# read the "[2/2] top_k=5 ..." line sent its signal after the sweep had finished: exit 0.)
+SLOW_RAG = """import json, os, sys, time
+message = json.load(sys.stdin)
 time.sleep(0.5)
+while message.get("config", {}).get("top_k") == 5 and os.path.exists(HOLD):
+    time.sleep(0.1)
 print(json.dumps({"answer": "Staff get 25 days.", "contexts": [{"id": "c1", "text": "25 days."}]}))
 """
 
@@ -203,7 +208,9 @@ def test_ctrl_c_in_a_sweep_says_how_to_continue_and_the_rerun_continues(tmp_path
     """Ctrl-C during a sweep printed one word, "interrupted", and nothing on how to go on. Now
     it says what is saved and the command that continues; that command reuses the finished
     configuration."""
-    (tmp_path / "slow_rag.py").write_text(SLOW_RAG, encoding="utf-8")
+    hold = tmp_path / "hold"
+    hold.write_text("", encoding="utf-8")
+    (tmp_path / "slow_rag.py").write_text(f"HOLD = {str(hold)!r}\n" + SLOW_RAG, encoding="utf-8")
     rows = [{"id": f"q{i}", "question": f"How many days {i}?", "reference": "25 days."}
             for i in range(8)]
     (tmp_path / "testset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
@@ -223,6 +230,7 @@ def test_ctrl_c_in_a_sweep_says_how_to_continue_and_the_rerun_continues(tmp_path
             break
     proc.send_signal(signal.SIGINT)
     _, rest = proc.communicate(timeout=60)
+    hold.unlink()
     err = "".join(seen) + rest
     assert proc.returncode == 130, err
     assert ("interrupted: the finished configurations and samples are saved in runs.db. The same "
