@@ -220,17 +220,26 @@ def test_ctrl_c_in_a_sweep_says_how_to_continue_and_the_rerun_continues(tmp_path
         '[grid]\ntop_k = [3, 5]\n', encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(Path(ragsight.__file__).parents[1])}
     cmd = [sys.executable, "-m", "ragsight.cli", "sweep", "slow.toml", "--store", "runs.db"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a shell running the suite in the background (`cmd &`, nohup) ignores SIGINT, and its
+        # children inherit that: the sweep would never see the Ctrl-C
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert proc.stderr is not None
     seen = []
-    for line in proc.stderr:  # wait for the second configuration to start
-        seen.append(line)
-        if line.startswith("[2/2] top_k=5 ..."):
-            break
-    proc.send_signal(signal.SIGINT)
-    _, rest = proc.communicate(timeout=60)
-    hold.unlink()
+    try:
+        for line in proc.stderr:  # wait for the second configuration to start
+            seen.append(line)
+            if line.startswith("[2/2] top_k=5 ..."):
+                break
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=60)
+    finally:
+        hold.unlink()
+        if proc.poll() is None:  # never leave the sweep (and its held targets) running
+            proc.kill()
+            proc.wait()
     err = "".join(seen) + rest
     assert proc.returncode == 130, err
     assert ("interrupted: the finished configurations and samples are saved in runs.db. The same "
