@@ -237,9 +237,9 @@ def test_ctrl_c_in_a_sweep_says_how_to_continue_and_the_rerun_continues(tmp_path
         _, rest = proc.communicate(timeout=60)
     finally:
         hold.unlink()
-        if proc.poll() is None:  # never leave the sweep (and its held targets) running
+        if proc.poll() is None:  # never leave the sweep (and its held targets) running,
             proc.kill()
-            proc.wait()
+        proc.__exit__(None, None, None)  # nor its pipes open for a later test to report
     err = "".join(seen) + rest
     assert proc.returncode == 130, err
     assert ("interrupted: the finished configurations and samples are saved in runs.db. The same "
