@@ -51,6 +51,8 @@ sys.path.insert(0, str(ROOT))  # tests.fakes and tests.reliability.world
 from tests.fakes import FakeOpenAIServer  # noqa: E402
 from tests.reliability.world import ALL_FAULTS, JudgeWorld, make_samples  # noqa: E402
 
+from ragsight import Store  # noqa: E402
+
 KEY = "soakSECRETkey7f3a1c9e5b2d8046f1e3"  # 33 characters, no "sk-" prefix
 NEEDLES = (KEY, KEY[:12], KEY[-12:], KEY[10:22], f"Bearer {KEY}")
 METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_similarity"]
@@ -150,9 +152,15 @@ def main(argv: list[str] | None = None) -> int:
     duplicated = dup_calls + max(0, len(score_rows) - len(ids) * n_metrics)
     bad_values = [r for r in score_rows if r[3] is not None and (r[3] != r[3] or abs(r[3]) == float("inf"))]
     tokens = 0
-    for col, table in (("evidence", "scores"), ("parsed", "judge_calls"), ("stats", "runs"),
-                       ("entry", "cache"), ("config", "runs")):
-        for (text,) in query(store, f"SELECT {col} FROM {table}"):
+    with Store(store) as st:  # a score's evidence is a text id in the compact store: read the text
+        columns: dict[tuple[str, str], list[Any]] = {}
+        for col, table in (("evidence", "scores"), ("parsed", "judge_calls"), ("stats", "runs"),
+                           ("entry", "cache"), ("config", "runs")):
+            got = [v for (v,) in query(store, f"SELECT {col} FROM {table}")]
+            packed = st.texts.get_many(v for v in got if isinstance(v, int))
+            columns[(col, table)] = [packed[v] if isinstance(v, int) else v for v in got]
+    for texts in columns.values():
+        for text in texts:
             if text and any(t in text for t in ("NaN", "Infinity")):
                 try:
                     json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
