@@ -59,6 +59,7 @@ from ._common import (
     out,
     say,
     shell_command,
+    show_warning,
 )
 from ._common import add_store as _add_store
 from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
@@ -252,7 +253,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
-        warnings.showwarning = _show_warning
+        warnings.showwarning = show_warning
         try:
             # the store file is created only once the preflight passed (a path, not a Store)
             with ProgressDisplay(progress, "off" if args.quiet else None, console=err):
@@ -352,10 +353,6 @@ def _open_existing(path: str) -> Store:
     if path != ":memory:" and not os.path.exists(path):
         raise RagsightError(f"no store at {path}; give the --store file that 'ragsight evaluate' wrote")
     return Store(path)
-
-
-def _show_warning(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
-    say(err, f"warning: {message}", markup=False)
 
 
 def _ci(low: float | None, high: float | None) -> str:

@@ -63,6 +63,11 @@ def shell_command(args: Sequence[str]) -> str:
     return " ".join(shlex.quote(a) for a in args)
 
 
+def show_warning(message: Warning | str, *rest: Any, **kw: Any) -> None:
+    """``warnings.showwarning`` for a person: ``warning: message``, no source path or code line."""
+    say(err, f"warning: {message}", markup=False)
+
+
 def say(console: Console, text: str | Text, **kw: Any) -> None:
     """Prose for a person (a notice, a warning, an error, a reason): on a terminal wrapped at
     spaces to its width, so no word is cut at the edge; in a log or a pipe one whole line, which

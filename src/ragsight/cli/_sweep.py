@@ -26,7 +26,7 @@ from ..sweep import (
     write_sweep_html,
 )
 from ..testset import read_testset
-from ._common import EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command
+from ._common import EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command, show_warning
 
 __all__ = ["register"]
 
@@ -127,7 +127,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("once")
-        warnings.showwarning = _show_warning
+        warnings.showwarning = show_warning
         try:
             result = asyncio.run(asweep(spec, store=args.store, judge=args.judge, embedder=args.embedder,
                                         backend=args.backend, ray_address=args.ray_address,
@@ -149,11 +149,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         path = write_sweep_html(rep, html)
         err.print(f"HTML report: {path}")
     return EXIT_OK
-
-
-def _show_warning(message: Warning | str, *rest: Any, **kw: Any) -> None:
-    # a warning for a person, as 'ragsight evaluate' prints it: no source path, no code line
-    err.print(f"warning: {message}", markup=False)
 
 
 def _dry_run(spec: SweepSpec, args: argparse.Namespace) -> int:
