@@ -123,3 +123,9 @@ def test_selected_metrics_skip_samples_lacking_fields_with_reasons() -> None:
     assert result.summary["mrr"].counts == {"scored": 2, "undetermined": 0, "failed": 0, "skipped": 1}
     assert result.summary["mrr"].skip_reasons == {"sample has no retrieved_ids, relevant_ids": 1}
     assert result.summary["mrr"].mean == 0.5
+
+
+def test_specs_given_as_a_generator_are_all_read() -> None:
+    # the check for misspelt names reads the specs before they are resolved: a generator was
+    # used up by it, and the run then said "no metric selected"
+    assert [m.key for m in resolve_metrics(x for x in ["faithfulness", "token_f1"])] == ["faithfulness", "token_f1"]

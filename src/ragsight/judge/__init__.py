@@ -110,11 +110,7 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
                                      name=text, timeout=timeout, max_concurrency=max_concurrency or 256),
                      policy=policy)
     if kind == "local":
-        provider = LocalProvider(rest or None)
-        if not provider.spec.endswith(".gguf"):
-            from ._model_files import _spec
-
-            _spec(provider.spec)  # an unknown name stops here, before the notice presents it
+        provider = LocalProvider(rest or None)  # an unknown name stops here, before the notice
         _say(notice, (DEFAULT_NOTICE if spec is None else "") + agreement_notice(provider.model))
         return Judge(provider, policy=policy)
     raise ConfigError(

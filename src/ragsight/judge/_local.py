@@ -205,9 +205,11 @@ class LocalProvider:
         n_threads: int | None = None,
         progress: bool = True,
     ) -> None:
-        from ._model_files import DEFAULT_MODEL
+        from ._model_files import DEFAULT_MODEL, _spec
 
         self.spec = str(model) if model else DEFAULT_MODEL
+        if not self.spec.endswith(".gguf"):
+            _spec(self.spec)  # an unknown name stops here (with the nearest one), not at first use
         self.model = Path(self.spec).name if self.spec.endswith(".gguf") else self.spec
         self.name = f"local:{self.model}"
         self.n_ctx = n_ctx

@@ -152,8 +152,7 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
     _load_optional()
     if specs is None:
         specs = ["default"]
-    if isinstance(specs, str):
-        specs = [s for s in _split_specs(specs)]
+    specs = list(_split_specs(specs)) if isinstance(specs, str) else list(specs)  # read twice below
     out: list[Metric] = []
     seen: set[str] = set()
     empty_groups: list[str] = []
