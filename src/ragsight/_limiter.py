@@ -12,9 +12,10 @@ backend runs one for the whole cluster). With ``adaptive`` on, the limit it allo
   round trip: only a call sent after the last cut can cut again, so a burst of refusals of calls
   sent together counts as one signal. After a refusal without Retry-After (a server that refuses
   calls beyond a capacity) it grows back at once, as in a slow start, to the most calls that
-  succeeded at one moment since the refusal before (what the server was seen to serve); otherwise (a time-out, a rate limit that says when to come
-  back) it stays at half. Above that it grows by one per round trip, and next to the limit that
-  was refused by one per four, probing the server's capacity without bursts;
+  succeeded at one moment since the refusal before (what the server was seen to serve);
+  otherwise (a time-out, a rate limit that says when to come back) it stays at half. Above that
+  it grows by one per round trip, and next to the limit that was refused by one per four,
+  probing the server's capacity without bursts;
 * **holds** (does not grow) while the recent latency is more than twice its recent minimum (and
   50 ms above it): a server that queues calls instead of refusing them answers slower before it
   answers worse;

@@ -438,13 +438,14 @@ async def _drive(
     try:
         while queue or inflight:
             submit()
-            resting = [rest_until[w] for w in range(len(actors)) if usable(w) and rest_until[w] > time.monotonic()]
+            now = time.monotonic()
+            resting = [rest_until[w] for w in range(len(actors)) if usable(w) and rest_until[w] > now]
             if not inflight and not resting:
                 raise WorkerLostError(
                     f"every Ray worker died more than {max_attempts} times; {len(queue)} batch(es) left. "
                     "The finished samples are saved: fix the cluster and resume the run."
                 )
-            wake = max(0.0, min(resting) - time.monotonic()) if queue and resting else None
+            wake = max(0.0, min(resting) - now) if queue and resting else None
             if not inflight:
                 await asyncio.sleep(wake or 0.0)
                 continue
@@ -456,10 +457,12 @@ async def _drive(
                     res: _BatchResult = fut.result()
                 except lost as exc:
                     failures_in_a_row[w] += 1
-                    rest_until[w] = time.monotonic() + min(_REST_S[1], _REST_S[0] * 2 ** (failures_in_a_row[w] - 1))
+                    rest = min(_REST_S[1], _REST_S[0] * 2 ** (failures_in_a_row[w] - 1))
+                    rest_until[w] = time.monotonic() + rest
                     if limiter is not None:
                         await limiter.release_holders.remote([attempt])
-                    if isinstance(exc, ActorUnavailableError) and unavailable[b] < _UNAVAILABLE_PER_ATTEMPT * max_attempts:
+                    transient = isinstance(exc, ActorUnavailableError)
+                    if transient and unavailable[b] < _UNAVAILABLE_PER_ATTEMPT * max_attempts:
                         unavailable[b] += 1
                         attempts[b] -= 1  # the worker is restarting or out of reach: not a death
                         queue.appendleft(b)
@@ -467,9 +470,10 @@ async def _drive(
                     deaths[w] += 1
                     if attempts[b] >= max_attempts:
                         ids = ", ".join(s.id for s in batches[b][:5])
+                        times = f"{attempts[b]} time{'s' if attempts[b] != 1 else ''}"
                         raise WorkerLostError(
                             f"the batch with samples {ids}{'...' if len(batches[b]) > 5 else ''} lost its "
-                            f"worker {attempts[b]} time{'s' if attempts[b] != 1 else ''} (last: {type(exc).__name__}). A sample may crash "
+                            f"worker {times} (last: {type(exc).__name__}). A sample may crash "
                             "the worker; the finished samples are saved: resume the run without it."
                         ) from exc
                     queue.appendleft(b)
