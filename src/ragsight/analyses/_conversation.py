@@ -11,7 +11,8 @@ it). On top of them, :func:`verdicts` does three things:
    checked again against the contexts followed by the conversation (``verify_claim_conversation``
    / ``verify_claims_conversation``): the conversation tells what its words refer to, the facts
    must still come from the contexts. The claim's P(supported) is the larger of the two checks.
-2. **Which earlier message resolved it.** For a claim supported through the conversation, the
+2. **Which earlier message resolved it.** For a claim the conversation made supported (or more
+   likely supported than the contexts alone), the
    embedded judge checks it against the contexts with each shown earlier message alone and names
    the one with the highest P(supported) (latest first on a tie); a remote judge names the
    message in its verdict. Recorded as a :class:`Resolution` (history position, turn, role).
@@ -140,8 +141,10 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
                 continue
             old = base.verdicts[i]
             better = (not old.supported) if p2 is None else p2 > first[i]
+            if not better:
+                continue  # the contexts alone support it at least as well
             v = ClaimVerdict(claim=old.claim, supported=True, probability=p2, reason=reason,
-                             target="contexts+conversation", signals=sig) if better else old
+                             target="contexts+conversation", signals=sig)
             if judge.supports_choices:
                 res = await _resolve(sa, judge, old.claim, ctx_block, history, s.question,
                                      old.signals.get("judge_prior"), answers)

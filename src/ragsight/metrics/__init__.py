@@ -30,6 +30,12 @@ from .context_relevance import ContextRelevance
 from .factual_correctness import FactualCorrectness
 from .faithfulness import Faithfulness
 from .noise_sensitivity import NoiseSensitivity
+from .tool_calls import (
+    ConversationToolCallAccuracy,
+    ConversationToolCallF1,
+    ToolCallAccuracy,
+    ToolCallF1,
+)
 
 __all__ = [
     "GROUPS",
@@ -44,10 +50,14 @@ __all__ = [
     "ContextPrecisionWithoutReference",
     "ContextRecall",
     "ContextRelevance",
+    "ConversationToolCallAccuracy",
+    "ConversationToolCallF1",
     "FactualCorrectness",
     "Faithfulness",
     "Metric",
     "NoiseSensitivity",
+    "ToolCallAccuracy",
+    "ToolCallF1",
     "default_metrics",
     "metric_names",
     "register",
@@ -55,7 +65,7 @@ __all__ = [
 ]
 
 REGISTRY: dict[str, type[Metric]] = {}
-GROUPS = ("retrieval", "generation", "reference-free", "lexical", "ir")
+GROUPS = ("retrieval", "generation", "reference-free", "lexical", "ir", "agent", "conversation")
 
 
 def register(cls: type[Metric]) -> type[Metric]:
@@ -70,6 +80,7 @@ for _cls in (
     Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithoutReference,
     ContextRecall, FactualCorrectness, AnswerCorrectness, AnswerSimilarity, NoiseSensitivity,
     ContextRelevance, ContextEntityRecall, Abstention,
+    ToolCallAccuracy, ToolCallF1, ConversationToolCallAccuracy, ConversationToolCallF1,
 ):
     register(_cls)
 
