@@ -28,15 +28,16 @@ embedded judge reuses it across claims and across the two checks).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._budget import FENCE_TOKENS, fit_for_judge
 from .._score import ClaimVerdict
-from ..conversation import Turn
+from ..conversation import Conversation, Turn
 from ..errors import OutputError
-from ..judge import Answer, Judge
+from ..judge import Answer, Judge, JudgeFailedError
 from ..prompts import fence, load_prompt, neutralise
 from ._calibrated import assess_claim
 from ._signals import compute_signals, unfence
@@ -55,8 +56,8 @@ from ._types import (
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "REFERRING", "conversation_block", "questions",
-           "refers", "verdicts"]
+__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "REFERRING", "conversation_block", "judge_items", "questions",
+           "refers", "transcript", "verdicts"]
 
 MAX_MESSAGES = 8  # the last this many user/assistant messages of the history are shown
 MAX_MESSAGE_CHARS = 1000  # each cut to this many characters
@@ -72,15 +73,19 @@ def refers(claim: str) -> bool:
     return any(w.lower() in REFERRING for w in _WORD.findall(claim))
 
 
+def turn_of(history: Sequence[Turn]) -> list[int]:
+    """The 0-based turn each message belongs to: the number of assistant turns
+    (``Conversation.assistant_turns``) before it, so a user message and the steps of an agent's
+    answer belong to the turn that answers them."""
+    answers = Conversation("", tuple(history)).assistant_turns
+    return [sum(p < i for p in answers) for i in range(len(history))]
+
+
 def _shown(history: Sequence[Turn]) -> list[tuple[int, int, Turn]]:
     """(position in history, turn index, message) of the messages shown to the judge."""
-    out: list[tuple[int, int, Turn]] = []
-    turn = 0
-    for i, m in enumerate(history):
-        if m.role in ("user", "assistant") and m.content.strip():
-            out.append((i, turn, m))
-        if m.role == "assistant":
-            turn += 1
+    turns = turn_of(history)
+    out = [(i, turns[i], m) for i, m in enumerate(history)
+           if m.role in ("user", "assistant") and m.content.strip()]
     return out[-MAX_MESSAGES:]
 
 
@@ -298,3 +303,92 @@ async def questions(sa: SampleAnalyses) -> GeneratedQuestions:
     )
     standalone, qs, noncommittal = ans.value
     return GeneratedQuestions(tuple(qs), noncommittal, refs(ans), standalone_question=standalone)
+
+
+# ---- the whole conversation, for the conversation-level metrics ------------------------------
+
+
+def transcript(turns: Sequence[Turn]) -> tuple[str, list[tuple[int, int, Turn]]]:
+    """The fenced conversation with every message numbered from 1 ("[3] assistant (turn 1): ...
+    [calls: search(q="x")]", "[4] tool search (turn 1): ..."), each cut at
+    :data:`MAX_MESSAGE_CHARS`; and (number, turn, message) of each shown message."""
+    lines: list[str] = []
+    shown: list[tuple[int, int, Turn]] = []
+    for m, turn in zip(turns, turn_of(turns)):
+        if m.role == "system" or not (m.content.strip() or m.tool_calls):
+            continue
+        n = len(shown) + 1
+        who = f"tool {m.name}" if m.role == "tool" and m.name else m.role
+        text = _line(m)
+        if m.tool_calls:
+            calls = "; ".join(_call(c.name, c.args) for c in m.tool_calls)
+            text = f"{text} [calls: {calls}]".strip()
+        lines.append(f"[{n}] {who} (turn {turn}): {neutralise(text)}")
+        shown.append((n, turn, m))
+    return fence("conversation", "\n".join(lines)), shown
+
+
+def _call(name: str, args: Any) -> str:
+    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}" for k, v in dict(args).items())
+    return f"{name}({inner})"
+
+
+async def judge_items(
+    sa: SampleAnalyses, step: str, conversation: str, items: Sequence[str], extra: str = "",
+) -> tuple[list[tuple[bool, float | None, str]], tuple[Any, ...]]:
+    """A verdict (ok, P(Yes) or None, reason) for each item read against the conversation:
+    one JSON call (``step``) for a remote judge; for the embedded judge, one yes/no call per item
+    (``step_choice``: the conversation first, shared by every item), and a reason asked with the
+    JSON prompt for the items judged No (unless the explanation mode is ``none``)."""
+    judge = sa.need_judge()
+    thr = sa.settings.support_threshold
+    conversation = fit_for_judge(judge, [conversation], field="conversation",
+                                 output_tokens=64 + 60 * len(items), alongside=[*items, extra],
+                                 record=sa.truncations)[0]
+    extra_block = f"\n{extra}\n" if extra else ""
+
+    async def ask(texts: Sequence[str]) -> Answer[list[tuple[bool, str]]]:
+        n = len(texts)
+
+        def validate(d: dict[str, Any]) -> list[tuple[bool, str]]:
+            out = []
+            for i, item in enumerate(verdict_items(d, n, "item")):
+                ok = lenient_bool(item.get("verdict"), f"verdict {i + 1} 'verdict'")
+                reason = item.get("reason")
+                out.append((ok, reason.strip() if isinstance(reason, str) else ""))
+            return out
+
+        return await judge.ask(
+            load_prompt(step),
+            {"conversation": conversation, "extra": extra_block, "items": numbered("text", texts),
+             "item_list": list(texts)},
+            validate, count=n, max_tokens=64 + 60 * n, use_cache=sa.settings.use_cache,
+        )
+
+    if not items:
+        return [], ()
+    if not judge.supports_choices:
+        ans = await ask(items)
+        return [(ok, None, reason) for ok, reason in ans.value], refs(ans)
+    answers: list[Answer[Any]] = []
+    prompt = load_prompt(step + "_choice")
+    async with sa.batch:  # back to back: the conversation is the shared prefix
+        for item in items:
+            answers.append(await judge.choose(
+                prompt, {"conversation": conversation, "extra": extra_block, "item": fence("text", item),
+                         "item_text": item},
+                use_cache=sa.settings.use_cache,
+            ))
+    out: list[tuple[bool, float | None, str]] = []
+    for item, a in zip(items, list(answers)):
+        p = a.value["Yes"]
+        reason = ""
+        if (p < thr and sa.settings.explain != "none") or sa.settings.explain == "all":
+            try:
+                why = await ask([item])
+                answers.append(why)
+                reason = why.value[0][1]
+            except JudgeFailedError:
+                reason = ""  # a reason is a courtesy; the verdict stands without it
+        out.append((p >= thr, p, reason))
+    return out, refs(*answers)

@@ -27,6 +27,12 @@ from .context_entity_recall import ContextEntityRecall
 from .context_precision import ContextPrecision, ContextPrecisionWithoutReference
 from .context_recall import ContextRecall
 from .context_relevance import ContextRelevance
+from .conversation import (
+    AgentGoalAccuracy,
+    ConversationCompleteness,
+    KnowledgeRetention,
+    RoleAdherence,
+)
 from .factual_correctness import FactualCorrectness
 from .faithfulness import Faithfulness
 from .noise_sensitivity import NoiseSensitivity
@@ -42,6 +48,7 @@ __all__ = [
     "OUT_OF_SCOPE_SKIP",
     "REGISTRY",
     "Abstention",
+    "AgentGoalAccuracy",
     "AnswerCorrectness",
     "AnswerRelevancy",
     "AnswerSimilarity",
@@ -50,12 +57,15 @@ __all__ = [
     "ContextPrecisionWithoutReference",
     "ContextRecall",
     "ContextRelevance",
+    "ConversationCompleteness",
     "ConversationToolCallAccuracy",
     "ConversationToolCallF1",
     "FactualCorrectness",
     "Faithfulness",
+    "KnowledgeRetention",
     "Metric",
     "NoiseSensitivity",
+    "RoleAdherence",
     "ToolCallAccuracy",
     "ToolCallF1",
     "default_metrics",
@@ -81,6 +91,7 @@ for _cls in (
     ContextRecall, FactualCorrectness, AnswerCorrectness, AnswerSimilarity, NoiseSensitivity,
     ContextRelevance, ContextEntityRecall, Abstention,
     ToolCallAccuracy, ToolCallF1, ConversationToolCallAccuracy, ConversationToolCallF1,
+    KnowledgeRetention, ConversationCompleteness, RoleAdherence, AgentGoalAccuracy,
 ):
     register(_cls)
 

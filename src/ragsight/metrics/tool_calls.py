@@ -47,7 +47,7 @@ from ._base import Metric
 from ._levels import conversation_only
 
 __all__ = ["ConversationToolCallAccuracy", "ConversationToolCallF1", "ToolCallAccuracy", "ToolCallF1",
-           "call_text", "compare_calls", "normal_args"]
+           "call_text", "compare_calls", "describe", "normal_args"]
 
 
 def _normal(value: Any) -> Any:
