@@ -144,6 +144,10 @@ def describe(row: dict[str, Any]) -> str:
             f"{', '.join(row.get('arguments', []))}")
 
 
+def _n(k: int, noun: str) -> str:
+    return f"{k} {noun}" if k == 1 else f"{k} {noun}s"
+
+
 class _ToolCallMetric(Metric):
     groups = frozenset({"agent"})
 
@@ -183,7 +187,7 @@ class ToolCallAccuracy(_ToolCallMetric):
             return Score.scored(self.key, 1.0, "no call was expected and none was made", ev)
         order = "in order" if self.strict_order else "in any order"
         why = f"; {describe(wrong[0])}" + (f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else "") if wrong else ""
-        return Score.scored(self.key, value, f"{len(calls)} calls against {len(reference)} expected, "
+        return Score.scored(self.key, value, f"{_n(len(calls), 'call')} against {len(reference)} expected, "
                             f"paired {order}{why}", ev)
 
 
@@ -217,7 +221,7 @@ class ToolCallF1(_ToolCallMetric):
         if not calls and not reference:
             return Score.scored(self.key, 1.0, "no call was expected and none was made", ev)
         value = 2 * tp / (len(calls) + len(reference))  # = 2PR / (P + R), 0 when nothing matches
-        return Score.scored(self.key, value, f"{tp} of {len(calls)} calls match one of {len(reference)} "
+        return Score.scored(self.key, value, f"{tp} of {_n(len(calls), 'call')} match one of {len(reference)} "
                             f"expected ({len(extra)} extra, {len(missing)} missing)", ev)
 
 
