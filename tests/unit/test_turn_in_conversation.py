@@ -174,3 +174,16 @@ def test_answer_relevancy_compares_with_the_question_rewritten_to_stand_alone() 
                    emb)
     assert single.value == pytest.approx((0 + 0.8 + 1) / 3)  # the question as asked, single-turn prompt
     assert "standalone_question" not in single.evidence.details
+
+
+def test_reasons_are_asked_against_the_contexts_not_against_the_users_words() -> None:
+    s = world()
+    s.verdicts[(WEEKENDS, "user")] = False
+    provider = choice_judge(s)
+    ctx = SampleAnalyses(turn_sample(), Judge(provider), None,
+                         AnalysisSettings(verify_response_vs_contexts=True, calibrated=False))
+    got = asyncio.run(Faithfulness().score(ctx))
+    sources = [r.variables["source"] for r in provider.calls_for("explain_verdict")]
+    assert len(sources) == 2 and all(src.startswith("<context") for src in sources)  # both claims, stage 1
+    assert [v.reason for v in got.evidence.claims][1] == "scripted reason"  # kept from the contexts check
+    assert [r.variables["target"] for r in provider.calls_for("verify_claim")].count("user") == 1

@@ -39,6 +39,7 @@ from ..conversation import Conversation, Turn
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError
 from ..prompts import fence, load_prompt, neutralise
+from . import _verdicts
 from ._calibrated import assess_claim
 from ._signals import compute_signals, unfence
 from ._types import (
@@ -162,7 +163,8 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
     still = [i for i, v in enumerate(final) if not v.supported]
     if still:
         user = _user_block(history, s.question)
-        said = await sa.verify([final[i].claim for i in still], "user", user)
+        # no reason asked: a claim the user did not say keeps its reason against the contexts
+        said = await _verdicts.verify(sa, [final[i].claim for i in still], "user", user, reasons=False)
         answers_refs = said.refs
         for i, v in zip(still, said.verdicts):
             if v.supported:
