@@ -149,7 +149,12 @@ def main() -> None:
     restated = sum(judged[r["id"]]["restates_user"] > 0 for r in both)
     print(f"with history: {resolved} rows had a claim resolved through an earlier turn, "
           f"{restated} a claim restating the user")
+    every = load(10**6, None)
     for label in ("label_faithful", "label_faithful_strict"):
+        y_all = [int(r[label]) for r in every]
+        print(f"{label}, all {len(every)} rows with contexts (no model): {sum(y_all)} positive")
+        print(figures("word overlap, contexts", [overlap(r, False) for r in every], y_all, None))
+        print(figures("word overlap, contexts+history", [overlap(r, True) for r in every], y_all, None))
         y = [int(r[label]) for r in both]
         print(f"{label}: {sum(y)} of {len(y)} positive")
         print(figures("judge, with history", [judged[r["id"]]["with"] for r in both], y, 0.5))
