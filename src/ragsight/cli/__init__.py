@@ -381,7 +381,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
     """The run's summary, laid out for 80 columns: the table of metrics, the overall score
     with what it leaves out, judge spend, and every reason for a failure or a skip, whole."""
     c = console or out
-    table = compact_table(f"run {result.run_id}  ({len(result.samples)} samples, {result.status})")
+    table = compact_table(f"run {result.run_id}  ({result.describe_shape()}, {result.status})")
     table.add_column("metric", overflow="fold", min_width=12)
     for col in ("mean", "95% CI", "sd", "scored", "undet.", "failed", "skipped"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -391,6 +391,8 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                       str(s.counts["scored"]), str(s.counts["undetermined"]), str(s.counts["failed"]),
                       str(s.counts["skipped"]))
     c.print(table)
+    if result.conversations:
+        _print_conversation_summary(result, c)
     ov = result.overall_detail
     if ov.mean is not None and len(result.summary) > 1:
         clamped = f"; clamped to [0, 1]: {', '.join(ov.clamped)}" if ov.clamped else ""
@@ -428,6 +430,25 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                 say(c, f"  {g.line()}", markup=False)
             if len(groups) > 20:
                 c.print(f"  ... and {len(groups) - 20} more kinds (ragsight show {result.run_id})")
+
+
+def _print_conversation_summary(result: EvaluationResult, c: Console) -> None:
+    """The turn metrics per conversation: the mean of each conversation's scored turns, then
+    the mean over conversations (a long conversation counts once), with the four outcomes."""
+    sh = result.shape
+    say(c, f"Per conversation ({sh['conversations']}): each one's mean over its scored turns, where the "
+        f"table above counts each of the {sh['turns']} assistant turns once:", markup=False)
+    table = compact_table(None)
+    table.add_column("metric", overflow="fold", min_width=12)
+    for col in ("mean", "95% CI", "scored", "undet.", "failed", "skipped"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for key, s in result.conversation_summary.items():
+        if not sum(s.counts.values()):
+            continue
+        table.add_row(key, _fmt(s.mean), _ci(s.ci_low, s.ci_high), str(s.counts["scored"]),
+                      str(s.counts["undetermined"]), str(s.counts["failed"]), str(s.counts["skipped"]))
+    c.print(table)
+    c.print(f"each conversation: ragsight show {result.run_id} --conversation ID", markup=False)
 
 
 # ---- show / runs / export ---------------------------------------------------------------------

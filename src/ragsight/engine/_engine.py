@@ -174,5 +174,10 @@ async def run_samples(
 
 
 def describe_metrics(metrics: Sequence[Metric]) -> list[dict[str, Any]]:
-    return [{"key": m.key, "name": m.name, "params": m.params(), "lower_is_better": m.lower_is_better}
-            for m in metrics]
+    out = []
+    for m in metrics:
+        d = {"key": m.key, "name": m.name, "params": m.params(), "lower_is_better": m.lower_is_better}
+        if metric_level(m) != "turn":  # a conversation-level metric says so (exports read it)
+            d["level"] = metric_level(m)
+        out.append(d)
+    return out

@@ -1,0 +1,129 @@
+"""Conversations from the outside: JSONL files as ragas, DeepEval and OpenAI write them,
+evaluated with ``ragsight evaluate FILE --judge ... --out``, over real HTTP to a judge on
+127.0.0.1. ``--out`` has one row per assistant turn with ``conversation_id`` and ``turn``, and
+one row per conversation."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragsight.cli import main
+from tests.fakes import FakeOpenAIServer
+from tests.reliability.world import JudgeWorld
+
+# ragas: EvaluationDataset(samples=[MultiTurnSample(...)]).to_jsonl() writes one model_dump() a line
+RAGAS = [
+    {"user_input": [
+        {"content": "Which bikes do you sell?", "type": "human"},
+        {"content": "", "type": "ai", "tool_calls": [{"name": "search", "args": {"query": "bikes"}}]},
+        {"content": "The Trail is a hybrid bike. The Trail comes in red and blue.", "type": "tool"},
+        {"content": "We sell the Trail, a hybrid bike.", "type": "ai"},
+        {"content": "Does it come in red?", "type": "human"},
+        {"content": "Yes, the Trail comes in red.", "type": "ai"}],
+     "reference": "The user learns the Trail comes in red.",
+     "reference_tool_calls": [{"name": "search", "args": {"query": "bikes"}}]},
+]
+# DeepEval: ConversationalTestCase(...).model_dump() a line
+DEEPEVAL = [
+    {"name": "refunds", "scenario": "A customer asks about refunds.", "chatbot_role": "a shop assistant",
+     "expected_outcome": "The customer learns the refund policy.",
+     "turns": [
+         {"role": "user", "content": "What if these shoes don't fit?"},
+         {"role": "assistant", "content": "We offer a 30-day full refund.",
+          "retrieval_context": ["All customers are eligible for a 30 day full refund."]},
+         {"role": "user", "content": "Even on sale items?"},
+         {"role": "assistant", "content": "Sale items can be exchanged, not refunded.",
+          "retrieval_context": ["Sale items are final: exchange only."]}]},
+]
+# OpenAI: a chat log, one {"messages": [...]} a line
+OPENAI = [
+    {"id": "weather", "messages": [
+        {"role": "system", "content": "You answer questions about the weather."},
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "Paris: sunny, 21 C."},
+        {"role": "assistant", "content": "It is sunny in Paris."}]},
+]
+
+
+@pytest.fixture()
+def judge_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-conv")
+    with FakeOpenAIServer(handler=JudgeWorld()) as srv:
+        yield srv.url
+
+
+def _evaluate(tmp_path: Path, url: str, rows: list[dict[str, Any]], capsys: pytest.CaptureFixture[str],
+              name: str) -> tuple[int, str, list[dict[str, Any]]]:
+    data = tmp_path / f"{name}.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / f"{name}-out.jsonl"
+    code = main(["evaluate", str(data), "--metrics", "faithfulness,answer_relevancy", "--judge", "openai:m",
+                 "--base-url", url, "--embedder", "openai:emb", "--store", str(tmp_path / "runs.db"),
+                 "--out", str(out), "--quiet"])
+    stdout = capsys.readouterr().out
+    return code, stdout, [json.loads(line) for line in out.read_text().splitlines()]
+
+
+@pytest.mark.parametrize(("name", "rows", "turns"), [
+    ("ragas", RAGAS, [0, 1]), ("deepeval", DEEPEVAL, [0, 1]), ("openai", OPENAI, [0])])
+def test_each_shape_evaluates_one_row_per_assistant_turn_plus_one_per_conversation(
+    judge_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+    rows: list[dict[str, Any]], turns: list[int],
+) -> None:
+    code, stdout, out = _evaluate(tmp_path, judge_url, rows, capsys, name)
+    assert code == 0, stdout
+    cid = out[0]["conversation_id"]
+    assert [(r["conversation_id"], r["turn"]) for r in out] == [(cid, t) for t in turns] + [(cid, None)]
+    for r in out[:-1]:
+        assert r["id"] == f"{cid}:{r['turn']}"
+        assert set(r["scores"]) == {"faithfulness", "answer_relevancy"}
+        assert r["scores"]["answer_relevancy"]["outcome"] == "scored"
+    conv = out[-1]
+    assert conv["scores"] == {}  # no conversation-level metric was asked for: no 'skipped' noise
+    assert set(conv["turn_means"]) == {"faithfulness", "answer_relevancy"}
+    assert conv["turn_means"]["answer_relevancy"]["outcome"] == "scored"
+    assert f"1 conversation ({len(turns)} assistant turn{'s' if len(turns) > 1 else ''}" in stdout
+    assert "Per conversation (1)" in stdout
+
+
+def test_tool_results_are_the_contexts_of_an_agent_turn(judge_url: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, out = _evaluate(tmp_path, judge_url, OPENAI, capsys, "agent")
+    first = out[0]
+    assert first["contexts"] == ["Paris: sunny, 21 C."]
+    assert first["tool_calls"] == [{"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1"}]
+    assert first["system_role"] == "You answer questions about the weather."
+    assert first["scores"]["faithfulness"]["outcome"] == "scored"
+
+
+def test_export_and_a_reload_of_the_out_file(judge_url: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, out = _evaluate(tmp_path, judge_url, RAGAS + DEEPEVAL, capsys, "both")
+    assert code == 0
+    csv_path = tmp_path / "export.csv"
+    assert main(["export", "last", "--format", "csv", "--out", str(csv_path),
+                 "--store", str(tmp_path / "runs.db")]) == 0
+    with csv_path.open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["conversation_id"], r["turn"]) for r in rows] == [
+        (out[0]["conversation_id"], "0"), (out[0]["conversation_id"], "1"), (out[0]["conversation_id"], ""),
+        ("refunds", "0"), ("refunds", "1"), ("refunds", "")]
+    assert rows[2]["faithfulness__outcome"] == ""  # a turn metric on the conversation's row: empty
+    # the --out file loads back as the same turns (evaluate it again: the same ids, served from cache)
+    again = tmp_path / "again.jsonl"
+    assert main(["evaluate", str(tmp_path / "both-out.jsonl"), "--metrics", "faithfulness,answer_relevancy",
+                 "--judge", "openai:m", "--base-url", judge_url, "--embedder", "openai:emb",
+                 "--store", str(tmp_path / "runs.db"), "--out", str(again), "--quiet"]) == 0
+    back = [json.loads(line) for line in again.read_text().splitlines()]
+    assert [(r["id"], r["turn"]) for r in back] == [(r["id"], r["turn"]) for r in out]
+    assert [r["scores"] for r in back] == [r["scores"] for r in out]
+    assert "judge: 0 calls" in capsys.readouterr().out

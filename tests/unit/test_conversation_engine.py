@@ -1,0 +1,86 @@
+"""The engine on conversations: turn-level metrics score the turns (and single-turn samples),
+conversation-level metrics the conversation's own sample; neither is run, nor counted, on the
+other level. The result holds each conversation's mean of its scored turns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from ragsight import Outcome, Score, Store, evaluate
+from ragsight.analyses import SampleAnalyses
+from ragsight.conversation import Conversation, Turn
+from ragsight.metrics import REGISTRY, Metric, register
+from ragsight.result import load_result
+from ragsight.store import export_run, flat_rows
+
+
+class TurnsMade(Metric):
+    """A conversation-level metric for the test: the share of assistant turns that are not empty."""
+
+    name = "turns_made"
+    level: ClassVar[str] = "conversation"
+
+    async def compute(self, ctx: SampleAnalyses) -> Score:
+        turns = [t for t in ctx.sample.history or () if t.role == "assistant"]
+        return Score.scored(self.key, sum(1 for t in turns if t.content) / len(turns), f"{len(turns)} turns")
+
+
+@pytest.fixture(autouse=True)
+def _registered() -> Iterator[None]:
+    register(TurnsMade)  # a stored run's metrics are read back by name
+    yield
+    REGISTRY.pop("turns_made", None)
+
+
+CONVS = [
+    Conversation("a", (Turn("user", "Colour?"), Turn("assistant", "Red.", reference="Red."),
+                       Turn("user", "Size?"), Turn("assistant", "Large.", reference="Small."))),
+    Conversation("b", (Turn("user", "Price?"), Turn("assistant", "", reference="$5"),
+                       Turn("user", "Stock?"), Turn("assistant", "Ten left."))),
+]
+
+
+def test_each_level_scores_its_own_samples_and_the_counts_stay_honest(tmp_path: Path) -> None:
+    data = [*CONVS, {"id": "single", "question": "Colour?", "response": "Blue.", "reference": "Blue."}]
+    res = evaluate(data, ["exact_match", TurnsMade()], store=tmp_path / "r.db", show_progress=False)
+    assert res.scores["a:0"]["exact_match"].value == 1.0 and "turns_made" not in res.scores["a:0"]
+    assert res.scores["a"] == {"turns_made": res.scores["a"]["turns_made"]}
+    assert res.scores["b"]["turns_made"].value == 0.5
+    # exact_match: 4 turns + 1 single sample, no 'skipped' noise from the conversations' own samples
+    assert res.summary["exact_match"].counts == {"scored": 3, "undetermined": 0, "failed": 0, "skipped": 2}
+    assert res.summary["turns_made"].counts == {"scored": 2, "undetermined": 0, "failed": 0, "skipped": 0}
+    assert res.shape == {"conversations": 2, "turns": 4, "single": 1}
+    assert res.describe_shape() == "2 conversations (4 assistant turns) + 1 single-turn samples"
+    # per conversation: the mean of its scored turns, with the four outcomes counted
+    a, b = res.conversations["a"]["exact_match"], res.conversations["b"]["exact_match"]
+    assert (a.outcome, a.value) == (Outcome.SCORED, 0.5)
+    assert a.evidence.details["counts"] == {"scored": 2, "undetermined": 0, "failed": 0, "skipped": 0}
+    assert b.outcome is Outcome.SKIPPED and b.value is None  # no turn of b could be scored: no NaN
+    assert b.evidence.details["counts"]["skipped"] == 2
+    assert res.conversation_summary["exact_match"].counts["scored"] == 1
+
+    with Store(tmp_path / "r.db") as st:  # the stored run reads back the same way
+        back = load_result(st, "last")
+        assert back.conversations["a"]["exact_match"].value == 0.5
+        rows = flat_rows(st, back.run_id, "python")
+        export_run(st, back.run_id, "csv", tmp_path / "x.csv")
+    assert [(r["id"], r["conversation_id"], r["turn"]) for r in rows] == [
+        ("a:0", "a", 0), ("a:1", "a", 1), ("a", "a", None), ("b:0", "b", 0), ("b:1", "b", 1), ("b", "b", None),
+        ("single", None, None)]
+    conv_row = rows[2]
+    assert (conv_row["turns_made"], conv_row["exact_match__outcome"]) == (1.0, "")  # not 'missing'
+    assert rows[0]["turns_made__outcome"] == "" and rows[6]["turns_made__outcome"] == ""
+    assert tmp_path.joinpath("x.csv").read_text().splitlines()[0].startswith("run_id,id,conversation_id,turn,")
+
+
+def test_a_single_turn_run_is_unchanged_by_conversations(tmp_path: Path) -> None:
+    res = evaluate([{"id": "s", "question": "q", "response": "a", "reference": "a"}], ["exact_match"],
+                   store=tmp_path / "r.db", show_progress=False)
+    assert res.conversations == {} and res.conversation_summary == {}
+    assert res.describe_shape() == "1 samples"
+    assert set(res.records()[0]) == {"id", "run_id", "scores", "question", "contexts", "response", "reference",
+                                     "reference_contexts", "retrieved_ids", "relevant_ids", "metadata"}
