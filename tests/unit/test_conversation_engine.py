@@ -84,3 +84,22 @@ def test_a_single_turn_run_is_unchanged_by_conversations(tmp_path: Path) -> None
     assert res.describe_shape() == "1 samples"
     assert set(res.records()[0]) == {"id", "run_id", "scores", "question", "contexts", "response", "reference",
                                      "reference_contexts", "retrieved_ids", "relevant_ids", "metadata"}
+
+
+def test_compare_pairs_turns_by_conversation_and_turn(tmp_path: Path) -> None:
+    from ragsight.report import compare_runs
+    from ragsight.sample import Sample
+
+    store = tmp_path / "r.db"
+    a = evaluate(CONVS, ["exact_match"], store=store, show_progress=False)
+    # the same conversations under other sample ids, the second answer of 'a' now right
+    other = [Sample(f"x{i}", question=s.question, response=s.response, reference=s.reference,
+                    conversation_id=s.conversation_id, turn=s.turn, history=s.history) for i, s in enumerate(a.samples)]
+    other[1] = Sample("x1", question="Size?", response="Small.", reference="Small.", conversation_id="a", turn=1)
+    b = evaluate(other, ["exact_match"], store=store, show_progress=False)
+    with Store(store) as st:
+        cmp = compare_runs(st, [a.run_id, b.run_id], allow_poor_pairing=False)
+    (row,) = cmp.paired
+    assert row.shared == 6  # 4 turns and 2 conversations paired although every sample id differs
+    assert row.difference.n == 2  # the turns scored on both sides: a:0 and a:1 (b has nothing to score)
+    assert (row.difference.mean_a, row.difference.mean_b) == (0.5, 1.0)
