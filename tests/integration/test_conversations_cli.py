@@ -127,3 +127,63 @@ def test_export_and_a_reload_of_the_out_file(judge_url: str, tmp_path: Path,
     assert [(r["id"], r["turn"]) for r in back] == [(r["id"], r["turn"]) for r in out]
     assert [r["scores"] for r in back] == [r["scores"] for r in out]
     assert "judge: 0 calls" in capsys.readouterr().out
+
+
+def _report(tmp_path: Path, url: str, capsys: pytest.CaptureFixture[str]) -> Path:
+    code, _, _ = _evaluate(tmp_path, url, RAGAS + DEEPEVAL + OPENAI, capsys, "report")
+    assert code == 0
+    page = tmp_path / "report.html"
+    assert main(["report", "last", "--store", str(tmp_path / "runs.db"), "--out", str(page)]) == 0
+    return page
+
+
+def test_the_report_groups_each_conversations_turns(judge_url: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    html = _report(tmp_path, judge_url, capsys).read_text(encoding="utf-8")
+    assert "3 conversations (5 assistant turns)" in html and "<h3>Conversations (3)</h3>" in html
+    assert html.count('<details class="conversation"') == 3
+    refunds = html[html.index("<b>refunds</b>"):]
+    refunds = refunds[: refunds.index("</details>")]
+    # the turns in order, each linked to its own panel, with the conversation's scenario
+    assert refunds.index("don&#x27;t fit?") < refunds.index('data-turn="0"') < refunds.index("Even on sale") \
+        < refunds.index('data-turn="1"')
+    assert refunds.count('href="#r1-s') == 2 and "A customer asks about refunds." in refunds
+    assert "mean of 2 scored turn(s) of 2" in refunds
+    # the agent's tool call is shown between the question and the answer
+    weather = html[html.index("<b>weather</b>"):]
+    assert weather.index("get_weather(city=&#x27;Paris&#x27;)") < weather.index("Paris: sunny") < \
+        weather.index('data-turn="0"')
+
+
+@pytest.mark.slow
+def test_the_report_renders_a_conversation_in_chromium(judge_url: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.integration.test_report_browser import body_attrs, browse
+
+    page = _report(tmp_path, judge_url, capsys)
+    dom, log = browse(tmp_path, page, "--dump-dom")
+    attrs = body_attrs(dom)
+    assert attrs.get("data-js") == "ran" and attrs.get("data-js-errors") == ""
+    assert [ln for ln in log.splitlines() if ":CONSOLE" in ln] == []
+    assert dom.count('<details class="conversation"') == 3 and dom.count('data-turn="') == 5
+
+
+def test_show_prints_a_conversation_turn_by_turn_and_a_turns_history(
+        judge_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _evaluate(tmp_path, judge_url, DEEPEVAL, capsys, "show")
+    store = str(tmp_path / "runs.db")
+    assert main(["show", "last", "--conversation", "refunds", "--store", store]) == 0
+    text = capsys.readouterr().out
+    order = ["scenario: A customer asks about refunds.", "user: What if these shoes don't fit?",
+             "assistant (turn 0): We offer a 30-day full refund.", "✗ [contexts] We offer a 30-day",
+             "user: Even on sale items?", "assistant (turn 1): Sale items can be exchanged",
+             "✗ [contexts] Sale items can be", "the conversation",
+             "mean of 2 scored turn(s) of 2"]
+    at = [text.index(s) for s in order]
+    assert at == sorted(at), text
+    assert main(["show", "last", "--sample", "refunds:1", "--store", store]) == 0
+    text = capsys.readouterr().out
+    assert "turn 1 of conversation refunds" in text
+    assert text.index("user: What if these shoes") < text.index("question: Even on sale items?")
+    assert main(["show", "last", "--conversation", "nope", "--store", store]) != 0
+    assert "no conversation 'nope'; its conversations: refunds" in capsys.readouterr().err

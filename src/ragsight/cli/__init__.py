@@ -148,13 +148,16 @@ def _parser() -> argparse.ArgumentParser:
 
     sh = sub.add_parser("show", help="show a run's summary, or a sample's evidence trail",
                         epilog="examples:\n  ragsight show last\n  ragsight show last --sample ex-2\n"
-                               "  ragsight show 20260101-120000-ab12cd --sample ex-2 --calls",
+                               "  ragsight show 20260101-120000-ab12cd --sample ex-2 --calls\n"
+                               "  ragsight show last --conversation support-17",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     sh.add_argument("run", help="run id or 'last'")
     sh.add_argument("--sample", help="sample id: print its evidence trail")
     sh.add_argument("--metric", help="only this metric: with --sample its evidence, else its score "
                                      "on every sample, worst first")
     sh.add_argument("--calls", action="store_true", help="also print the judge calls (prompts and raw outputs)")
+    sh.add_argument("--conversation", metavar="ID", help="print a conversation turn by turn with each turn's "
+                                                           "scores and evidence")
     _add_store(sh)
     sh.set_defaults(func=cmd_show)
 
@@ -458,6 +461,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _open_existing(args.store) as store:
         result = load_result(store, args.run)
         metric = _run_metric(result, args.metric) if args.metric else None
+        if args.conversation and not args.sample:
+            from ._conversation import print_conversation
+
+            print_conversation(result, args.conversation, metric, out)
+            return EXIT_OK
         if not args.sample:
             if metric is not None:
                 print_metric_scores(result, metric)
@@ -517,6 +525,10 @@ def print_metric_scores(result: EvaluationResult, metric: str, console: Console 
 def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: str | None, calls: bool) -> None:
     s = next(x for x in result.samples if x.id == sample_id)
     out.rule(f"sample {s.id}  (run {result.run_id})")
+    if s.conversation_id is not None:
+        from ._conversation import print_history
+
+        print_history(s, result.run_id, out)
     if s.question:
         out.print(Text.assemble(("question: ", "bold"), s.question))
     for i, c in enumerate(s.contexts or (), start=1):
