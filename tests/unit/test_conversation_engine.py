@@ -103,3 +103,17 @@ def test_compare_pairs_turns_by_conversation_and_turn(tmp_path: Path) -> None:
     assert row.shared == 6  # 4 turns and 2 conversations paired although every sample id differs
     assert row.difference.n == 2  # the turns scored on both sides: a:0 and a:1 (b has nothing to score)
     assert (row.difference.mean_a, row.difference.mean_b) == (0.5, 1.0)
+
+
+def test_calibrate_takes_labels_per_turn(tmp_path: Path) -> None:
+    from ragsight.report import calibrate
+
+    res = evaluate(CONVS, ["exact_match"], store=tmp_path / "r.db", show_progress=False)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("conversation_id,turn,label\na,0,1\na,1,0\nb,0,1\nb,1,0\nzz,0,1\n")
+    report = calibrate(res, labels, metrics=["exact_match"], allow_poor_pairing=True)
+    # a:0 and a:1 are scored; b's turns are skipped; zz has no turn in the run
+    assert (report.n_labels, report.matched) == (5, 4)
+    assert report.unmatched_ids == ("conversation zz turn 0",)
+    (m,) = report.metrics
+    assert m.n == 2 and m.auroc == 1.0  # a:0 (right, label 1) above a:1 (wrong, label 0)
