@@ -187,3 +187,60 @@ def test_show_prints_a_conversation_turn_by_turn_and_a_turns_history(
     assert text.index("user: What if these shoes") < text.index("question: Even on sale items?")
     assert main(["show", "last", "--conversation", "nope", "--store", store]) != 0
     assert "no conversation 'nope'; its conversations: refunds" in capsys.readouterr().err
+
+
+def _span(trace: str, span: str, parent: str | None, kind: str, start: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    """A span as the OpenTelemetry SDK's ``span.to_json()`` writes it (OpenInference attributes)."""
+    return {"name": kind.lower(), "context": {"trace_id": "0x" + trace * 16, "span_id": "0x" + span * 8},
+            "parent_id": None if parent is None else "0x" + parent * 8, "start_time": start,
+            "end_time": start.replace(":00Z", ":01Z"), "status": {"status_code": "UNSET"},
+            "attributes": {"openinference.span.kind": kind, **attrs}}
+
+
+def _session_trace(trace: str, start: str, question: str, answer: str, doc: str) -> list[dict[str, Any]]:
+    return [
+        _span(trace, "a1", None, "CHAIN", start, {"session.id": "chat-7", "input.value": question,
+                                                   "output.value": answer}),
+        _span(trace, "b2", "a1", "RETRIEVER", start, {"input.value": question,
+                                                      "retrieval.documents.0.document.id": f"doc-{trace}",
+                                                      "retrieval.documents.0.document.content": doc}),
+    ]
+
+
+def test_import_traces_groups_a_sessions_traces_into_a_conversation(
+        judge_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the second request was exported first: the turns follow the traces' start times
+    spans = (_session_trace("22", "2026-01-02T10:05:00Z", "Does it come in red?", "Yes, the Trail comes in red.",
+                            "The Trail comes in red and blue.")
+             + _session_trace("11", "2026-01-02T10:00:00Z", "Which bike is the Trail?", "A hybrid bike.",
+                              "The Trail is a hybrid bike.")
+             + [_span("33", "c3", None, "RETRIEVER", "2026-01-02T11:00:00Z", {
+                 "input.value": "Opening hours?", "retrieval.documents.0.document.content": "9 to 5."})])
+    traces = tmp_path / "spans.jsonl"
+    traces.write_text("".join(json.dumps(s) + "\n" for s in spans))
+    samples = tmp_path / "samples.jsonl"
+    assert main(["import-traces", str(traces), "--out", str(samples)]) == 0
+    assert "1 conversation among them" in capsys.readouterr().out
+    code, _, out = _evaluate(tmp_path, judge_url, [json.loads(x) for x in samples.read_text().splitlines()],
+                             capsys, "sessions")
+    assert code == 0
+    assert [(r["id"], r.get("conversation_id"), r.get("turn")) for r in out] == [
+        ("chat-7:0", "chat-7", 0), ("chat-7:1", "chat-7", 1), ("chat-7", "chat-7", None), ("33" * 16, None, None)]
+    assert (out[0]["question"], out[0]["contexts"]) == ("Which bike is the Trail?", ["The Trail is a hybrid bike."])
+    assert out[1]["history"][0]["content"] == "Which bike is the Trail?"
+    assert out[1]["metadata"]["trace_ids"] == ["11" * 16, "22" * 16]  # turn k is trace k
+
+
+def test_langfuse_traces_of_one_session_become_one_conversation() -> None:
+    from ragsight.integrations import traces_from_records
+
+    trace = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "langfuse.json")
+                       .read_text())["data"][0]
+    later = json.loads(json.dumps(trace))
+    later.update(id="second", timestamp="2026-01-02T10:09:00.000Z", input={"input": "And in Bergen?"})
+    got = traces_from_records([later, trace])
+    (row,) = got.rows
+    assert got.conversations == 1 and row["id"] == "sess-42"
+    assert [t["content"] for t in row["turns"] if t["role"] == "user"] == [
+        "What is the per diem in Oslo?", "And in Bergen?"]
+    assert row["turns"][1]["contexts"] == ["The per diem in Oslo is 800 NOK.", "Receipts are needed above 200 NOK."]
