@@ -117,3 +117,18 @@ def test_calibrate_takes_labels_per_turn(tmp_path: Path) -> None:
     assert report.unmatched_ids == ("conversation zz turn 0",)
     (m,) = report.metrics
     assert m.n == 2 and m.auroc == 1.0  # a:0 (right, label 1) above a:1 (wrong, label 0)
+
+
+def test_resume_scores_the_unfinished_turns_and_conversations_at_their_level(tmp_path: Path) -> None:
+    store = tmp_path / "r.db"
+    first = evaluate(CONVS, ["exact_match", TurnsMade()], store=store, show_progress=False)
+    with Store(store) as st:  # as if the run had stopped before a:1 and the conversation b
+        st.conn.execute("UPDATE samples SET finished=0 WHERE run_id=? AND sample_id IN ('a:1', 'b')",
+                        (first.run_id,))
+        st.conn.execute("DELETE FROM scores WHERE run_id=? AND sample_id IN ('a:1', 'b')", (first.run_id,))
+        st.conn.execute("UPDATE runs SET status='interrupted', lock_owner=NULL WHERE id=?", (first.run_id,))
+        st.conn.commit()
+    again = evaluate(CONVS, ["exact_match", TurnsMade()], store=store, resume=first.run_id, show_progress=False)
+    assert again.run_id == first.run_id
+    assert again.scores == first.scores  # each sample scored again with its own level's metrics only
+    assert again.summary["exact_match"].counts == first.summary["exact_match"].counts

@@ -496,8 +496,11 @@ def print_metric_scores(result: EvaluationResult, metric: str, console: Console 
     """One metric on every sample of a run: failures first, then scores worst first."""
     c = console or out
     s = result.summary[metric]
+    level = result.levels.get(metric, "turn")
+    total = sum(1 for x in result.samples if (x.conversation_id is not None and x.turn is None) == (level != "turn"))
+    what = "samples" if not result.conversations else ("conversations" if level != "turn" else "samples and turns")
     c.print(f"{metric}{' ↓' if s.lower_is_better else ''} in run {result.run_id}: mean {_fmt(s.mean)} "
-            f"over {s.n} scored of {len(result.samples)} samples; failures first, then worst first",
+            f"over {s.n} scored of {total} {what}; failures first, then worst first",
             markup=False)
     table = compact_table()
     table.expand = True
