@@ -5,6 +5,7 @@ one row per conversation."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 from collections.abc import Iterator
@@ -244,3 +245,73 @@ def test_langfuse_traces_of_one_session_become_one_conversation() -> None:
     assert [t["content"] for t in row["turns"] if t["role"] == "user"] == [
         "What is the per diem in Oslo?", "And in Bergen?"]
     assert row["turns"][1]["contexts"] == ["The per diem in Oslo is 800 NOK.", "Receipts are needed above 200 NOK."]
+
+
+# ---- ragsight answer: a chat system driven turn by turn -------------------------------------------
+
+CHAT_TESTSET = [
+    {"id": "bike", "scenario": "A customer picks a bike.",
+     "turns": [{"role": "user", "content": "Which bike is the Trail?"},
+               {"role": "user", "content": "Does it come in red?"},
+               {"role": "assistant", "reference": "Yes, in red and blue."}]},
+]
+
+
+def _chat_reply(question: str, history: list[dict[str, Any]]) -> dict[str, Any]:
+    """A chat system that can only answer the follow-up through the history."""
+    if question == "Which bike is the Trail?":
+        return {"answer": "The Trail is a hybrid bike.", "contexts": [{"id": "d1", "text": "The Trail is a hybrid."}]}
+    about = "the Trail" if any("Trail" in m["content"] for m in history) else "what?"
+    return {"answer": f"Yes, {about} comes in red.", "contexts": [{"id": "d2", "text": "The Trail: red, blue."}]}
+
+
+def chat_target(question: str, history: list[dict[str, Any]]) -> dict[str, Any]:
+    return _chat_reply(question, history)
+
+
+def test_answer_drives_an_http_chat_endpoint_turn_by_turn(judge_url: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.fakes import Reply
+
+    seen: list[Any] = []
+
+    def endpoint(req: Any) -> Any:
+        seen.append(req.json)
+        return Reply.json(_chat_reply(req.json["question"], req.json["history"]))
+
+    testset = tmp_path / "chats.jsonl"
+    testset.write_text("".join(json.dumps(r) + "\n" for r in CHAT_TESTSET))
+    answers = tmp_path / "answers.jsonl"
+    with FakeOpenAIServer(handler=endpoint) as srv:
+        code = main(["answer", str(testset), "--target", srv.root + "/chat", "--out", str(answers), "--quiet"])
+    assert code == 0, capsys.readouterr()
+    assert seen == [
+        {"question": "Which bike is the Trail?", "history": []},
+        {"question": "Does it come in red?", "history": [
+            {"role": "user", "content": "Which bike is the Trail?"},
+            {"role": "assistant", "content": "The Trail is a hybrid bike."}]}]
+    (row,) = [json.loads(x) for x in answers.read_text().splitlines()]
+    assert [t["role"] for t in row["turns"]] == ["user", "assistant", "user", "assistant"]
+    assert row["turns"][3] == {"role": "assistant", "content": "Yes, the Trail comes in red.",
+                               "contexts": ["The Trail: red, blue."], "retrieved_ids": ["d2"],
+                               "reference": "Yes, in red and blue."}
+    assert row["scenario"] == "A customer picks a bike." and row["metadata"]["error"] is None
+    capsys.readouterr()
+    code, _, out = _evaluate(tmp_path, judge_url, [row], capsys, "answered")
+    assert code == 0 and [(r["id"], r["turn"]) for r in out] == [("bike:0", 0), ("bike:1", 1), ("bike", None)]
+    assert out[1]["reference"] == "Yes, in red and blue."
+
+
+def test_answer_passes_the_history_to_a_python_function(tmp_path: Path) -> None:
+    from ragsight.testset import arun, make_target
+
+    result = asyncio.run(arun(CHAT_TESTSET, make_target(chat_target)))
+    (row,) = result.rows
+    assert row["turns"][3]["content"] == "Yes, the Trail comes in red."
+
+    def no_history(question: str) -> str:
+        return "an answer"
+
+    result = asyncio.run(arun(CHAT_TESTSET, make_target(no_history)))
+    assert "takes no 'history' argument" in result.rows[0]["metadata"]["error"]
+    assert result.rows[0]["metadata"]["error"].startswith("turn 0: ")
