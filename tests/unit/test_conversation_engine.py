@@ -132,3 +132,65 @@ def test_resume_scores_the_unfinished_turns_and_conversations_at_their_level(tmp
     assert again.run_id == first.run_id
     assert again.scores == first.scores  # each sample scored again with its own level's metrics only
     assert again.summary["exact_match"].counts == first.summary["exact_match"].counts
+
+
+# ---- generate: a two-turn conversation whose follow-up needs the first turn ----------------------
+
+DOCS = {"alder.md": "Alder Bank was founded in 1987 by Nora Quist in Tromso. The bank runs 42 branches "
+                    "across Norway. Its headquarters moved to Bergen in 2004, when the old office closed."}
+
+
+async def test_generate_follow_up_writes_a_conversation_that_loads_turn_by_turn(tmp_path: Path) -> None:
+    from ragsight.judge import Judge, ScriptedProvider
+    from ragsight.testset import TestsetSettings, agenerate, load_corpus
+
+    (tmp_path / "alder.md").write_text(DOCS["alder.md"], "utf-8")
+    corpus = load_corpus(tmp_path)
+    seen: list[str] = []
+
+    def gen(v: dict) -> dict:
+        seen.append(v["contexts"])
+        return {"question": "In which year was Alder Bank founded?", "answer": "Alder Bank was founded in 1987.",
+                "follow_up": "And where is its headquarters now?",
+                "follow_up_answer": "The headquarters of Alder Bank is in Bergen."}
+
+    def crit(v: dict) -> dict:
+        return {"reason": "scripted", "answerable": True, "self_contained": True, "copied": False}
+
+    result = await agenerate(corpus, Judge(ScriptedProvider({"testset_follow_up": gen}, model="g")),
+                             Judge(ScriptedProvider({"testset_critique": crit}, model="c")), None,
+                             TestsetSettings(size=1, types={"follow_up": 1.0}, attempts=1))
+    (row,) = result.rows
+    assert row["turns"] == [
+        {"role": "user", "content": "In which year was Alder Bank founded?"},
+        {"role": "assistant", "reference": "Alder Bank was founded in 1987."},
+        {"role": "user", "content": "And where is its headquarters now?"},
+        {"role": "assistant", "reference": "The headquarters of Alder Bank is in Bergen."}]
+    meta = row["metadata"]
+    assert meta["question_type"] == "follow_up" and meta["follow_up_grounding"] == 1.0
+    assert meta["prompts"]["testset_follow_up"] == "1"
+    # answered turn by turn, it loads as two turns with their references
+    answered = dict(row, turns=[row["turns"][0], {"role": "assistant", "content": "In 1987.",
+                                                  "reference": row["turns"][1]["reference"]},
+                                row["turns"][2], {"role": "assistant", "content": "In Bergen.",
+                                                  "reference": row["turns"][3]["reference"]}])
+    from ragsight import Dataset
+
+    _, s1, _ = Dataset.load([answered]).samples
+    assert (s1.question, s1.reference, s1.history[0].content) == (  # type: ignore[index]
+        "And where is its headquarters now?", "The headquarters of Alder Bank is in Bergen.",
+        "In which year was Alder Bank founded?")
+
+
+async def test_a_follow_up_whose_answer_is_not_in_the_text_is_rejected(tmp_path: Path) -> None:
+    from ragsight.judge import Judge, ScriptedProvider
+    from ragsight.testset import TestsetSettings, agenerate, load_corpus
+
+    (tmp_path / "alder.md").write_text(DOCS["alder.md"], "utf-8")
+    gen = {"question": "In which year was Alder Bank founded?", "answer": "Alder Bank was founded in 1987.",
+           "follow_up": "Who is its chief executive today?", "follow_up_answer": "Magnus Eriksen leads it since 2019."}
+    result = await agenerate(load_corpus(tmp_path), Judge(ScriptedProvider({"testset_follow_up": lambda v: gen})),
+                             Judge(ScriptedProvider({})), None,
+                             TestsetSettings(size=1, types={"follow_up": 1.0}, attempts=1))
+    assert result.rows == []
+    assert result.rejected[0]["reasons"] == ["reference_not_grounded"]
