@@ -38,6 +38,7 @@ from ._shapes import (
     norm_key,
     row_mapping,
     text,
+    to_plain,
 )
 from .conversation import Conversation, ToolCall, Turn
 
@@ -55,6 +56,7 @@ def _as_map(value: Any) -> Mapping[str, Any] | None:
 
 
 def _list_of_maps(value: Any) -> list[Mapping[str, Any]] | None:
+    value = to_plain(value)  # a Parquet / pandas cell holds a numpy array
     if not isinstance(value, (list, tuple)) or not value:
         return None
     out = [_as_map(v) for v in value]
@@ -137,6 +139,7 @@ class _Reader:
             raise self.fail(field, exc.message, turn) from None
 
     def tool_calls(self, field: str, value: Any, turn: int) -> tuple[ToolCall, ...]:
+        value = to_plain(value)
         if is_missing(value):
             return ()
         if not isinstance(value, (list, tuple)):
@@ -333,7 +336,7 @@ def read_deepeval(raw: Mapping[str, Any]) -> Conversation:
         content = r.text(f"{where}.content", m.get("content"), i) or ""
         outputs = []
         if called_key:
-            for j, c in enumerate(m[called_key] or ()):
+            for j, c in enumerate(to_plain(m[called_key]) or ()):
                 cm = _as_map(c) or {}
                 if "output" in cm and not is_missing(cm["output"]):
                     out = cm["output"]

@@ -184,3 +184,15 @@ def test_each_shape_round_trips_through_sample_to_dict(row: dict) -> None:
     for s in Dataset.load([row]).samples:
         back, _ = sample_from_mapping(json.loads(json.dumps(s.to_dict())))
         assert back == s
+
+
+def test_conversations_in_a_parquet_file_load(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "chats.parquet"
+    pd.DataFrame([{"name": DEEPEVAL["name"], "scenario": DEEPEVAL["scenario"], "turns": DEEPEVAL["turns"]}]
+                 ).to_parquet(path)
+    by = _by_id(Dataset.load(path))
+    assert list(by) == ["shoes:0", "shoes:1", "shoes"]
+    assert by["shoes:1"].tool_calls == (ToolCall("price", {"item": "Trail runner"}),)
+    assert by["shoes:0"].contexts == ("All customers are eligible for a 30 day full refund.",)
