@@ -675,7 +675,13 @@ class Dataset:
             inner = data.get("results")
             if isinstance(inner, Mapping) and isinstance(inner.get("results"), list):
                 return cls.from_records(inner["results"], src)  # promptfoo eval --output results.json
-            # testCases: a DeepEval test run (.deepeval/.latest_test_run.json, TestRun by alias)
+            # testCases: a DeepEval test run (.deepeval/.latest_test_run.json, TestRun by alias),
+            # its conversations under conversationalTestCases, beside the single-turn cases or alone
+            convs = next((data[k] for k in ("conversationalTestCases", "conversational_test_cases")
+                          if isinstance(data.get(k), list)), None)
+            if convs is not None:
+                single = next((data[k] for k in ("testCases", "test_cases") if isinstance(data.get(k), list)), [])
+                return cls.from_records([*single, *convs], src)
             for key in ("samples", "data", "rows", "records", "results", "test_cases", "testCases", "goldens"):
                 if isinstance(data.get(key), list):
                     return cls.from_records(data[key], src)

@@ -196,3 +196,15 @@ def test_conversations_in_a_parquet_file_load(tmp_path: Path) -> None:
     assert list(by) == ["shoes:0", "shoes:1", "shoes"]
     assert by["shoes:1"].tool_calls == (ToolCall("price", {"item": "Trail runner"}),)
     assert by["shoes:0"].contexts == ("All customers are eligible for a 30 day full refund.",)
+
+
+def test_a_deepeval_test_run_file_with_conversational_test_cases(tmp_path: Path) -> None:
+    run = {"testCases": [{"input": "q", "actualOutput": "a", "name": "single"}],
+           "conversationalTestCases": [{"name": "c", "turns": [
+               {"role": "user", "content": "hi"},
+               {"role": "assistant", "content": "hello", "retrievalContext": ["greeting"]}]}]}
+    f = tmp_path / "latest_test_run.json"
+    f.write_text(json.dumps(run))
+    ds = Dataset.load(f)
+    assert [(s.question, s.conversation_id, s.turn) for s in ds.samples] == [
+        ("q", None, None), ("hi", "c", 0), (None, "c", None)]
