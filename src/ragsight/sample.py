@@ -36,6 +36,7 @@ from ._shapes import (
     is_missing,
     row_mapping,
     text,
+    to_plain,
 )
 from .conversation import Conversation, ToolCall, Turn
 from .errors import InputError, MissingExtraError
@@ -244,11 +245,18 @@ def split_turn_fields(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[s
     turn (a single-turn row may have a ``conversation_id`` column: it stays metadata)."""
     cid = raw.get("conversation_id")
     turn = raw.get("turn")
+    if (isinstance(turn, float) and turn.is_integer()) or (isinstance(turn, str) and turn.strip().isdigit()):  # a pandas column with empty cells
+        turn = int(turn)
     history = raw.get("history")
     is_turn = isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0
     if is_missing(cid) or not (is_turn or isinstance(history, (list, tuple))):
         if all(k in raw and raw[k] is None for k in _TURN_FIELDS):  # Sample.to_dict of a single-turn sample
             return {k: v for k, v in raw.items() if k not in _TURN_FIELDS}, {}
+        if not is_missing(cid) and "turn" in raw and is_missing(to_plain(turn)) and str(raw.get("id")) == str(cid):
+            # a conversation's own row of a CSV / Parquet export: its messages are not in it
+            raise FieldError("history", f"conversation '{cid}': a conversation's own row without its messages "
+                             "(a CSV or Parquet export holds only the turns' conversation_id and turn). Load "
+                             "the JSONL export or the conversations themselves to evaluate it again.")
         return raw, {}
     out: dict[str, Any] = {"conversation_id": str(cid), "turn": turn if is_turn else None}
     try:
@@ -680,7 +688,8 @@ class Dataset:
             convs = next((data[k] for k in ("conversationalTestCases", "conversational_test_cases")
                           if isinstance(data.get(k), list)), None)
             if convs is not None:
-                single = next((data[k] for k in ("testCases", "test_cases") if isinstance(data.get(k), list)), [])
+                single: list[Any] = next((data[k] for k in ("testCases", "test_cases")
+                                          if isinstance(data.get(k), list)), [])
                 return cls.from_records([*single, *convs], src)
             for key in ("samples", "data", "rows", "records", "results", "test_cases", "testCases", "goldens"):
                 if isinstance(data.get(key), list):

@@ -194,3 +194,17 @@ async def test_a_follow_up_whose_answer_is_not_in_the_text_is_rejected(tmp_path:
                              TestsetSettings(size=1, types={"follow_up": 1.0}, attempts=1))
     assert result.rows == []
     assert result.rejected[0]["reasons"] == ["reference_not_grounded"]
+
+
+def test_a_csv_export_reloads_its_turns_and_names_the_conversation_rows_it_cannot(tmp_path: Path) -> None:
+    from ragsight import Dataset
+
+    res = evaluate(CONVS, ["exact_match"], store=tmp_path / "r.db", show_progress=False)
+    with Store(tmp_path / "r.db") as st:
+        export_run(st, res.run_id, "csv", tmp_path / "x.csv")
+    ds = Dataset.load(tmp_path / "x.csv")
+    assert [(s.id, s.conversation_id, s.turn) for s in ds.samples] == [
+        ("a:0", "a", 0), ("a:1", "a", 1), ("b:0", "b", 0), ("b:1", "b", 1)]
+    assert [(p.field, p.message.split(":")[0]) for p in ds.problems] == [
+        ("history", "conversation 'a'"), ("history", "conversation 'b'")]
+    assert "Load the JSONL export" in ds.problems[0].message
