@@ -216,12 +216,12 @@ class EvaluationResult:
         return {"conversations": conv, "turns": turns, "single": len(self.samples) - conv - turns}
 
     def describe_shape(self) -> str:
-        """'12 samples', or '3 conversations (7 turns)' and the single-turn samples beside them."""
+        """'12 samples', or '3 conversations, 7 assistant turns' and the single-turn samples beside them."""
         sh = self.shape
         if not sh["conversations"] and not sh["turns"]:
             return f"{len(self.samples)} samples"
-        out = f"{sh['conversations']} conversation{'s' if sh['conversations'] != 1 else ''} " \
-              f"({sh['turns']} assistant turn{'s' if sh['turns'] != 1 else ''})"
+        out = f"{sh['conversations']} conversation{'s' if sh['conversations'] != 1 else ''}, " \
+              f"{sh['turns']} assistant turn{'s' if sh['turns'] != 1 else ''}"
         return out + (f" + {sh['single']} single-turn samples" if sh["single"] else "")
 
     @property

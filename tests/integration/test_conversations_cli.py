@@ -92,7 +92,7 @@ def test_each_shape_evaluates_one_row_per_assistant_turn_plus_one_per_conversati
     assert conv["scores"] == {}  # no conversation-level metric was asked for: no 'skipped' noise
     assert set(conv["turn_means"]) == {"faithfulness", "answer_relevancy"}
     assert conv["turn_means"]["answer_relevancy"]["outcome"] == "scored"
-    assert f"1 conversation ({len(turns)} assistant turn{'s' if len(turns) > 1 else ''}" in stdout
+    assert f"1 conversation, {len(turns)} assistant turn{'s' if len(turns) > 1 else ''}" in stdout
     assert "Per conversation (1)" in stdout
 
 
@@ -141,7 +141,7 @@ def _report(tmp_path: Path, url: str, capsys: pytest.CaptureFixture[str]) -> Pat
 def test_the_report_groups_each_conversations_turns(judge_url: str, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     html = _report(tmp_path, judge_url, capsys).read_text(encoding="utf-8")
-    assert "3 conversations (5 assistant turns)" in html and "<h3>Conversations (3)</h3>" in html
+    assert "3 conversations, 5 assistant turns" in html and "<h3>Conversations (3)</h3>" in html
     assert html.count('<details class="conversation"') == 3
     refunds = html[html.index("<b>refunds</b>"):]
     refunds = refunds[: refunds.index("</details>")]

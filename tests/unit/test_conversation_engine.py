@@ -54,7 +54,7 @@ def test_each_level_scores_its_own_samples_and_the_counts_stay_honest(tmp_path: 
     assert res.summary["exact_match"].counts == {"scored": 3, "undetermined": 0, "failed": 0, "skipped": 2}
     assert res.summary["turns_made"].counts == {"scored": 2, "undetermined": 0, "failed": 0, "skipped": 0}
     assert res.shape == {"conversations": 2, "turns": 4, "single": 1}
-    assert res.describe_shape() == "2 conversations (4 assistant turns) + 1 single-turn samples"
+    assert res.describe_shape() == "2 conversations, 4 assistant turns + 1 single-turn samples"
     # per conversation: the mean of its scored turns, with the four outcomes counted
     a, b = res.conversations["a"]["exact_match"], res.conversations["b"]["exact_match"]
     assert (a.outcome, a.value) == (Outcome.SCORED, 0.5)
