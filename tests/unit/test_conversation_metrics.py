@@ -183,9 +183,11 @@ def test_four_outcomes_and_no_nan() -> None:
                         "role_adherence": Outcome.UNDETERMINED, "agent_goal_accuracy": Outcome.FAILED}
     assert all(s.value is None for s in scores)
     turn = Sample(id="dinner:0", question="q", response="r", conversation_id="dinner", turn=0, history=())
-    skipped = asyncio.run(score_sample(turn, metrics, Judge(remote()), None, settings))
-    assert {s.outcome for s in skipped} == {Outcome.SKIPPED}
-    assert "not a conversation" in skipped[0].reason
+    # the engine runs a conversation metric on the conversation's own sample only (not counted on a turn)
+    assert asyncio.run(score_sample(turn, metrics, Judge(remote()), None, settings)) == ()
+    # and a turn given to one directly is skipped, with the reason
+    skipped = run(KnowledgeRetention(), turn, remote())
+    assert skipped.outcome is Outcome.SKIPPED and "not a conversation" in skipped.reason
 
 
 def test_the_conversation_group_selects_them_for_conversation_samples() -> None:
