@@ -88,7 +88,7 @@ class Faithfulness(Metric):
         if form == "expected":
             expected = details["expected_supported"]
             return Score.scored(self.key, expected / n,
-                                f"mean P(supported) of {n} claims against the contexts read in the "
-                                f"conversation (expected {expected:.2f} supported{note})", ev)
+                                f"mean P(supported) of {n} claims against the contexts, read with the "
+                                f"earlier turns (expected {expected:.2f} supported{note})", ev)
         return Score.scored(self.key, n_ok / n,
-                            f"{n_ok} of {n} claims supported by the contexts read in the conversation{note}", ev)
+                            f"{n_ok} of {n} claims supported by the contexts, read with the earlier turns{note}", ev)
