@@ -50,7 +50,8 @@ from ._compare import (
     load_runs,
     print_comparison,
 )
-from ._format import compact_table, fmt, fmt_ci, fmt_p, fmt_signed
+from ._evidence import Marks
+from ._format import compact_table, config_text, fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
 from ._pairs import (
     PairAgreement,
@@ -70,6 +71,7 @@ __all__ = [
     "Correlations",
     "GroupComparison",
     "GroupStats",
+    "Marks",
     "MetricCalibration",
     "MetricRow",
     "PairAgreement",
@@ -96,6 +98,7 @@ __all__ = [
     "compare",
     "compare_runs",
     "concordance_table",
+    "config_text",
     "correlations",
     "evaluate_repeats",
     "expected_calibration_error",

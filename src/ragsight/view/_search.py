@@ -1,0 +1,160 @@
+"""Full-text search over a run's questions, responses, contexts and references.
+
+The store keeps texts compressed in packs, so a search cannot scan them quickly. The first search
+of a run (or the viewer, ahead of it) reads the run's samples once through the store's API and
+writes them into an SQLite FTS5 index in a file of its own beside the store
+(``<store>.search-index``; ``:memory:`` keeps it in memory). The index is a cache: deleting the
+file costs one rebuild. It records each run's creation time and sample count, and rebuilds a run
+whose record no longer matches.
+
+Queries: words, all of which must occur (in any of the four fields), the last one also as a
+prefix ("warr" finds "warranty"); ``"a phrase"`` in double quotes matches the words in a row.
+Words are matched without case and accents (FTS5's ``unicode61`` tokenizer).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..store import Store
+
+__all__ = ["SearchIndex", "fts_query", "index_path_for"]
+
+_SCHEMA = (
+    # a run's documents have the rowids first .. first + samples - 1, in the run's sample order
+    "CREATE TABLE IF NOT EXISTS indexed (run_id TEXT PRIMARY KEY, created_at REAL NOT NULL,"
+    " samples INTEGER NOT NULL, first INTEGER NOT NULL, built_s REAL NOT NULL)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(run_id UNINDEXED, sample_id UNINDEXED,"
+    " question, response, contexts, reference, tokenize = 'unicode61 remove_diacritics 2')",
+)
+_TOKEN = re.compile(r'"([^"]*)"|(\w+)', re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_TERMS = 16
+
+
+def index_path_for(store_path: str) -> str:
+    """Where a store's search index lives by default: beside it, or in memory for ``:memory:``."""
+    return ":memory:" if store_path == ":memory:" else store_path + ".search-index"
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 query from what a person typed: every word or quoted phrase must match; the last
+    bare word also matches as a prefix. Only words reach FTS5 (each quoted), so no input is an
+    FTS5 syntax error. ``None`` when the text holds no word."""
+    terms: list[str] = []
+    last_bare = False
+    for m in _TOKEN.finditer(text):
+        phrase, word = m.group(1), m.group(2)
+        words = _WORD.findall(phrase) if phrase is not None else [word]
+        if not words:
+            continue
+        terms.append('"' + " ".join(words) + '"')
+        last_bare = phrase is None
+    if not terms:
+        return None
+    if len(terms) > MAX_TERMS:
+        raise ConfigError(f"a search takes at most {MAX_TERMS} words or phrases")
+    if last_bare:
+        terms[-1] += "*"
+    return " ".join(terms)
+
+
+class SearchIndex:
+    """The FTS5 index of the runs searched so far (one SQLite file, or memory)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        if path != ":memory:" and not Path(path).parent.exists():
+            raise ConfigError(f"cannot keep the search index at {path}: its folder does not exist")
+        self.conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode = WAL" if path != ":memory:" else "PRAGMA journal_mode = MEMORY")
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        for statement in _SCHEMA:
+            self.conn.execute(statement)
+        self._lock = threading.RLock()
+        self.last_build_s: float | None = None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _entry(self, store: Store, run_id: str) -> tuple[int, int] | None:
+        """(first rowid, samples) of the run's documents when they are up to date, else None."""
+        info = store.run(run_id)
+        n = store.sample_counts(run_id).get(run_id, (0, 0))[0]
+        with self._lock:
+            row = self.conn.execute("SELECT created_at, samples, first FROM indexed WHERE run_id=?",
+                                    (run_id,)).fetchone()
+        if row is None or row[0] != info.created_at or row[1] != n:
+            return None
+        return int(row[2]), int(row[1])
+
+    def ready(self, store: Store, run_id: str) -> bool:
+        return self._entry(store, run_id) is not None
+
+    def ensure(self, store: Store, run_id: str) -> float:
+        """Index the run if it is not (or no longer) indexed; the seconds it took (0 if nothing
+        was to do)."""
+        with self._lock:
+            if self._entry(store, run_id) is not None:
+                return 0.0
+            t0 = time.perf_counter()
+            info = store.run(run_id)
+            samples = store.samples(run_id)
+            self.conn.execute("BEGIN")
+            try:
+                old = self.conn.execute("SELECT first, samples FROM indexed WHERE run_id=?", (run_id,)).fetchone()
+                if old is not None:
+                    self.conn.execute("DELETE FROM docs WHERE rowid BETWEEN ? AND ?", (old[0], old[0] + old[1] - 1))
+                first = int(self.conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM docs").fetchone()[0])
+                self.conn.executemany(
+                    "INSERT INTO docs (rowid, run_id, sample_id, question, response, contexts, reference)"
+                    " VALUES (?,?,?,?,?,?,?)",
+                    [(first + i, run_id, s.id, s.question or "", s.response or "", "\n\n".join(s.contexts or ()),
+                      "\n".join(s.references)) for i, s in enumerate(samples)])
+                took = time.perf_counter() - t0
+                self.conn.execute("INSERT OR REPLACE INTO indexed (run_id, created_at, samples, first, built_s)"
+                                  " VALUES (?,?,?,?,?)", (run_id, info.created_at, len(samples), first, took))
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.last_build_s = took
+            return took
+
+    def search(self, store: Store, run_id: str, text: str) -> list[str] | None:
+        """The ids of the run's samples matching ``text``, best match first (FTS5's bm25 rank);
+        ``None`` when the text holds no word to search for."""
+        query = fts_query(text)
+        if query is None:
+            return None
+        self.ensure(store, run_id)
+        with self._lock:
+            entry = self._entry(store, run_id)
+            assert entry is not None
+            first, n = entry
+            rows = self.conn.execute(
+                "SELECT sample_id FROM docs WHERE docs MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rank",
+                (query, first, first + n - 1)).fetchall()
+        return [r[0] for r in rows]
+
+    def questions(self, store: Store, run_id: str, positions: Iterable[int]) -> dict[int, str] | None:
+        """The questions of the run's samples at these positions (data order), read from the
+        index; ``None`` when the run is not indexed (yet)."""
+        with self._lock:
+            entry = self._entry(store, run_id)
+            if entry is None:
+                return None
+            first, n = entry
+            wanted = [first + p for p in positions if 0 <= p < n]
+            out: dict[int, str] = {}
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i:i + 500]
+                out.update((int(r) - first, q) for r, q in self.conn.execute(
+                    f"SELECT rowid, question FROM docs WHERE rowid IN ({','.join('?' * len(chunk))})", chunk))
+        return out
