@@ -255,7 +255,8 @@ class ViewApp:
                 raise ConfigError("pick two runs or more to compare")
             if len(set(ids)) < len(ids):
                 raise ConfigError("a run is picked twice; pick different runs")
-            tables = [self._table(i) for i in ids]
+            # the oldest run is the baseline (the runs page lists the newest first)
+            tables = sorted((self._table(i) for i in ids), key=lambda tb: (tb.info.created_at, tb.run_id))
             key = (tuple((tb.run_id, tb.version) for tb in tables), allow_poor)
             cached = self._compared.get(key)
         if cached is None:

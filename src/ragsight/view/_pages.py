@@ -150,9 +150,8 @@ def runs_body(store: Store, tables: Mapping[str, RunTable], infos: Sequence[RunI
             f'<td class="l">{_date(info.created_at)}</td><td class="l q">{_settings(info)}</td>'
             f'<td class="l">{"<br>".join(means) or "–"}</td></tr>')
     parts.append('</tbody></table></div><p><button type="submit">Compare the selected runs</button> '
-                 '<span class="muted">(two or more; the first selected, newest first in this list, is the '
-                 "baseline; <label><input type=checkbox name=allow_poor value=1> even when they share few "
-                 "samples</label>)</span></p></form>")
+                 '<span class="muted">(two or more; the oldest is the baseline; <label><input type=checkbox '
+                 "name=allow_poor value=1> even when they share few samples</label>)</span></p></form>")
 
     groups: dict[str, list[RunInfo]] = {}
     for info in infos:
@@ -560,7 +559,8 @@ def light_run(table: RunTable) -> RunData:
 
 def changed_most(tables: Sequence[RunTable], limit: int = 50) -> list[tuple[float, str, int]]:
     """(largest change, sample id, run index) of the samples whose scores moved most between the
-    first run and another, over the metrics both scored; largest first, ties in data order."""
+    first run and another, over the metrics both scored; largest first, ties in data order;
+    samples that did not move are left out."""
     base = tables[0]
     found: list[tuple[float, str, int]] = []
     for j, other in enumerate(tables[1:], start=1):
@@ -571,7 +571,7 @@ def changed_most(tables: Sequence[RunTable], limit: int = 50) -> list[tuple[floa
                 continue
             diffs = [abs(b - a) for m in metrics
                      if (a := base.values[m][i]) is not None and (b := other.values[m][k]) is not None]
-            if diffs:
+            if diffs and max(diffs) > 0:
                 found.append((max(diffs), sid, j))
     found.sort(key=lambda x: (-x[0], base.position[x[1]], x[2]))
     return found[:limit]
@@ -614,7 +614,10 @@ def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str 
                  '<th>largest change</th><th class="l">sample</th><th>run</th>'
                  + "".join(f"<th>{t(m)}</th>" for m in tables[0].metrics) + "</tr></thead><tbody>")
     base = tables[0]
-    for change, sid, j in changed_most(tables):
+    moved = changed_most(tables)
+    if not moved:
+        parts.append('<tr><td colspan="99" class="l">No sample scored in both runs changed.</td></tr>')
+    for change, sid, j in moved:
         other = tables[j]
         i, k = base.position[sid], other.position[sid]
         row_cells: list[str] = []
