@@ -25,9 +25,9 @@ def extract_claims(v: Mapping[str, Any]) -> Any:
     return {"claims": _sentences(v["raw_text"])}
 
 
-def verify_claims(v: Mapping[str, Any]) -> Any:
+def verify_claims(v: Mapping[str, Any], salt: str = "") -> Any:
     return {"verdicts": [
-        {"id": i, "supported": _h(c, v["target"]) % 4 != 0, "chunks": [1],
+        {"id": i, "supported": _h(c, v["target"], salt) % 4 != 0, "chunks": [1],
          "reason": f"scripted verdict {i}"}
         for i, c in enumerate(v["claim_list"], start=1)
     ]}
@@ -38,6 +38,9 @@ def chunk_relevance(v: Mapping[str, Any]) -> Any:
                          for i, c in enumerate(v["chunk_list"], start=1)]}
 
 
-def provider() -> ScriptedProvider:
-    return ScriptedProvider({"extract_claims": extract_claims, "verify_claims": verify_claims,
-                             "chunk_relevance": chunk_relevance}, model="scripted-world", max_concurrency=64)
+def provider(salt: str = "") -> ScriptedProvider:
+    """The judge; another ``salt`` gives other verdicts on the same claims (a second "judge")."""
+    return ScriptedProvider({"extract_claims": extract_claims,
+                             "verify_claims": lambda v: verify_claims(v, salt),
+                             "chunk_relevance": chunk_relevance}, model="scripted-world" + (f"-{salt}" if salt else ""),
+                            max_concurrency=64)

@@ -35,6 +35,8 @@ def cmd_view(args: argparse.Namespace) -> int:
                      "with the address below (it holds a one-time access token) can read this store and "
                      "add labels to it; requests without the token are refused.", markup=False)
             address += f"?token={app.token}"
+        for note in app.notes:
+            say(err, f"note: {note}", markup=False)
         out.print(f"ragsight view: {runs} run(s) in {args.store}", markup=False)
         out.print(f"open {address}", markup=False, soft_wrap=True)
         out.print("Ctrl-C stops it.", markup=False)

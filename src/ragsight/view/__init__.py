@@ -7,7 +7,7 @@ Standard library only (``http.server``, SQLite FTS5); no build step, no CDN. See
 from ._app import COOKIE, Response, ViewApp
 from ._labels import FIELD, LabelWriter, read_labels
 from ._model import OUTCOMES, SORTS, Filter, RunTable, Tables, informativeness
-from ._search import SearchIndex, fts_query, index_path_for
+from ._search import RunKey, SearchIndex, fts_query, index_path_for
 from ._server import DEFAULT_PORT, ViewServer, is_loopback, make_server, new_token
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Filter",
     "LabelWriter",
     "Response",
+    "RunKey",
     "RunTable",
     "SearchIndex",
     "Tables",

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Mapping
@@ -45,9 +47,11 @@ from ._pages import (
     sample_body,
     select,
 )
-from ._search import SearchIndex, index_path_for
+from ._search import RunKey, SearchIndex, index_path_for
 
 __all__ = ["COOKIE", "Response", "ViewApp"]
+
+log = logging.getLogger(__name__)
 
 COOKIE = "ragsight_token"
 MAX_BODY = 64 * 1024
@@ -90,7 +94,16 @@ class ViewApp:
         self.store = Store(store_path)
         self.token = token
         self.tables = Tables()
-        self.index = SearchIndex(index_path or index_path_for(store_path))
+        self.notes: list[str] = []
+        path = index_path or index_path_for(store_path)
+        try:
+            self.index = SearchIndex(path)
+        except (sqlite3.Error, ConfigError) as exc:
+            if index_path is not None:
+                raise ConfigError(f"cannot keep the search index at {path}: {exc}") from None
+            self.index = SearchIndex(":memory:")
+            self.notes.append(f"the search index cannot be kept beside the store ({path}: {exc}); it is kept "
+                              "in memory and built again at each start (--index PATH puts it elsewhere)")
         self.lock = threading.RLock()
         self.allowed_hosts: set[str] | None = None
         self.labels = LabelWriter(self.store)
@@ -192,20 +205,20 @@ class ViewApp:
             table = self._table(run_id)
             labels = read_labels(self.store, run_id)
         hits = None
+        with self.lock:
+            key = RunKey.of(self.store, run_id)
         if query.q:
             ts = time.perf_counter()
-            if not self.index.ready(self.store, run_id):
-                with self.lock:  # the first search of a run builds its index (then it is kept)
-                    took = self.index.ensure(self.store, run_id)
-                timing["index built"] = took
-            hits = self.index.search(self.store, run_id, query.q)
+            if not self.index.ready(key):  # the first search of a run builds its index (then it is kept)
+                timing["index built"] = self._ensure_index(key)
+            hits = self.index.search(key, query.q)
             timing["search"] = time.perf_counter() - ts
-        elif not self.index.ready(self.store, run_id):
-            self._build_in_background(run_id)
+        elif not self.index.ready(key):
+            self._build_in_background(key)
         ts = time.perf_counter()
         chosen = select(table, query, hits, labels)
         timing["filter"] = time.perf_counter() - ts
-        questions = self.index.questions(self.store, run_id, chosen.rows)
+        questions = self.index.questions(key, chosen.rows)
         if questions is None:
             with self.lock:
                 questions = {i: self.store.sample(run_id, table.ids[i]).question or "" for i in chosen.rows}
@@ -213,23 +226,31 @@ class ViewApp:
         body = run_body(table, query, hits, chosen, questions, labels, timing)
         return _html(200, f"ragsight view: {run_id}", body, self.token)
 
-    def _build_in_background(self, run_id: str) -> None:
+    def _ensure_index(self, key: RunKey) -> float:
+        """Index the run now (or wait for the build under way), reading the store through a
+        connection of its own, so other pages keep answering meanwhile."""
+        if self.store_path == ":memory:":
+            with self.lock:
+                return self.index.ensure(self.store, key)
+        with Store(self.store_path) as own:
+            return self.index.ensure(own, key)
+
+    def _build_in_background(self, key: RunKey) -> None:
         """Index a run for search in a thread with its own store connection, so that the first
-        search finds it ready."""
-        if self.store_path == ":memory:" or run_id in self._building:
+        search finds it ready (or finds it being built, and waits for the rest)."""
+        if self.store_path == ":memory:" or self.index.path == ":memory:" or key.run_id in self._building:
             return
-        self._building.add(run_id)
+        self._building.add(key.run_id)
 
         def build() -> None:
             try:
-                with Store(self.store_path) as own:
-                    self.index.ensure(own, run_id)
-            except RagsightError:
-                pass  # the first search builds it again and reports what is wrong
+                self._ensure_index(key)
+            except (RagsightError, sqlite3.Error) as exc:  # the first search builds it again and says why
+                log.info("search index of run %s not built: %s", key.run_id, exc)
             finally:
-                self._building.discard(run_id)
+                self._building.discard(key.run_id)
 
-        threading.Thread(target=build, name=f"ragsight-view-index-{run_id}", daemon=True).start()
+        threading.Thread(target=build, name=f"ragsight-view-index-{key.run_id}", daemon=True).start()
 
     def _sample(self, ref: str, sample_id: str, order: str) -> Response:
         if order not in ("", "queue"):

@@ -19,12 +19,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..store import Store
 
-__all__ = ["SearchIndex", "fts_query", "index_path_for"]
+__all__ = ["RunKey", "SearchIndex", "fts_query", "index_path_for"]
 
 _SCHEMA = (
     # a run's documents have the rowids first .. first + samples - 1, in the run's sample order
@@ -65,8 +66,25 @@ def fts_query(text: str) -> str | None:
     return " ".join(terms)
 
 
+@dataclass(frozen=True)
+class RunKey:
+    """What the index records of a run to know its documents are current."""
+
+    run_id: str
+    created_at: float
+    samples: int
+
+    @classmethod
+    def of(cls, store: Store, run_id: str) -> RunKey:
+        return cls(run_id, store.run(run_id).created_at, store.sample_counts(run_id).get(run_id, (0, 0))[0])
+
+
 class SearchIndex:
-    """The FTS5 index of the runs searched so far (one SQLite file, or memory)."""
+    """The FTS5 index of the runs searched so far (one SQLite file, or memory).
+
+    Reads use one connection under a short lock; a build writes through a connection of its own
+    (the file is in WAL mode), so pages keep answering from the index, or without it, while a
+    run is being indexed. An in-memory index builds on its one connection."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -77,84 +95,104 @@ class SearchIndex:
         self.conn.execute("PRAGMA synchronous = NORMAL")
         for statement in _SCHEMA:
             self.conn.execute(statement)
-        self._lock = threading.RLock()
+        self._read = threading.Lock()
+        self._build = threading.Lock()
         self.last_build_s: float | None = None
 
     def close(self) -> None:
-        self.conn.close()
+        with self._read:
+            self.conn.close()
 
-    def _entry(self, store: Store, run_id: str) -> tuple[int, int] | None:
-        """(first rowid, samples) of the run's documents when they are up to date, else None."""
-        info = store.run(run_id)
-        n = store.sample_counts(run_id).get(run_id, (0, 0))[0]
-        with self._lock:
+    def _entry(self, key: RunKey, blocking: bool = True) -> tuple[int, int] | None:
+        """(first rowid, samples) of the run's documents when they are current, else None (also
+        when ``blocking`` is off and a reader holds the connection)."""
+        if not self._read.acquire(blocking=blocking):
+            return None
+        try:
             row = self.conn.execute("SELECT created_at, samples, first FROM indexed WHERE run_id=?",
-                                    (run_id,)).fetchone()
-        if row is None or row[0] != info.created_at or row[1] != n:
+                                    (key.run_id,)).fetchone()
+        finally:
+            self._read.release()
+        if row is None or row[0] != key.created_at or row[1] != key.samples:
             return None
         return int(row[2]), int(row[1])
 
-    def ready(self, store: Store, run_id: str) -> bool:
-        return self._entry(store, run_id) is not None
+    def ready(self, key: RunKey) -> bool:
+        return self._entry(key) is not None
 
-    def ensure(self, store: Store, run_id: str) -> float:
-        """Index the run if it is not (or no longer) indexed; the seconds it took (0 if nothing
-        was to do)."""
-        with self._lock:
-            if self._entry(store, run_id) is not None:
+    def ensure(self, store: Store, key: RunKey) -> float:
+        """Index the run if it is not (or no longer) indexed, reading its samples from ``store``;
+        the seconds it took (0 if it was current)."""
+        with self._build:
+            if self._entry(key) is not None:
                 return 0.0
             t0 = time.perf_counter()
-            info = store.run(run_id)
-            samples = store.samples(run_id)
-            self.conn.execute("BEGIN")
+            samples = store.samples(key.run_id)
+            memory = self.path == ":memory:"
+            conn = self.conn if memory else sqlite3.connect(self.path, isolation_level=None)
+            if memory:
+                self._read.acquire()
             try:
-                old = self.conn.execute("SELECT first, samples FROM indexed WHERE run_id=?", (run_id,)).fetchone()
-                if old is not None:
-                    self.conn.execute("DELETE FROM docs WHERE rowid BETWEEN ? AND ?", (old[0], old[0] + old[1] - 1))
-                first = int(self.conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM docs").fetchone()[0])
-                self.conn.executemany(
-                    "INSERT INTO docs (rowid, run_id, sample_id, question, response, contexts, reference)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    [(first + i, run_id, s.id, s.question or "", s.response or "", "\n\n".join(s.contexts or ()),
-                      "\n".join(s.references)) for i, s in enumerate(samples)])
-                took = time.perf_counter() - t0
-                self.conn.execute("INSERT OR REPLACE INTO indexed (run_id, created_at, samples, first, built_s)"
-                                  " VALUES (?,?,?,?,?)", (run_id, info.created_at, len(samples), first, took))
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+                conn.execute("PRAGMA busy_timeout = 30000")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    old = conn.execute("SELECT first, samples FROM indexed WHERE run_id=?", (key.run_id,)).fetchone()
+                    if old is not None:
+                        conn.execute("DELETE FROM docs WHERE rowid BETWEEN ? AND ?", (old[0], old[0] + old[1] - 1))
+                    first = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM docs").fetchone()[0])
+                    conn.executemany(
+                        "INSERT INTO docs (rowid, run_id, sample_id, question, response, contexts, reference)"
+                        " VALUES (?,?,?,?,?,?,?)",
+                        [(first + i, key.run_id, s.id, s.question or "", s.response or "",
+                          "\n\n".join(s.contexts or ()), "\n".join(s.references)) for i, s in enumerate(samples)])
+                    took = time.perf_counter() - t0
+                    conn.execute("INSERT OR REPLACE INTO indexed (run_id, created_at, samples, first, built_s)"
+                                 " VALUES (?,?,?,?,?)", (key.run_id, key.created_at, len(samples), first, took))
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            finally:
+                if memory:
+                    self._read.release()
+                else:
+                    conn.close()
             self.last_build_s = took
             return took
 
-    def search(self, store: Store, run_id: str, text: str) -> list[str] | None:
+    def search(self, key: RunKey, text: str) -> list[str] | None:
         """The ids of the run's samples matching ``text``, best match first (FTS5's bm25 rank);
-        ``None`` when the text holds no word to search for."""
+        ``None`` when the text holds no word to search for. The run must be indexed
+        (:meth:`ensure`)."""
         query = fts_query(text)
         if query is None:
             return None
-        self.ensure(store, run_id)
-        with self._lock:
-            entry = self._entry(store, run_id)
-            assert entry is not None
-            first, n = entry
+        entry = self._entry(key)
+        if entry is None:
+            raise ConfigError(f"run {key.run_id} is not indexed for search yet")
+        first, n = entry
+        with self._read:
             rows = self.conn.execute(
                 "SELECT sample_id FROM docs WHERE docs MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rank",
                 (query, first, first + n - 1)).fetchall()
         return [r[0] for r in rows]
 
-    def questions(self, store: Store, run_id: str, positions: Iterable[int]) -> dict[int, str] | None:
+    def questions(self, key: RunKey, positions: Iterable[int]) -> dict[int, str] | None:
         """The questions of the run's samples at these positions (data order), read from the
-        index; ``None`` when the run is not indexed (yet)."""
-        with self._lock:
-            entry = self._entry(store, run_id)
-            if entry is None:
-                return None
-            first, n = entry
-            wanted = [first + p for p in positions if 0 <= p < n]
-            out: dict[int, str] = {}
+        index; ``None`` when the run is not indexed (yet), or the index is busy."""
+        entry = self._entry(key, blocking=False)
+        if entry is None:
+            return None
+        first, n = entry
+        wanted = [first + p for p in positions if 0 <= p < n]
+        out: dict[int, str] = {}
+        if not self._read.acquire(blocking=False):
+            return None
+        try:
             for i in range(0, len(wanted), 500):
                 chunk = wanted[i:i + 500]
                 out.update((int(r) - first, q) for r, q in self.conn.execute(
                     f"SELECT rowid, question FROM docs WHERE rowid IN ({','.join('?' * len(chunk))})", chunk))
+        finally:
+            self._read.release()
         return out
