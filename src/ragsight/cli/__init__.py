@@ -46,7 +46,7 @@ from ..report import fmt as _fmt
 from ..result import EvaluationResult, load_result
 from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
-from . import _judges, _report, _sweep, _testset, _traces
+from . import _judges, _labels, _report, _sweep, _testset, _traces
 from ._common import (
     DEFAULT_STORE,
     EXIT_FAILED,
@@ -176,6 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     _traces.register(sub)
     _sweep.register(sub)
     _judges.register(sub)
+    _labels.register(sub)
     return p
 
 

@@ -52,6 +52,7 @@ from ._compare import (
 )
 from ._format import compact_table, fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
+from ._labels_io import ANY_METRIC, LabelImport, export_labels, import_labels, label_rows
 from ._pairs import (
     PairAgreement,
     PairCalibrationReport,
@@ -62,6 +63,7 @@ from ._pairs import (
 from ._repeats_view import print_repeats
 
 __all__ = [
+    "ANY_METRIC",
     "CalibrationReport",
     "Comparison",
     "ConcordanceRow",
@@ -70,6 +72,7 @@ __all__ = [
     "Correlations",
     "GroupComparison",
     "GroupStats",
+    "LabelImport",
     "MetricCalibration",
     "MetricRow",
     "PairAgreement",
@@ -99,6 +102,7 @@ __all__ = [
     "correlations",
     "evaluate_repeats",
     "expected_calibration_error",
+    "export_labels",
     "fmt",
     "fmt_ci",
     "fmt_p",
@@ -106,7 +110,9 @@ __all__ = [
     "group_comparison",
     "harmonic_mean",
     "holm",
+    "import_labels",
     "is_pair_labels",
+    "label_rows",
     "load_labels",
     "load_runs",
     "overall_score",
