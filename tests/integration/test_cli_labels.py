@@ -105,3 +105,26 @@ def test_import_refuses_a_file_without_the_label_column(
     code, _, err = run(capsys, "labels", "import", "l.jsonl", "--run", "last", "--label", "correct")
     assert code == 2
     assert "no label 'correct'" in " ".join(err.split()) and "ok" in err
+
+
+def test_calibrate_reads_the_imported_labels_from_the_store(
+    tmp_path: Path, evaluated: list[dict[str, Any]], capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/review.md: `ragsight labels import FILE --run RUN --label FIELD`, then
+    `ragsight calibrate RUN --label FIELD [--json]` with no --labels file."""
+    labels = [{"id": r["id"], "correct": i % 4 != 0} for i, r in enumerate(evaluated[:16])]
+    write_jsonl(tmp_path / "labels.jsonl", labels)
+    assert run(capsys, "labels", "import", "labels.jsonl", "--run", "last", "--label", "correct")[0] == 0
+    code, out, err = run(capsys, "calibrate", "last", "--label", "correct", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["matched"], data["n_positive"], data["n_negative"]) == (16, 12, 4)
+    faith = data["metrics"][0]
+    assert faith["metric"] == "faithfulness" and faith["n"] == 16
+    # the same as the file given with --labels
+    code, out2, _ = run(capsys, "calibrate", "last", "--labels", "labels.jsonl", "--label", "correct", "--json")
+    assert json.loads(out2)["metrics"] == data["metrics"]
+    code, text, _ = run(capsys, "calibrate", "last", "--label", "correct")
+    assert code == 0 and "16 of 16 labels paired" in " ".join(text.split())
+    code, _, err = run(capsys, "calibrate", "last", "--label", "grade")
+    assert code == 2 and "no sample labels 'grade'" in " ".join(err.split())

@@ -34,6 +34,7 @@ from ._calibrate import (
     calibrate,
     load_labels,
     print_calibration,
+    store_labels,
 )
 from ._compare import (
     Comparison,
@@ -52,7 +53,7 @@ from ._compare import (
 )
 from ._format import compact_table, fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
-from ._labels_io import ANY_METRIC, LabelImport, export_labels, import_labels, label_rows
+from ._labels_io import LabelImport, export_labels, import_labels, label_rows
 from ._pairs import (
     PairAgreement,
     PairCalibrationReport,
@@ -63,7 +64,6 @@ from ._pairs import (
 from ._repeats_view import print_repeats
 
 __all__ = [
-    "ANY_METRIC",
     "CalibrationReport",
     "Comparison",
     "ConcordanceRow",
@@ -125,6 +125,7 @@ __all__ = [
     "render_report",
     "run_spread",
     "save_html",
+    "store_labels",
     "summarize",
     "threshold_metrics",
     "write_report",

@@ -21,13 +21,10 @@ from typing import Any
 
 from .._files import atomic_write, check_writable_target, strict_json
 from ..errors import InputError
-from ..store import Label, Store, claim_key
+from ..store import ANY_METRIC, Label, Store, claim_key
 from ._calibrate import ID_FIELDS, _parse_label, _rows
 
-__all__ = ["ANY_METRIC", "LabelImport", "export_labels", "import_labels"]
-
-ANY_METRIC = "*"
-"""The metric of a label that judges the whole sample (every metric of it)."""
+__all__ = ["LabelImport", "export_labels", "import_labels", "label_rows"]
 
 _CLAIM_KEY = re.compile(r"^c-[0-9a-f]{16}$")
 
