@@ -3,9 +3,11 @@ repeated runs, and the statistics behind them (pure functions in ``ragsight._sta
 
 from .._repeats import RepeatReport, evaluate_repeats
 from .._stats import (
+    MIN_LABELS,
     ConcordanceRow,
     ConcordanceTable,
     ConditionalRate,
+    CorrectedEstimate,
     Correlations,
     GroupComparison,
     GroupStats,
@@ -16,6 +18,7 @@ from .._stats import (
     auroc,
     best_threshold,
     concordance_table,
+    corrected_estimate,
     correlations,
     expected_calibration_error,
     group_comparison,
@@ -23,6 +26,7 @@ from .._stats import (
     overall_score,
     paired_difference,
     pairs_to_detect,
+    ppi_mean,
     run_spread,
     summarize,
     threshold_metrics,
@@ -64,11 +68,13 @@ from ._pairs import (
 from ._repeats_view import print_repeats
 
 __all__ = [
+    "MIN_LABELS",
     "CalibrationReport",
     "Comparison",
     "ConcordanceRow",
     "ConcordanceTable",
     "ConditionalRate",
+    "CorrectedEstimate",
     "Correlations",
     "GroupComparison",
     "GroupStats",
@@ -99,6 +105,7 @@ __all__ = [
     "compare",
     "compare_runs",
     "concordance_table",
+    "corrected_estimate",
     "correlations",
     "evaluate_repeats",
     "expected_calibration_error",
@@ -118,6 +125,7 @@ __all__ = [
     "overall_score",
     "paired_difference",
     "pairs_to_detect",
+    "ppi_mean",
     "print_calibration",
     "print_comparison",
     "print_pair_calibration",
