@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ragsight.cli import main
+from ragsight.report import corrected_estimate
 from ragsight.store import Store
 from tests.fakes import FakeOpenAIServer
 from tests.reliability.world import JudgeWorld, make_samples
@@ -121,10 +122,49 @@ def test_calibrate_reads_the_imported_labels_from_the_store(
     assert (data["matched"], data["n_positive"], data["n_negative"]) == (16, 12, 4)
     faith = data["metrics"][0]
     assert faith["metric"] == "faithfulness" and faith["n"] == 16
+    # the corrected estimate beside the raw mean, and what it rests on
+    assert faith["n_labels"] == 16 and faith["n_judged"] == 24 and not faith["too_few_labels"]
+    assert 0.0 <= faith["mean"] <= 1.0
+    low, high = faith["corrected_ci"]
+    assert low < faith["corrected_mean"] < high and 0.0 <= faith["corrected_lambda"] <= 1.0
+    with Store(tmp_path / "ragsight.db") as st:
+        scores = st.scores(st.resolve_run("last"))
+    judged = {sid: per["faithfulness"].value for sid, per in scores.items()
+              if per["faithfulness"].value is not None}
+    assert faith["mean"] == pytest.approx(sum(judged.values()) / len(judged))
+    assert faith["corrected_mean"] == pytest.approx(
+        corrected_estimate(judged, {r["id"]: float(r["correct"]) for r in labels}).corrected_mean)
     # the same as the file given with --labels
     code, out2, _ = run(capsys, "calibrate", "last", "--labels", "labels.jsonl", "--label", "correct", "--json")
     assert json.loads(out2)["metrics"] == data["metrics"]
     code, text, _ = run(capsys, "calibrate", "last", "--label", "correct")
     assert code == 0 and "16 of 16 labels paired" in " ".join(text.split())
+    assert "Means corrected by the labels (PPI)" in text and "WARNING: too few labels" not in text
     code, _, err = run(capsys, "calibrate", "last", "--label", "grade")
     assert code == 2 and "no sample labels 'grade'" in " ".join(err.split())
+    # the HTML report shows the same corrected mean beside the raw one
+    code, _, _ = run(capsys, "report", "last", "--out", "report.html")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    part = html[html.index("Corrected by the labels 'correct'"):]
+    part = part[:part.index("</table>")]
+    assert f"<td>{faith['corrected_mean']:.3f}</td>" in part and f"<td>{faith['mean']:.3f}</td>" in part
+    assert "16 of 24" in part and "too few labels" not in part
+
+
+def test_calibrate_says_loudly_when_the_corrected_mean_rests_on_too_few_labels(
+    tmp_path: Path, evaluated: list[dict[str, Any]], capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_jsonl(tmp_path / "few.csv", [])
+    (tmp_path / "few.csv").write_text("id,correct\n" + "".join(f"{r['id']},{i % 2}\n"
+                                                               for i, r in enumerate(evaluated[:6])))
+    assert run(capsys, "labels", "import", "few.csv", "--run", "last", "--label", "correct")[0] == 0
+    code, text, _ = run(capsys, "calibrate", "last", "--label", "correct")
+    assert code == 0
+    flat = " ".join(text.split())
+    assert "WARNING: too few labels: faithfulness rests on 6 (fewer than 10)" in flat
+    code, out, _ = run(capsys, "calibrate", "last", "--label", "correct", "--json")
+    faith = json.loads(out)["metrics"][0]
+    assert faith["too_few_labels"] is True and faith["n_labels"] == 6
+    code, _, _ = run(capsys, "report", "last", "--out", "report.html")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Too few labels:</strong> faithfulness rests on 6 (fewer than 10)" in html

@@ -29,6 +29,7 @@ from rich.text import Text
 
 from .._score import Outcome
 from .._stats import (
+    MIN_LABELS,
     ConcordanceTable,
     ConditionalRate,
     Correlations,
@@ -37,6 +38,7 @@ from .._stats import (
     auroc,
     best_threshold,
     concordance_table,
+    corrected_estimate,
     correlations,
     expected_calibration_error,
     group_comparison,
@@ -44,9 +46,9 @@ from .._stats import (
 )
 from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
-from ..store import ANY_METRIC, Store
+from ..store import ANY_METRIC, Label, Store
 from ._compare import MIN_PAIRED_SHARE, PoorPairingError
-from ._format import compact_table, fmt, fmt_p
+from ._format import compact_table, fmt, fmt_ci, fmt_p
 
 __all__ = [
     "CalibrationReport",
@@ -86,6 +88,23 @@ class MetricCalibration:
     correlations: Correlations
     ece: float | None
     groups: GroupComparison | None
+    mean: float | None = None
+    """The judge's raw mean over every sample where the metric scored (not only the labelled)."""
+    n_labels: int = 0
+    """The labels the corrected mean rests on (labelled samples where the metric scored)."""
+    n_judged: int = 0
+    """The samples where the metric scored (the judge's mean is over these)."""
+    corrected_mean: float | None = None
+    """The mean corrected by the labels (PPI++, ``_stats.corrected_estimate``), on the metric's
+    scale; None where the labels are not on it (graded labels outside [0, 1], not binarised;
+    values outside [0, 1]) or fewer than 2."""
+    corrected_ci: tuple[float, float] | None = None
+    corrected_lambda: float | None = None
+    """The weight PPI++ gave the judge: 1 plain PPI, 0 the labels alone."""
+    labels_mean: float | None = None
+    """The labels' own mean (oriented to the metric's scale), for comparison."""
+    too_few_labels: bool = False
+    """Fewer than ``MIN_LABELS`` (10) labels: the corrected mean and its CI are rough."""
 
 
 @dataclass(frozen=True)
@@ -231,8 +250,7 @@ def store_labels(store: Store, run_id: str, label_field: str
     labels are not read here. Where several people labelled the same sample for the same metric,
     the latest label counts (and a note says how often). Raises InputError when there is none."""
     found = store.labels(run_id, field=label_field)
-    sample_level = [lb for lb in found if lb.claim is None]
-    if not sample_level:
+    if not any(lb.claim is None for lb in found):
         fields = sorted({lb.field for lb in store.labels(run_id)})
         have = (f"its samples have labels {', '.join(repr(f) for f in fields)}" if fields
                 else "its samples have no labels")
@@ -241,6 +259,14 @@ def store_labels(store: Store, run_id: str, label_field: str
             f"{'; ' + str(len(found)) + ' claim labels' if found else ''}). Import a file with "
             f"'ragsight labels import FILE --run {run_id} --label {label_field}', or pass --labels FILE."
         )
+    return split_labels(found, label_field)
+
+
+def split_labels(labels: Sequence[Label], label_field: str
+                 ) -> tuple[dict[str, float], dict[str, dict[str, float]], list[str]]:
+    """Labels of one run (``Store.labels(run_id)``) as :func:`store_labels` gives them: the
+    sample labels of ``label_field`` by sample id, the whole sample's and each metric's own."""
+    sample_level = [lb for lb in labels if lb.claim is None and lb.field == label_field]
     latest: dict[tuple[str, str], tuple[str, float]] = {}
     several = set()
     for lb in sample_level:
@@ -278,7 +304,7 @@ def _values(result: EvaluationResult, metric: str, oriented: bool) -> dict[str, 
 
 def calibrate(
     source: EvaluationResult | tuple[Store, str],
-    labels: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+    labels: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]] | Sequence[Label] | None,
     label_field: str = "label",
     metrics: Sequence[str] | None = None,
     *,
@@ -295,7 +321,8 @@ def calibrate(
     ``source``: an :class:`EvaluationResult` or ``(store, run ref)``. ``labels``: a labels
     file, a mapping {sample id: label}, rows (mappings with ``id`` and ``label_field``), or
     None: the store's labels of field ``label_field`` for the run's samples (see
-    :func:`store_labels`; a metric's own labels take precedence over labels of the whole sample).
+    :func:`store_labels`; a metric's own labels take precedence over labels of the whole sample),
+    or those labels given as :class:`~ragsight.store.Label` objects (``Store.labels(run_id)``).
     ``metrics``: the metrics to check (default: all the run's). ``threshold``: where a score
     counts as a positive prediction (``score >= threshold``). ``pair``: the two metrics of the
     concordance table (default faithfulness and factual_correctness, skipped with a note when
@@ -310,7 +337,12 @@ def calibrate(
     result = source if isinstance(source, EvaluationResult) else load_result(*source)
     notes: list[str] = []
     own: dict[str, dict[str, float]] = {}  # metric -> sample id -> the metric's own label
-    if labels is None:
+    given = (list(labels) if isinstance(labels, Sequence) and not isinstance(labels, str) else [])
+    stored = labels is None or (bool(given) and isinstance(given[0], Label))
+    if stored and labels is not None:
+        raw, own, store_notes = split_labels([lb for lb in given if isinstance(lb, Label)], label_field)
+        notes.extend(store_notes)
+    elif labels is None:
         if isinstance(source, EvaluationResult):
             if not source.store_path:
                 raise ConfigError("this result has no store to read labels from; pass a labels file")
@@ -324,7 +356,7 @@ def calibrate(
     elif isinstance(labels, Mapping):
         raw = {str(k): v for k, v in labels.items()}
     else:
-        raw = _label_rows(labels, label_field, "<labels>")
+        raw = _label_rows([r for r in given if isinstance(r, Mapping)], label_field, "<labels>")
 
     parsed: dict[str, float] = {}
     invalid: list[tuple[str, str]] = []
@@ -395,6 +427,7 @@ def calibrate(
         notes.append(f"lower-is-better metrics enter as 1 - value: {', '.join(oriented)}")
 
     rows: list[MetricCalibration] = []
+    unscaled: list[str] = []
     for key in keys:
         vals = _values(result, key, lower[key])
         mine = {**labelled, **own[key]} if own.get(key) else labelled
@@ -416,6 +449,15 @@ def calibrate(
             groups = group_comparison(
                 [v for v, b in zip(x, yb) if b], [v for v, b in zip(x, yb) if not b], "greater"
             )
+        # the corrected mean: labels on the metric's 0-1 scale (binary, binarised or within
+        # [0, 1]) and the judge's values on it too
+        raw = _values(result, key, False)
+        ppi_labels = {sid: (1.0 if binarise(v) else 0.0) if binarise else v for sid, v in zip(ids, y)}
+        est = None
+        if all(0.0 <= v <= 1.0 for v in ppi_labels.values()) and all(0.0 <= v <= 1.0 for v in raw.values()):
+            est = corrected_estimate(raw, ppi_labels, lower_is_better=lower[key])
+        elif ids:
+            unscaled.append(key)
         rows.append(
             MetricCalibration(
                 key,
@@ -429,8 +471,22 @@ def calibrate(
                 corr,
                 ece,
                 groups,
+                mean=sum(raw.values()) / len(raw) if raw else None,
+                n_labels=len(ids),
+                n_judged=len(raw),
+                corrected_mean=est.corrected_mean if est else None,
+                corrected_ci=est.corrected_ci if est else None,
+                corrected_lambda=est.lam if est else None,
+                labels_mean=est.labels_mean if est else None,
+                too_few_labels=len(ids) < MIN_LABELS,
             )
         )
+    if unscaled:
+        notes.append(f"no corrected mean for {', '.join(unscaled)}: labels or values outside [0, 1] "
+                     "(binarise graded labels with --label-threshold)")
+    few = [f"{m.metric} ({m.n_labels})" for m in rows if m.too_few_labels]
+    if few:
+        notes.append(f"too few labels for a trustworthy corrected mean (fewer than {MIN_LABELS}): {', '.join(few)}")
 
     concordance: PairConcordance | None = None
     m1, m2 = pair or DEFAULT_PAIR
@@ -463,8 +519,8 @@ def calibrate(
         label_kind=kind,
         binarised_at=label_threshold,
         threshold=threshold,
-        n_labels=len(any_label) if labels is None else len(parsed),
-        matched=len(any_label) if labels is None else len(labelled),
+        n_labels=len(any_label) if stored else len(parsed),
+        matched=len(any_label) if stored else len(labelled),
         unmatched_ids=unmatched,
         unlabelled=unlabelled,
         invalid=tuple(invalid),
@@ -479,6 +535,32 @@ def calibrate(
 
 # ---------------------------------------------------------------------------------------------
 # Terminal output
+
+
+def _print_corrected(report: CalibrationReport, c: Console) -> None:
+    """The means corrected by the labels (PPI), with how many labels each rests on."""
+    shown = [m for m in report.metrics if m.corrected_mean is not None]
+    if not shown:
+        return
+    tb = compact_table("Means corrected by the labels (PPI)")
+    for col in ("metric", "judge", "corrected", "95% CI", "labels", "λ"):
+        tb.add_column(col, justify="left" if col == "metric" else "right",
+                      **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
+    for m in shown:
+        low, high = m.corrected_ci if m.corrected_ci else (None, None)
+        tb.add_row(Text(m.metric + (" !" if m.too_few_labels else "")), fmt(m.mean), fmt(m.corrected_mean),
+                   fmt_ci(low, high), f"{m.n_labels}/{m.n_judged}", fmt(m.corrected_lambda, 2))
+    c.print(tb)
+    c.print("judge: the raw mean over every scored sample; corrected: that mean with the judge's "
+            "error on the labelled samples taken out (prediction-powered inference), with its 95% "
+            "CI; labels: labelled of scored samples; λ: the weight given to the judge (1 plain "
+            "PPI, 0 the labels alone).")
+    few = [m for m in shown if m.too_few_labels]
+    if few:
+        c.print(Text(
+            f"WARNING: too few labels: {', '.join(f'{m.metric} rests on {m.n_labels}' for m in few)} "
+            f"(fewer than {MIN_LABELS}). Those corrected means and CIs (marked !) are rough; "
+            "label more samples before relying on them.", style="bold red"))
 
 
 def rate_text(rate: ConditionalRate) -> str:
@@ -527,6 +609,8 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
         )
     for sid, why in report.invalid[:10]:
         c.print(Text(f"unreadable label for '{sid}': {why}", style="yellow"))
+
+    _print_corrected(report, c)
 
     t = report.threshold
     if any(m.auroc is not None or m.at_threshold is not None for m in report.metrics):
