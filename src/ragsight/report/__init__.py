@@ -31,6 +31,7 @@ from .._stats import (
     summarize,
     threshold_metrics,
 )
+from ._align import Agreement, Alignment, AlignmentExample, align, load_alignment
 from ._calibrate import (
     CalibrationReport,
     MetricCalibration,
@@ -69,6 +70,9 @@ from ._repeats_view import print_repeats
 
 __all__ = [
     "MIN_LABELS",
+    "Agreement",
+    "Alignment",
+    "AlignmentExample",
     "CalibrationReport",
     "Comparison",
     "ConcordanceRow",
@@ -95,6 +99,7 @@ __all__ = [
     "SentenceMatch",
     "Summary",
     "ThresholdMetrics",
+    "align",
     "auroc",
     "best_matching_sentence",
     "best_threshold",
@@ -120,6 +125,7 @@ __all__ = [
     "import_labels",
     "is_pair_labels",
     "label_rows",
+    "load_alignment",
     "load_labels",
     "load_runs",
     "overall_score",
