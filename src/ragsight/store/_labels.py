@@ -21,13 +21,17 @@ from typing import Any
 from ..errors import InputError
 from ..sample import Sample
 
-__all__ = ["Label", "claim_key", "sample_key"]
+__all__ = ["ANY_METRIC", "Label", "claim_key", "sample_key"]
+
+ANY_METRIC = "*"
+"""The metric of a label that judges the whole sample (it stands for every metric of it)."""
 
 
 @dataclass(frozen=True)
 class Label:
     """One label. ``claim`` is None for a sample label (the metric's verdict on the sample), or
-    the :func:`claim_key` of the claim whose verdict it judges. ``value``: 1 right / 0 wrong for
+    the :func:`claim_key` of the claim whose verdict it judges. ``metric`` is a metric's key,
+    or :data:`ANY_METRIC` for a label of the whole sample. ``value``: 1 right / 0 wrong for
     a claim label; for a sample label, 1/0 or a grade. ``field`` names the kind of label
     ("human", "expert"...), ``who`` the person; ``when`` (ISO 8601 UTC) is filled on write when
     empty. ``run_id``/``sample_id`` say where the label was given; labels read for a run name
