@@ -9,6 +9,7 @@ Needs /usr/bin/chromium (scripts/ci_system_deps.sh installs it); skipped without
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ragsight import Store
+from ragsight.cli import main
 from ragsight.store import claim_key
 from ragsight.view import ViewServer, make_server
 from tests.cdp import Browser
@@ -66,7 +68,8 @@ def listed(b: Browser) -> list[str]:
                        ".map(a => a.textContent)"))
 
 
-def test_browse_filter_search_and_label_with_the_keyboard(served: ViewServer, browser: Browser) -> None:
+def test_browse_filter_search_and_label_with_the_keyboard(served: ViewServer, browser: Browser,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     b, base = browser, served.url()
     b.goto(base)
     clean(b)
@@ -111,6 +114,10 @@ def test_browse_filter_search_and_label_with_the_keyboard(served: ViewServer, br
     assert got == {("faithfulness", None, 1.0, "ana"),
                    ("faithfulness", claim_key(PARIS_CLAIMS[0]), 1.0, "ana"),
                    ("faithfulness", claim_key(PARIS_CLAIMS[1]), 0.0, "ana")}
+    # ... and by calibrate, which reads the store's labels
+    assert main(["calibrate", "run-A", "--label", "human", "--json", "--store", served.app.store_path]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n_labels"] == 1 and report["n_positive"] == 1
     # read back: a new visit shows ana's labels pressed (the name was kept in this browser)
     b.goto(base + "run/run-A/sample/paris")
     assert b.eval("document.getElementById('who').value") == "ana"

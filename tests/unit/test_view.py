@@ -358,3 +358,26 @@ def test_a_viewer_with_a_token_refuses_requests_without_it(db: Path) -> None:
     headers = {**host, "content-type": "application/json", "cookie": "ragsight_token=s3cret-token"}
     assert post(app, body, headers)[0] == 403
     assert post(app, body, {**headers, "x-ragsight-token": "s3cret-token"})[0] == 200
+
+
+def test_the_run_page_shows_the_mean_corrected_by_the_labels_as_calibrate_does(
+        db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragsight.cli import main
+
+    app = app_of(db)
+    _, page = get(app, "/run/run-A")
+    assert 'id="corrected"' not in page  # no label yet: no corrected mean
+    for sid, value in (("paris", 1), ("python", 0), ("hostile", 1)):
+        assert post(app, {"run": "run-A", "sample": sid, "metric": "faithfulness", "claim": None,
+                          "value": value, "who": "ana"})[0] == 200
+    _, page = get(app, "/run/run-A")
+    assert main(["calibrate", "run-A", "--label", "human", "--json", "--store", str(db)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    faith = next(m for m in out["metrics"] if m["metric"] == "faithfulness")
+    low, high = faith["corrected_ci"]
+    row = re.search(r'<td class="l">faithfulness ↑</td><td>(\d+)</td><td>([\d.]+)</td><td><b>([\d.]+)</b>( !)?</td>'
+                    r"<td>\[([-\d.]+), ([-\d.]+)\]</td>", page)
+    assert row, page.split('id="corrected"')[1][:600]
+    assert int(row[1]) == faith["n_labels"] == 3 and row[2] == "0.889"
+    assert row[3] == f"{faith['corrected_mean']:.3f}" and (row[5], row[6]) == (f"{low:.3f}", f"{high:.3f}")
+    assert row[4] == " !" and "fewer than 10 labels" in page  # three labels are too few, and it says so

@@ -25,7 +25,7 @@ Default port: {DEFAULT_PORT} (0 takes any free one). See docs/review.md."""
 def cmd_view(args: argparse.Namespace) -> int:
     if args.store != ":memory:" and not os.path.exists(args.store):
         raise StoreError(f"no store at {args.store}; give the --store file that 'ragsight evaluate' wrote")
-    server = make_server(args.store, args.host, args.port, index_path=args.index)
+    server = make_server(args.store, args.host, args.port, index_path=args.index, field=args.label)
     app = server.app
     try:
         runs = len(app.store.runs())
@@ -62,4 +62,7 @@ def register(sub: Any) -> None:
     v.add_argument("--index", metavar="PATH",
                    help="where to keep the search index (default: beside the store, STORE.search-index; "
                         ":memory: keeps none)")
+    v.add_argument("--label", default="human", metavar="FIELD",
+                   help="the label field the viewer writes and shows (default: human; 'ragsight calibrate RUN "
+                        "--label FIELD' reads it)")
     v.set_defaults(func=cmd_view)

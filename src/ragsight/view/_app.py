@@ -34,14 +34,16 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import ConfigError, InputError, RagsightError, StoreError
+from ..report import store_labels
 from ..store import Store
 from ._assets import e, page, t
-from ._labels import LabelWriter, read_labels
+from ._labels import FIELD, LabelWriter, read_labels
 from ._model import RunTable, Tables
 from ._pages import (
     RunQuery,
     compare_body,
     comparison,
+    corrected_table,
     run_body,
     runs_body,
     sample_body,
@@ -87,10 +89,14 @@ def _error(status: int, message: str) -> Response:
 class ViewApp:
     """The viewer over one store. ``token``: the access token every request must carry (``None``
     on a loopback address). ``index_path``: where the search index lives (default: beside the
-    store; ``:memory:`` for none on disk)."""
+    store; ``:memory:`` for none on disk). ``field``: the label field it writes and reads."""
 
-    def __init__(self, store_path: str, *, token: str | None = None, index_path: str | None = None) -> None:
+    def __init__(self, store_path: str, *, token: str | None = None, index_path: str | None = None,
+                 field: str = FIELD) -> None:
+        if not field.strip():
+            raise ConfigError("the label field must be a name, e.g. human")
         self.store_path = store_path
+        self.field = field
         self.store = Store(store_path)
         self.token = token
         self.tables = Tables()
@@ -106,7 +112,7 @@ class ViewApp:
                               "in memory and built again at each start (--index PATH puts it elsewhere)")
         self.lock = threading.RLock()
         self.allowed_hosts: set[str] | None = None
-        self.labels = LabelWriter(self.store)
+        self.labels = LabelWriter(self.store, field)
         self._building: set[str] = set()
         self._compared: dict[tuple[Any, ...], Any] = {}
 
@@ -203,7 +209,11 @@ class ViewApp:
         with self.lock:
             run_id = self.store.resolve_run(ref)
             table = self._table(run_id)
-            labels = read_labels(self.store, run_id)
+            labels = read_labels(self.store, run_id, self.field)
+            try:
+                general, own, _ = store_labels(self.store, run_id, self.field)
+            except InputError:  # no sample label yet
+                general, own = {}, {}
         hits = None
         with self.lock:
             key = RunKey.of(self.store, run_id)
@@ -223,7 +233,8 @@ class ViewApp:
             with self.lock:
                 questions = {i: self.store.sample(run_id, table.ids[i]).question or "" for i in chosen.rows}
         timing["total"] = time.perf_counter() - t0
-        body = run_body(table, query, hits, chosen, questions, labels, timing)
+        corrected = corrected_table(table, general, own, self.field)
+        body = run_body(table, query, hits, chosen, questions, labels, timing, corrected)
         return _html(200, f"ragsight view: {run_id}", body, self.token)
 
     def _ensure_index(self, key: RunKey) -> float:
@@ -263,7 +274,7 @@ class ViewApp:
             sample = self.store.sample(run_id, sample_id)
             scores = self.store.scores(run_id, sample_id).get(sample_id, {})
             calls = self.store.judge_calls(run_id, sample_id)
-            labels = read_labels(self.store, run_id)
+            labels = read_labels(self.store, run_id, self.field)
             keys = self.labels.claim_keys(scores.values())
         body = sample_body(table, sample, scores, calls, labels, order, keys)
         return _html(200, f"ragsight view: {sample_id}", body, self.token)

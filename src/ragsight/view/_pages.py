@@ -20,6 +20,7 @@ from .._score import Outcome, Score
 from ..errors import ConfigError
 from ..metrics import resolve_metrics
 from ..report import (
+    MIN_LABELS,
     Comparison,
     Marks,
     PoorPairingError,
@@ -27,6 +28,7 @@ from ..report import (
     ci_notes,
     compare,
     config_text,
+    corrected_estimate,
     fmt,
     fmt_ci,
     fmt_p,
@@ -268,6 +270,45 @@ def select(table: RunTable, query: RunQuery, hits: list[str] | None, labels: Lab
     pages = max(1, math.ceil(len(selected) / PAGE_SIZE))
     page = min(query.page, pages)
     return Selection(selected, selected[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], page, pages)
+
+
+def corrected_table(table: RunTable, general: Mapping[str, float], own: Mapping[str, Mapping[str, float]],
+                    field_name: str) -> str:
+    """Each metric's raw judge mean beside its mean corrected by the labels (prediction-powered
+    inference: ``ragsight.report.corrected_estimate``, as ``calibrate`` reports it), with the
+    count of labels it rests on, and a warning where they are too few."""
+    rows = []
+    few = False
+    for m in table.metrics:
+        labels = {**general, **own.get(m, {})}  # a metric's own label before the whole sample's
+        judged = {sid: v for sid, v in zip(table.ids, table.values[m]) if v is not None}
+        n = sum(1 for sid in labels if sid in judged)
+        if not n:
+            continue
+        off = [v for v in labels.values() if not 0.0 <= v <= 1.0]
+        if off:
+            rows.append(f'<tr><td class="l">{t(m)}</td><td>{n}</td><td colspan="3" class="l">labels not on the '
+                        "0-1 scale: no corrected mean (<code>ragsight calibrate --label-threshold</code> "
+                        "binarises them)</td></tr>")
+            continue
+        est = corrected_estimate(judged, labels, lower_is_better=table.lower.get(m, False))
+        mark = " !" if est.too_few else ""
+        few = few or est.too_few
+        rows.append(f'<tr><td class="l">{t(m)} {_arrow(table.lower.get(m, False))}</td><td>{est.n_labels}</td>'
+                    f"<td>{fmt(est.judge_mean)}</td><td><b>{fmt(est.corrected_mean)}</b>{mark}</td>"
+                    f"<td>{fmt_ci(*est.corrected_ci) if est.corrected_ci else '–'}</td></tr>")
+    if not rows:
+        return ""
+    out = [f'<h2>Corrected by the labels \'{t(field_name)}\'</h2><div class="scroll"><table id="corrected"><thead><tr>'
+           '<th class="l">metric</th><th>labels</th><th>judge mean</th><th>corrected mean</th><th>95% CI</th>'
+           "</tr></thead><tbody>", *rows, "</tbody></table></div>",
+           '<p class="muted">Prediction-powered inference (PPI++): the judge\'s mean over every scored sample, '
+           "corrected by its error on the labelled ones; the same estimate as <code>ragsight calibrate RUN "
+           f"--label {t(field_name)}</code>.</p>"]
+    if few:
+        out.append(f'<p class="warn"><strong>!</strong> fewer than {MIN_LABELS} labels: the corrected mean rests on '
+                   "too few to be trusted; its interval may not cover the true mean.</p>")
+    return "".join(out)
 
 
 def run_body(

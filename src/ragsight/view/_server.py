@@ -120,7 +120,7 @@ class ViewServer(ThreadingHTTPServer):
 
 
 def make_server(store: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
-                token: str | None = None, index_path: str | None = None) -> ViewServer:
+                token: str | None = None, index_path: str | None = None, field: str = "human") -> ViewServer:
     """A viewer of ``store`` listening on ``host:port`` (port 0: any free one). Any address but
     127.0.0.1, ::1 or localhost gets an access token (``token``, or a new one: read it from
     ``server.app.token``)."""
@@ -130,7 +130,7 @@ def make_server(store: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *
         except ValueError:
             raise ConfigError(f"--host takes an IP address (127.0.0.1, 0.0.0.0, ...), not '{host}'") from None
         token = token or new_token()
-    app = ViewApp(store, token=token, index_path=index_path)
+    app = ViewApp(store, token=token, index_path=index_path, field=field)
     try:
         server = ViewServer((host, port), app)
     except OSError as exc:
