@@ -129,3 +129,12 @@ def test_view_without_a_store_says_so(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_a_host_name_is_refused(example_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["view", "--store", str(example_store), "--host", "example.com", "--port", "0"]) == 2
     assert "--host takes an IP address" in capsys.readouterr().err
+
+
+def test_view_help_reads_at_80_columns(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["view", "--help"])
+    text = capsys.readouterr().out
+    assert "ragsight view --store ragsight.db" in text and "--host" in text
+    assert max(len(line) for line in text.splitlines()) <= 80

@@ -381,3 +381,24 @@ def test_the_run_page_shows_the_mean_corrected_by_the_labels_as_calibrate_does(
     assert int(row[1]) == faith["n_labels"] == 3 and row[2] == "0.889"
     assert row[3] == f"{faith['corrected_mean']:.3f}" and (row[5], row[6]) == (f"{low:.3f}", f"{high:.3f}")
     assert row[4] == " !" and "fewer than 10 labels" in page  # three labels are too few, and it says so
+
+
+def test_imported_labels_of_the_whole_sample_are_shown(db: Path) -> None:
+    from ragsight.store import ANY_METRIC, Label
+
+    with Store(db) as store:
+        key = store.sample_keys("run-A")["paris"]
+        store.add_labels([Label(key, ANY_METRIC, 1.0, "human", who="import")])
+    _, page = get(app_of(db), "/run/run-A/sample/paris")
+    assert 'id="whole-labels">labels of the whole sample (every metric): import=1.00' in page
+
+
+def test_the_index_falls_back_to_memory_when_it_cannot_sit_beside_the_store(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragsight.view._app as app_module
+
+    monkeypatch.setattr(app_module, "index_path_for", lambda path: "/no/such/folder/x.search-index")
+    app = ViewApp(str(db))
+    app.bound("127.0.0.1", 8765)
+    assert app.index.path == ":memory:" and "kept in memory" in app.notes[0]
+    assert sample_ids(get(app, "/run/run-A?q=louvre")[1]) == ["paris"]

@@ -17,9 +17,9 @@ VIEW_EPILOG = f"""examples:
   ragsight view --store ragsight.db
   ragsight view --store runs.db --port 9000
   ragsight view --store runs.db --host 0.0.0.0 --port 9000
-The viewer listens on 127.0.0.1 (this machine only) unless --host names another address; then
-it prints an access token, and every request must carry it. Stop it with Ctrl-C.
-Default port: {DEFAULT_PORT} (0 takes any free one). See docs/review.md."""
+The viewer listens on 127.0.0.1 (this machine only) unless --host names another
+address; then it prints an access token, and every request must carry it.
+Stop it with Ctrl-C. Default port: {DEFAULT_PORT} (0 takes any free one)."""
 
 
 def cmd_view(args: argparse.Namespace) -> int:

@@ -36,7 +36,7 @@ from ..report import (
 )
 from ..result import EvaluationResult
 from ..sample import Sample
-from ..store import RunInfo, Store
+from ..store import ANY_METRIC, RunInfo, Store
 from ._assets import e, t, url, visible
 from ._model import OUTCOMES, SORTS, Filter, RunTable, informativeness
 
@@ -556,6 +556,10 @@ def sample_body(
         fields.append(f'<div class="field"><b>metadata</b><div class="text muted">'
                       f"{t(json.dumps(dict(sample.metadata), ensure_ascii=False))}</div></div>")
     parts += fields
+    whole = mine.get((ANY_METRIC, None))
+    if whole:
+        given = ", ".join(f"{who or '(no name)'}={fmt(v, 2)}" for who, v in sorted(whole.items()))
+        parts.append(f'<p class="muted" id="whole-labels">labels of the whole sample (every metric): {t(given)}</p>')
     parts.append("<h2>Scores and evidence</h2>")
     parts += metric_html
     parts.append(f"<h2>Judge calls ({len(calls)})</h2>")
