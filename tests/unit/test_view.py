@@ -402,3 +402,26 @@ def test_the_index_falls_back_to_memory_when_it_cannot_sit_beside_the_store(
     app.bound("127.0.0.1", 8765)
     assert app.index.path == ":memory:" and "kept in memory" in app.notes[0]
     assert sample_ids(get(app, "/run/run-A?q=louvre")[1]) == ["paris"]
+
+
+def test_a_long_comparison_answers_computing_then_its_result(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import ragsight.view._app as app_module
+
+    release = threading.Event()
+    real = app_module.comparison
+
+    def slow(*args: Any) -> Any:
+        release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(app_module, "comparison", slow)
+    monkeypatch.setattr(app_module, "COMPARE_WAIT_S", 0.05)
+    app = app_of(db)
+    r = app.handle("GET", "/compare?run=run-A&run=run-B", HOST)
+    assert r.status == 200 and r.headers["Refresh"] == "2" and b'id="computing"' in r.body
+    release.set()
+    monkeypatch.setattr(app_module, "COMPARE_WAIT_S", 30.0)
+    r = app.handle("GET", "/compare?run=run-A&run=run-B", HOST)
+    assert "Refresh" not in r.headers and b'id="paired"' in r.body

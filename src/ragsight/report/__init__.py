@@ -39,6 +39,7 @@ from ._calibrate import (
     calibrate,
     load_labels,
     print_calibration,
+    split_labels,
     store_labels,
 )
 from ._compare import (
@@ -142,6 +143,7 @@ __all__ = [
     "render_report",
     "run_spread",
     "save_html",
+    "split_labels",
     "store_labels",
     "summarize",
     "threshold_metrics",

@@ -361,9 +361,8 @@ def compare(
     raw: list[tuple[str, int, int, PairedDifference]] = []
     for j in range(1, len(data)):
         other = data[j]
-        shared_ids = [
-            s.id for s in base.result.samples if s.id in {t.id for t in other.result.samples}
-        ]
+        other_ids = {t.id for t in other.result.samples}  # once, not per sample (quadratic)
+        shared_ids = [s.id for s in base.result.samples if s.id in other_ids]
         for key in metrics:
             if key not in base.result.summary or key not in other.result.summary:
                 continue

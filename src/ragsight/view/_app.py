@@ -26,7 +26,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import SimpleCookie
@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import ConfigError, InputError, RagsightError, StoreError
-from ..report import store_labels
+from ..report import split_labels
 from ..store import Store
 from ._assets import e, page, t
 from ._labels import FIELD, LabelWriter, read_labels
@@ -86,6 +86,33 @@ def _error(status: int, message: str) -> Response:
                  '<p><a href="/">all runs</a></p>')
 
 
+COMPARE_WAIT_S = 1.5
+"""How long a comparison request waits for its result before answering "computing" (and the
+page reloading)."""
+
+
+class _Job:
+    """A computation in a thread of its own; ``done`` is set when ``value`` or ``error`` is."""
+
+    def __init__(self, work: Callable[[], tuple[Any, Any]]) -> None:
+        self.done = threading.Event()
+        self.value: tuple[Any, Any] | None = None
+        self.error: Exception | None = None
+        self.started = time.perf_counter()
+        self.took = 0.0
+
+        def run() -> None:
+            try:
+                self.value = work()
+            except Exception as exc:  # given to the request that finds it
+                self.error = exc
+            finally:
+                self.took = time.perf_counter() - self.started
+                self.done.set()
+
+        threading.Thread(target=run, name="ragsight-view-compare", daemon=True).start()
+
+
 class ViewApp:
     """The viewer over one store. ``token``: the access token every request must carry (``None``
     on a loopback address). ``index_path``: where the search index lives (default: beside the
@@ -114,7 +141,7 @@ class ViewApp:
         self.allowed_hosts: set[str] | None = None
         self.labels = LabelWriter(self.store, field)
         self._building: set[str] = set()
-        self._compared: dict[tuple[Any, ...], Any] = {}
+        self._compared: dict[tuple[Any, ...], _Job] = {}
 
     def close(self) -> None:
         self.index.close()
@@ -209,14 +236,10 @@ class ViewApp:
         with self.lock:
             run_id = self.store.resolve_run(ref)
             table = self._table(run_id)
-            labels = read_labels(self.store, run_id, self.field)
-            try:
-                general, own, _ = store_labels(self.store, run_id, self.field)
-            except InputError:  # no sample label yet
-                general, own = {}, {}
+            labels, found = read_labels(self.store, run_id, self.field)
+            general, own, _ = split_labels(found, self.field)  # as calibrate reads them
         hits = None
-        with self.lock:
-            key = RunKey.of(self.store, run_id)
+        key = RunKey(run_id, table.info.created_at, len(table))
         if query.q:
             ts = time.perf_counter()
             if not self.index.ready(key):  # the first search of a run builds its index (then it is kept)
@@ -274,13 +297,12 @@ class ViewApp:
             sample = self.store.sample(run_id, sample_id)
             scores = self.store.scores(run_id, sample_id).get(sample_id, {})
             calls = self.store.judge_calls(run_id, sample_id)
-            labels = read_labels(self.store, run_id, self.field)
+            labels, _ = read_labels(self.store, run_id, self.field)
             keys = self.labels.claim_keys(scores.values())
         body = sample_body(table, sample, scores, calls, labels, order, keys)
         return _html(200, f"ragsight view: {sample_id}", body, self.token)
 
     def _compare(self, refs: list[str], allow_poor: bool) -> Response:
-        t0 = time.perf_counter()
         with self.lock:
             ids = [self.store.resolve_run(r) for r in refs]
             if len(ids) < 2:
@@ -290,13 +312,25 @@ class ViewApp:
             # the oldest run is the baseline (the runs page lists the newest first)
             tables = sorted((self._table(i) for i in ids), key=lambda tb: (tb.info.created_at, tb.run_id))
             key = (tuple((tb.run_id, tb.version) for tb in tables), allow_poor)
-            cached = self._compared.get(key)
-        if cached is None:
-            cached = comparison(tables, allow_poor)
+            job = self._compared.get(key)
+            if job is None:  # computed in a thread: on 20,000 samples it takes seconds
+                job = self._compared[key] = _Job(lambda: comparison(tables, allow_poor))
+        if not job.done.wait(COMPARE_WAIT_S):
+            pairs = max(len(tb) for tb in tables)
+            body = (f"<h1>Comparison</h1><p>Comparing {len(tables)} runs on up to {pairs:,} paired samples: "
+                    "the permutation tests and bootstraps of <code>ragsight compare</code> take a while on "
+                    f"this many (started {time.perf_counter() - job.started:.0f} s ago). This page reloads "
+                    'every 2 seconds until they are done.</p><p class="muted" id="computing">computing…</p>')
+            response = _html(200, "ragsight view: comparison (computing)", body, self.token)
+            response.headers["Refresh"] = "2"
+            return response
+        if job.error is not None:
             with self.lock:
-                self._compared[key] = cached
-        cmp, error = cached
-        body = compare_body(tables, cmp, error, time.perf_counter() - t0)
+                self._compared.pop(key, None)  # asked again, it is computed again
+            raise job.error
+        assert job.value is not None
+        cmp, error = job.value
+        body = compare_body(tables, cmp, error, job.took)
         return _html(200, "ragsight view: comparison", body, self.token)
 
     # ---- writes -----------------------------------------------------------------------------

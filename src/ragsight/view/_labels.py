@@ -20,7 +20,7 @@ from typing import Any
 
 from .._score import Score
 from ..errors import InputError
-from ..store import Label, Store, claim_key
+from ..store import Label, Store, claim_key, sample_key
 from ._model import RunTable
 from ._pages import LabelView
 
@@ -32,16 +32,20 @@ FIELD = "human"
 MAX_NAME = 80
 
 
-def read_labels(store: Store, run_id: str, field: str = FIELD) -> LabelView:
+def read_labels(store: Store, run_id: str, field: str = FIELD) -> tuple[LabelView, list[Label]]:
     """The run's labels of ``field`` (by content: labels given on another run of the same data
-    count), per sample id and (metric, claim key or None)."""
+    count), per sample id and (metric, claim key or None), and as the store gives them. A store
+    with no label of the field at all is not asked about the run (that asks each of its samples)."""
     view = LabelView(enabled=True)
-    for lb in store.labels(run_id, field=field):
+    if not store.labels(field=field):
+        return view, []
+    found = store.labels(run_id, field=field)
+    for lb in found:
         if lb.sample_id is None:
             continue
         who = view.by_sample.setdefault(lb.sample_id, {}).setdefault((lb.metric, lb.claim), {})
         who[lb.who] = lb.value
-    return view
+    return view, found
 
 
 class LabelWriter:
@@ -90,7 +94,7 @@ class LabelWriter:
                 raise InputError(f"{what} has {len(claims)} claim(s); there is no claim {claim}")
             ckey = claim_key(claims[claim].claim)
             what = f"claim {claim + 1} of {what}"
-        key = self.store.sample_keys(run_id)[sid]
+        key = sample_key(self.store.sample(run_id, sid))  # the key the store gives it, from its content
         if value is None:
             gone = self.store.delete_label(key, metric, claim=ckey, field=self.field, who=who)
             return f"removed {who}'s label of {what}" if gone else f"{who} had no label of {what}"

@@ -41,6 +41,8 @@ class RunTable:
     position: dict[str, int] = field(default_factory=dict)
     reasons: dict[str, dict[int, str]] = field(default_factory=dict)
     """metric -> sample position -> reason, for the scores that are not ``scored``."""
+    _means: dict[str, tuple[float | None, int]] = field(default_factory=dict, repr=False)
+    _counts: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -74,15 +76,20 @@ class RunTable:
         return len(self.ids)
 
     def mean(self, metric: str) -> tuple[float | None, int]:
-        """The mean of the metric's scored values and how many there are (as ``show`` reports)."""
-        vals = [v for v in self.values.get(metric, []) if v is not None]
-        return (math.fsum(vals) / len(vals) if vals else None), len(vals)
+        """The mean of the metric's scored values and how many there are (as ``show`` reports);
+        kept, as the table does not change."""
+        if metric not in self._means:
+            vals = [v for v in self.values.get(metric, []) if v is not None]
+            self._means[metric] = ((math.fsum(vals) / len(vals) if vals else None), len(vals))
+        return self._means[metric]
 
     def counts(self, metric: str) -> dict[str, int]:
-        out = dict.fromkeys(OUTCOMES, 0)
-        for o in self.outcomes.get(metric, []):
-            out[o] = out.get(o, 0) + 1
-        return out
+        if metric not in self._counts:
+            out = dict.fromkeys(OUTCOMES, 0)
+            for o in self.outcomes.get(metric, []):
+                out[o] = out.get(o, 0) + 1
+            self._counts[metric] = out
+        return dict(self._counts[metric])
 
     def oriented(self, metric: str, i: int) -> float | None:
         """The value with higher always better (a lower-is-better metric as 1 - value)."""

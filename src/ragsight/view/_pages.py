@@ -277,10 +277,14 @@ def corrected_table(table: RunTable, general: Mapping[str, float], own: Mapping[
     """Each metric's raw judge mean beside its mean corrected by the labels (prediction-powered
     inference: ``ragsight.report.corrected_estimate``, as ``calibrate`` reports it), with the
     count of labels it rests on, and a warning where they are too few."""
+    if not general and not own:
+        return ""
     rows = []
     few = False
     for m in table.metrics:
         labels = {**general, **own.get(m, {})}  # a metric's own label before the whole sample's
+        if not labels:
+            continue
         judged = {sid: v for sid, v in zip(table.ids, table.values[m]) if v is not None}
         n = sum(1 for sid in labels if sid in judged)
         if not n:
