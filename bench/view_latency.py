@@ -135,9 +135,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         proc, base, started = start_viewer(store, Path(tmp) / "search-index")
         try:
-            print(f"ragsight view started in {started:.2f} s on {store} ({store.stat().st_size / 1e6:.0f} MB)")
+            print(f"ragsight view started in {started:.2f} s ({cpu_s(proc.pid):.2f} s of CPU) on {store} "
+                  f"({store.stat().st_size / 1e6:.0f} MB)")
+            cpu0 = cpu_s(proc.pid)
             first, _, page = fetch(base + f"run/{run_a}")
-            print(f"{'first run page (reads the run, starts indexing)':<52} {first * 1000:8.0f} ms")
+            print(f"{'first run page (reads the run, starts indexing)':<52} {first * 1000:8.0f} ms"
+                  f"  ({(cpu_s(proc.pid) - cpu0) * 1000:.0f} ms of CPU, indexing included so far)")
             sid = re.findall(r'/sample/([^"?]+)', page)[7]
             cases = [
                 ("runs page", ""),

@@ -94,9 +94,9 @@ page reloading)."""
 class _Job:
     """A computation in a thread of its own; ``done`` is set when ``value`` or ``error`` is."""
 
-    def __init__(self, work: Callable[[], tuple[Any, Any]]) -> None:
+    def __init__(self, work: Callable[[], tuple[Any, ...]]) -> None:
         self.done = threading.Event()
-        self.value: tuple[Any, Any] | None = None
+        self.value: tuple[Any, ...] | None = None
         self.error: Exception | None = None
         self.started = time.perf_counter()
         self.took = 0.0
@@ -329,8 +329,8 @@ class ViewApp:
                 self._compared.pop(key, None)  # asked again, it is computed again
             raise job.error
         assert job.value is not None
-        cmp, error = job.value
-        body = compare_body(tables, cmp, error, job.took)
+        cmp, error, moved = job.value
+        body = compare_body(tables, cmp, error, job.took, moved)
         return _html(200, "ragsight view: comparison", body, self.token)
 
     # ---- writes -----------------------------------------------------------------------------

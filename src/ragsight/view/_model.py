@@ -43,6 +43,7 @@ class RunTable:
     """metric -> sample position -> reason, for the scores that are not ``scored``."""
     _means: dict[str, tuple[float | None, int]] = field(default_factory=dict, repr=False)
     _counts: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    _informative: dict[float, list[float | None]] = field(default_factory=dict, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -90,6 +91,14 @@ class RunTable:
                 out[o] = out.get(o, 0) + 1
             self._counts[metric] = out
         return dict(self._counts[metric])
+
+    def informativeness(self, threshold: float) -> list[float | None]:
+        """:func:`informativeness` of every sample, kept per threshold."""
+        if threshold not in self._informative:
+            if len(self._informative) >= 4:  # a few thresholds kept, not every one ever asked
+                self._informative.pop(next(iter(self._informative)))
+            self._informative[threshold] = [informativeness(self, i, threshold) for i in range(len(self.ids))]
+        return self._informative[threshold]
 
     def oriented(self, metric: str, i: int) -> float | None:
         """The value with higher always better (a lower-is-better metric as 1 - value)."""
@@ -167,7 +176,7 @@ class Filter:
             scored.sort(key=lambda i: (sign * vals[i], i))  # type: ignore[operator]
             rows = scored + rest
         elif self.sort == "informative":
-            info = {i: informativeness(table, i, self.threshold) for i in rows}
+            info = table.informativeness(self.threshold)
             rows = sorted(rows, key=lambda i: (info[i] is None, -(info[i] or 0.0), i))
         return rows
 

@@ -38,7 +38,7 @@ from ..result import EvaluationResult
 from ..sample import Sample
 from ..store import ANY_METRIC, RunInfo, Store
 from ._assets import e, t, url, visible
-from ._model import OUTCOMES, SORTS, Filter, RunTable, informativeness
+from ._model import OUTCOMES, SORTS, Filter, RunTable
 
 __all__ = ["PAGE_SIZE", "LabelView", "compare_body", "run_body", "runs_body", "sample_body"]
 
@@ -373,7 +373,7 @@ def run_body(
             lab = f"<td>{n if sid in done else ''}</td>"
         inf = ""
         if f.sort == "informative":
-            score = informativeness(table, i, f.threshold)
+            score = table.informativeness(f.threshold)[i]
             inf = f"<td>{fmt(score, 2)}</td>"
         parts.append(f'<tr><td>{i + 1}</td><td class="l"><a href="{e(link)}">{t(sid)}</a></td>'
                      f'<td class="q">{t(q)}</td>{cells}{lab}{inf}</tr>')
@@ -626,7 +626,8 @@ def changed_most(tables: Sequence[RunTable], limit: int = 50) -> list[tuple[floa
     return found[:limit]
 
 
-def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str | None, took_s: float) -> str:
+def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str | None, took_s: float,
+                 moved: Sequence[tuple[float, str, int]]) -> str:
     ids = [tb.run_id for tb in tables]
     parts = ["<h1>Comparison</h1>"]
     parts.append("<ul>" + "".join(
@@ -663,7 +664,6 @@ def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str 
                  '<th>largest change</th><th class="l">sample</th><th>run</th>'
                  + "".join(f"<th>{t(m)}</th>" for m in tables[0].metrics) + "</tr></thead><tbody>")
     base = tables[0]
-    moved = changed_most(tables)
     if not moved:
         parts.append('<tr><td colspan="99" class="l">No sample scored in both runs changed.</td></tr>')
     for change, sid, j in moved:
@@ -682,12 +682,14 @@ def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str 
     return "".join(parts)
 
 
-def comparison(tables: Sequence[RunTable], allow_poor: bool) -> tuple[Comparison | None, str | None]:
-    """:func:`ragsight.report.compare` on the runs (the first is the baseline); on a poor
-    pairing, the refusal's message instead."""
+def comparison(tables: Sequence[RunTable], allow_poor: bool
+               ) -> tuple[Comparison | None, str | None, list[tuple[float, str, int]]]:
+    """:func:`ragsight.report.compare` on the runs (the first is the baseline), or on a poor
+    pairing the refusal's message instead; and the samples that changed most."""
     if len(tables) < 2:
         raise ConfigError("pick two runs or more to compare")
     try:
-        return compare([light_run(tb) for tb in tables], allow_poor_pairing=allow_poor), None
+        cmp = compare([light_run(tb) for tb in tables], allow_poor_pairing=allow_poor)
     except PoorPairingError as exc:
-        return None, str(exc)
+        return None, str(exc), []
+    return cmp, None, changed_most(tables)

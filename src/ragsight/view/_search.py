@@ -18,6 +18,7 @@ import re
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ _SCHEMA = (
 _TOKEN = re.compile(r'"([^"]*)"|(\w+)', re.UNICODE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 16
+RECENT_SEARCHES = 64  # results kept: paging through a search asks it again
 
 
 def index_path_for(store_path: str) -> str:
@@ -97,6 +99,7 @@ class SearchIndex:
             self.conn.execute(statement)
         self._read = threading.Lock()
         self._build = threading.Lock()
+        self._recent: OrderedDict[tuple[RunKey, int, str], list[str]] = OrderedDict()
         self.last_build_s: float | None = None
 
     def close(self) -> None:
@@ -161,9 +164,9 @@ class SearchIndex:
             return took
 
     def search(self, key: RunKey, text: str) -> list[str] | None:
-        """The ids of the run's samples matching ``text``, best match first (FTS5's bm25 rank);
-        ``None`` when the text holds no word to search for. The run must be indexed
-        (:meth:`ensure`)."""
+        """The ids of the run's samples matching ``text``, in the run's order (the page sorts
+        them as it is asked); ``None`` when the text holds no word to search for. The run must be
+        indexed (:meth:`ensure`). The last searches are kept."""
         query = fts_query(text)
         if query is None:
             return None
@@ -171,11 +174,20 @@ class SearchIndex:
         if entry is None:
             raise ConfigError(f"run {key.run_id} is not indexed for search yet")
         first, n = entry
+        memo = (key, first, query)
         with self._read:
+            hit = self._recent.get(memo)
+            if hit is not None:
+                self._recent.move_to_end(memo)
+                return list(hit)
             rows = self.conn.execute(
-                "SELECT sample_id FROM docs WHERE docs MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rank",
+                "SELECT sample_id FROM docs WHERE docs MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid",
                 (query, first, first + n - 1)).fetchall()
-        return [r[0] for r in rows]
+            found = [r[0] for r in rows]
+            self._recent[memo] = found
+            if len(self._recent) > RECENT_SEARCHES:
+                self._recent.popitem(last=False)
+        return list(found)
 
     def questions(self, key: RunKey, positions: Iterable[int]) -> dict[int, str] | None:
         """The questions of the run's samples at these positions (data order), read from the
