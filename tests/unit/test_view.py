@@ -425,3 +425,17 @@ def test_a_long_comparison_answers_computing_then_its_result(db: Path, monkeypat
     monkeypatch.setattr(app_module, "COMPARE_WAIT_S", 30.0)
     r = app.handle("GET", "/compare?run=run-A&run=run-B", HOST)
     assert "Refresh" not in r.headers and b'id="paired"' in r.body
+
+
+def test_a_turn_of_a_conversation_is_shown_as_a_sample(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    with Store(path) as store:
+        put_run(store, "conv", {"faithfulness": {"c1:1": 0.5}},
+                samples=[{"id": "c1:1", "question": "Does it come in red?", "response": "Yes.",
+                          "conversation_id": "c1", "turn": 1}])
+    app = app_of(path)
+    status, page = get(app, "/run/conv/sample/c1%3A1")
+    # named on a line of its own once the store reads a turn's fields back, in the metadata until then
+    assert status == 200 and ('id="conversation">conversation c1, turn 1' in page
+                              or "&quot;conversation_id&quot;: &quot;c1&quot;" in page)
+    assert sample_ids(get(app, "/run/conv?q=red")[1]) == ["c1%3A1"]  # the id, percent-encoded in the link

@@ -535,6 +535,11 @@ def sample_body(
         metric_html.append("".join(sec))
 
     fields = []
+    conversation = getattr(sample, "conversation_id", None)
+    if conversation is not None:  # a turn of a conversation: named, its history not shown yet
+        turn = getattr(sample, "turn", None)
+        fields.append(f'<p class="muted" id="conversation">conversation {t(conversation)}'
+                      f'{"" if turn is None else f", turn {t(turn)}"}</p>')
     if sample.question:
         fields.append(f'<div class="field"><b>question</b><div class="text" id="question">{t(sample.question)}</div></div>')
     if contexts:
