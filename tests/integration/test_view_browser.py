@@ -38,11 +38,11 @@ def shot(b: Browser, name: str) -> None:
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> Iterator[ViewServer]:
-    db = tmp_path / "runs.db"
-    with Store(db) as store:
+async def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ViewServer]:
+    monkeypatch.chdir(tmp_path)  # the store named as a person names it (the pages show its path)
+    with Store("runs.db") as store:
         await scripted_runs(store)
-    server = make_server(str(db), port=0)
+    server = make_server("runs.db", port=0)
     server.start()
     yield server
     server.shutdown()
