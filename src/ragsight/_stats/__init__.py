@@ -39,7 +39,6 @@ from ._paired import PairedDifference, paired_difference, pairs_to_detect
 from ._summaries import RunSpread, Summary, harmonic_mean, overall_score, run_spread, summarize
 
 __all__ = [
-    "MIN_LABELS",
     "ConcordanceRow",
     "ConcordanceTable",
     "ConditionalRate",
@@ -47,6 +46,7 @@ __all__ = [
     "Correlations",
     "GroupComparison",
     "GroupStats",
+    "MIN_LABELS",
     "PairedDifference",
     "RunSpread",
     "Summary",

@@ -69,7 +69,6 @@ from ._pairs import (
 from ._repeats_view import print_repeats
 
 __all__ = [
-    "MIN_LABELS",
     "Agreement",
     "Alignment",
     "AlignmentExample",
@@ -83,6 +82,7 @@ __all__ = [
     "GroupComparison",
     "GroupStats",
     "LabelImport",
+    "MIN_LABELS",
     "MetricCalibration",
     "MetricRow",
     "PairAgreement",
