@@ -39,6 +39,7 @@ from ._paired import PairedDifference, paired_difference, pairs_to_detect
 from ._summaries import RunSpread, Summary, harmonic_mean, overall_score, run_spread, summarize
 
 __all__ = [
+    "MIN_LABELS",
     "ConcordanceRow",
     "ConcordanceTable",
     "ConditionalRate",
@@ -46,7 +47,6 @@ __all__ = [
     "Correlations",
     "GroupComparison",
     "GroupStats",
-    "MIN_LABELS",
     "PairedDifference",
     "RunSpread",
     "Summary",

@@ -69,6 +69,7 @@ from ._pairs import (
 from ._repeats_view import print_repeats
 
 __all__ = [
+    "MIN_LABELS",
     "Agreement",
     "Alignment",
     "AlignmentExample",
@@ -82,7 +83,6 @@ __all__ = [
     "GroupComparison",
     "GroupStats",
     "LabelImport",
-    "MIN_LABELS",
     "MetricCalibration",
     "MetricRow",
     "PairAgreement",
