@@ -138,7 +138,7 @@ def test_calibrate_reads_the_imported_labels_from_the_store(
     code, out2, _ = run(capsys, "calibrate", "last", "--labels", "labels.jsonl", "--label", "correct", "--json")
     assert json.loads(out2)["metrics"] == data["metrics"]
     code, text, _ = run(capsys, "calibrate", "last", "--label", "correct")
-    assert code == 0 and "16 of 16 labels paired" in " ".join(text.split())
+    assert code == 0 and "16 of 16 labels from the store matched to a sample of the run by content" in " ".join(text.split())
     assert "Means corrected by the labels (PPI)" in text and "WARNING: too few labels" not in text
     code, _, err = run(capsys, "calibrate", "last", "--label", "grade")
     assert code == 2 and "no sample labels 'grade'" in " ".join(err.split())
