@@ -138,7 +138,7 @@ def test_calibrate_reads_the_imported_labels_from_the_store(
     code, out2, _ = run(capsys, "calibrate", "last", "--labels", "labels.jsonl", "--label", "correct", "--json")
     assert json.loads(out2)["metrics"] == data["metrics"]
     code, text, _ = run(capsys, "calibrate", "last", "--label", "correct")
-    assert code == 0 and "16 of 16 labels paired" in " ".join(text.split())
+    assert code == 0 and "16 of 16 labels from the store matched to a sample of the run by content" in " ".join(text.split())
     assert "Means corrected by the labels (PPI)" in text and "WARNING: too few labels" not in text
     code, _, err = run(capsys, "calibrate", "last", "--label", "grade")
     assert code == 2 and "no sample labels 'grade'" in " ".join(err.split())
@@ -168,3 +168,54 @@ def test_calibrate_says_loudly_when_the_corrected_mean_rests_on_too_few_labels(
     code, _, _ = run(capsys, "report", "last", "--out", "report.html")
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Too few labels:</strong> faithfulness rests on 6 (fewer than 10)" in html
+
+
+def test_align_refuses_an_alignment_that_does_not_improve_held_out_agreement(
+    tmp_path: Path, evaluated: list[dict[str, Any]], judge: FakeOpenAIServer, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/review.md: claim labels as a reviewing tool writes them (the claim's text, right or
+    wrong), then `ragsight align RUN --metric M --label FIELD --out FILE`. The judge answers the
+    same with the worked examples, so held-out agreement cannot improve: nothing is saved, exit 1."""
+    with Store(tmp_path / "ragsight.db") as st:
+        scores = st.scores(st.resolve_run("last"))
+    rows = []
+    for sid, per in scores.items():
+        for k, c in enumerate(per["faithfulness"].evidence.claims):
+            rows.append({"id": sid, "metric": "faithfulness", "claim": c.claim, "correct": (len(rows) + k) % 5 != 0})
+    assert len(rows) >= 40
+    write_jsonl(tmp_path / "claims.jsonl", rows)
+    assert run(capsys, "labels", "import", "claims.jsonl", "--run", "last", "--label", "correct")[0] == 0
+    asked = len(judge.requests)
+    code, out, err = run(capsys, "align", "last", "--metric", "faithfulness", "--label", "correct",
+                         "--out", "faith.align.json", "--base-url", judge.url)
+    assert code == 1, out + err
+    flat = " ".join(out.split())
+    assert f"{len(rows)} labelled claim(s)" in flat and "5-fold cross-validation by sample" in flat
+    assert "held-out agreement before: kappa" in flat and "held-out agreement after: kappa" in flat
+    assert "NOT SAVED: held-out agreement did not improve" in " ".join(err.split())
+    assert not (tmp_path / "faith.align.json").exists()
+    assert len(judge.requests) > asked  # the held-out folds were judged again with the examples
+    assert any("Worked examples" in json.dumps(r.json) for r in judge.requests[asked:])
+
+
+def test_evaluate_with_an_alignment_file_names_it_and_its_prompt_variant(
+    tmp_path: Path, evaluated: list[dict[str, Any]], judge: FakeOpenAIServer, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ragsight.report import Agreement, Alignment, AlignmentExample
+
+    a = Alignment("faithfulness", "correct", "r0", None, 0.5,
+                  (AlignmentExample("Bags cost 25 euros.", "Checked bags cost 25 euros.", True),), "aligned-0123abcd",
+                  Agreement(40, 0.8, 0.5), Agreement(40, 0.9, 0.7), 5, 40, 20, ("examples",), True, "improved")
+    a.save(tmp_path / "a.json")
+    code, out, err = run(capsys, "evaluate", "data.jsonl", "--judge", "openai:m", "--base-url", judge.url,
+                         "--metrics", "faithfulness", "--quiet", "--alignment", "a.json", "--store", "aligned.db")
+    assert code == 0, out + err
+    assert "Alignment faithfulness:aligned-0123abcd (a.json)" in " ".join(err.split())
+    with Store(tmp_path / "aligned.db") as st:
+        rid = st.resolve_run("last")
+        assert st.run(rid).config["settings"]["alignment"] == "faithfulness:aligned-0123abcd"
+        versions = {c["prompt_version"] for c in st.judge_calls(rid) if c["prompt_id"] == "verify_claims"}
+    assert versions == {"2+aligned-0123abcd"}
+    code, _, err = run(capsys, "evaluate", "data.jsonl", "--judge", "openai:m", "--base-url", judge.url,
+                       "--alignment", "nope.json", "--quiet")
+    assert code == 2 and "alignment file nope.json does not exist" in err

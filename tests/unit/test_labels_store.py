@@ -40,6 +40,11 @@ def test_sample_key_follows_content_not_id_or_order() -> None:
     assert sample_key(sample(1, reference="Up to 9 kg.")) != sample_key(a)
     assert sample_key(sample(1, question="  How heavy may cabin bag 1 be?\n")) == sample_key(a)
     assert sample_key(sample(1, metadata={"x": 1})) == sample_key(a)  # metadata is not content
+    from ragsight.conversation import Turn
+
+    turn = replace(a, history=(Turn("user", "Hi"), Turn("assistant", "Hello, how can I help?")))
+    assert sample_key(turn) != sample_key(a)
+    assert sample_key(replace(turn, history=(Turn("user", "Hi"),))) != sample_key(turn)
     assert claim_key("The bag  may weigh\n8 kg.") == claim_key("The bag may weigh 8 kg.")
     assert claim_key("The bag may weigh 8 kg.") != claim_key("The bag may weigh 9 kg.")
 

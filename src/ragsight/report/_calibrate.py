@@ -140,6 +140,8 @@ class CalibrationReport:
     notes: tuple[str, ...]
     label_range: tuple[float, float] | None = None
     """The smallest and largest label value paired with a sample."""
+    labels_source: str = "file"
+    """Where the labels came from: "file" (a file, mapping or rows) or "store"."""
 
     @property
     def paired_share(self) -> float:
@@ -531,6 +533,7 @@ def calibrate(
         concordance=concordance,
         notes=tuple(notes),
         label_range=(min(values), max(values)),
+        labels_source="store" if stored else "file",
     )
 
 
@@ -591,8 +594,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
                  else "graded labels, not binarised")
     else:
         kinds = f"{report.n_positive} with {f}=1, {report.n_negative} with {f}=0"
+    how = "from the store matched to" if report.labels_source == "store" else "paired with"
+    by = "content" if report.labels_source == "store" else "id"
     c.print(
-        f"{report.matched} of {report.n_labels} labels paired with a sample of the run by id "
+        f"{report.matched} of {report.n_labels} labels {how} a sample of the run by {by} "
         f"({kinds}); {report.unlabelled} sample(s) of the run have no label."
     )
     if report.unmatched_ids:

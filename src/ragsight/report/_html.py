@@ -29,6 +29,7 @@ from .._score import Outcome, Score
 from .._stats import MIN_LABELS
 from .._version import __version__
 from ..analyses import describe_signals
+from ..errors import RagsightError
 from ..judge import agreement_notice
 from ..result import EvaluationResult
 from ..sample import Sample
@@ -365,7 +366,11 @@ def _corrected_section(run: RunData) -> str:
     fields = sorted({lb.field for lb in run.labels if lb.claim is None})
     parts = []
     for name in fields:
-        rep = calibrate(run.result, [lb for lb in run.labels if lb.field == name], name)
+        try:
+            rep = calibrate(run.result, [lb for lb in run.labels if lb.field == name], name)
+        except RagsightError as exc:  # the report stands without this table, and says why
+            parts.append(f'<p class="note">No corrected means for the labels \'{e(name)}\': {e(exc)}</p>')
+            continue
         rows = [m for m in rep.metrics if m.n_labels]
         if not rows:
             continue

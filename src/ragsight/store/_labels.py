@@ -59,9 +59,14 @@ def _text(value: Any) -> Any:
 
 def sample_key(sample: Sample) -> str:
     """The content key of a sample: a hash of its question, contexts, response and reference
-    (outer white space ignored), never of its id, row or run. Two runs of the same data give
-    their samples the same keys, so labels follow the content."""
-    basis = {name: _text(getattr(sample, name)) for name in ("question", "contexts", "response", "reference")}
+    (outer white space ignored), and for a turn of a conversation its history, never of its id,
+    row or run. Two runs of the same data give their samples the same keys, so labels follow the
+    content."""
+    basis: dict[str, Any] = {name: _text(getattr(sample, name))
+                             for name in ("question", "contexts", "response", "reference")}
+    history = getattr(sample, "history", None)
+    if history:  # a turn of a conversation: the same question after other turns is another sample
+        basis["history"] = [t.to_dict() for t in history]
     digest = hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False).encode())
     return "s-" + digest.hexdigest()[:20]
 

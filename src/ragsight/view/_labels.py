@@ -20,7 +20,7 @@ from typing import Any
 
 from .._score import Score
 from ..errors import InputError
-from ..store import Label, Store, claim_key, sample_key
+from ..store import Label, Store, claim_key
 from ._model import RunTable
 from ._pages import LabelView
 
@@ -52,6 +52,15 @@ class LabelWriter:
     def __init__(self, store: Store, field: str = FIELD) -> None:
         self.store = store
         self.field = field
+        self._keys: dict[str, tuple[float, dict[str, str]]] = {}
+
+    def _key(self, run_id: str, created_at: float, sample_id: str) -> str:
+        """The content key the store keeps for the sample (the store's keys of a run, read once
+        per run: a run's samples do not change)."""
+        cached = self._keys.get(run_id)
+        if cached is None or cached[0] != created_at:
+            cached = self._keys[run_id] = (created_at, self.store.sample_keys(run_id))
+        return cached[1][sample_id]
 
     @staticmethod
     def claim_keys(scores: Iterable[Score]) -> dict[str, str]:
@@ -94,7 +103,7 @@ class LabelWriter:
                 raise InputError(f"{what} has {len(claims)} claim(s); there is no claim {claim}")
             ckey = claim_key(claims[claim].claim)
             what = f"claim {claim + 1} of {what}"
-        key = sample_key(self.store.sample(run_id, sid))  # the key the store gives it, from its content
+        key = self._key(run_id, table.info.created_at, sid)
         if value is None:
             gone = self.store.delete_label(key, metric, claim=ckey, field=self.field, who=who)
             return f"removed {who}'s label of {what}" if gone else f"{who} had no label of {what}"
