@@ -95,7 +95,8 @@ def test_view_serves_the_example_store_until_ctrl_c(example_store: Path) -> None
         assert status == 200 and "Batteries and motors are covered" in page
     finally:
         code, out, err = stop(proc)
-    assert code == 0 and out == "Ctrl-C stops it.\nstopped\n"
+    # (what start() read ahead of the address may hold the "Ctrl-C stops it." line)
+    assert code == 0 and out.endswith("stopped\n") and "Error" not in out, (out, err)
     assert "Traceback" not in err
 
 

@@ -141,9 +141,12 @@ class ViewApp:
         self.allowed_hosts: set[str] | None = None
         self.labels = LabelWriter(self.store, field)
         self._building: set[str] = set()
+        self._threads: list[threading.Thread] = []
         self._compared: dict[tuple[Any, ...], _Job] = {}
 
     def close(self) -> None:
+        for thread in list(self._threads):  # an index being built finishes (or is left) first
+            thread.join(timeout=10)
         self.index.close()
         self.store.close()
 
@@ -284,7 +287,9 @@ class ViewApp:
             finally:
                 self._building.discard(key.run_id)
 
-        threading.Thread(target=build, name=f"ragsight-view-index-{key.run_id}", daemon=True).start()
+        thread = threading.Thread(target=build, name=f"ragsight-view-index-{key.run_id}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def _sample(self, ref: str, sample_id: str, order: str) -> Response:
         if order not in ("", "queue"):
