@@ -46,7 +46,7 @@ from ..report import fmt as _fmt
 from ..result import EvaluationResult, load_result
 from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
-from . import _judges, _report, _sweep, _testset, _traces
+from . import _judges, _labels, _report, _sweep, _testset, _traces
 from ._common import (
     DEFAULT_STORE,
     EXIT_FAILED,
@@ -63,6 +63,7 @@ from ._common import (
 )
 from ._common import add_store as _add_store
 from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
+from ._labels import aligned_settings
 
 __all__ = ["main"]
 
@@ -132,6 +133,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="embedded judge: which verdicts get a written reason (default: unsupported)")
     ev.add_argument("--threshold", type=float, default=0.5,
                     help="embedded judge: P(Yes) at which a claim counts as supported (default 0.5)")
+    ev.add_argument("--alignment", metavar="FILE",
+                    help="judge claims with an alignment 'ragsight align' saved: its threshold and worked "
+                         "examples (see docs/review.md)")
     ev.add_argument("--repeats", type=int, default=1, metavar="N",
                     help="evaluate N times with different judge seeds (no cache) and report the "
                          "run-to-run spread of each metric")
@@ -179,6 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     _traces.register(sub)
     _sweep.register(sub)
     _judges.register(sub)
+    _labels.register(sub)
     return p
 
 
@@ -248,6 +253,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     policy = RetryPolicy(max_attempts=args.max_retries + 1, call_timeout_s=args.timeout,
                          step_deadline_s=max(300.0, args.timeout * 3))
     settings = AnalysisSettings(explain=args.explain, support_threshold=args.threshold)
+    if args.alignment:
+        settings = aligned_settings(args.alignment, settings, metrics, notice=lambda t: say(err, t, markup=False))
     run_id = args.resume or new_run_id()
     progress = Progress()
 
