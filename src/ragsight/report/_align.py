@@ -258,10 +258,12 @@ def _items(store: Store, run_id: str, metric: str, field: str, k: int
             sample_labels[sid] = lb.value
     items: list[_Item] = []
     notes: list[str] = []
-    many = 0
+    many = unscored = 0
+    labelled = {sid for sid, _ in claim_labels} | set(sample_labels)
     for sid in samples:
         score = result.scores.get(sid, {}).get(metric)
         if score is None or score.outcome is not Outcome.SCORED:
+            unscored += sid in labelled
             continue
         claims = [c for c in score.evidence.claims if not c.target.startswith("chunk:")]
         fold = _fold(keys[sid], k)
@@ -277,6 +279,9 @@ def _items(store: Store, run_id: str, metric: str, field: str, k: int
                                    sample_labels[sid] >= 0.5))
             else:
                 many += 1
+    if unscored:
+        notes.append(f"{unscored} labelled sample(s) left out: {metric} did not score them (undetermined, "
+                     "failed or skipped)")
     if many:
         notes.append(f"{many} sample label(s) left out: their {metric} rests on several claims (or none), "
                      "so a sample label does not say which verdict was wrong; label the claims")

@@ -380,8 +380,8 @@ class Store:
             fields = [s.to_dict() for s in samples[start:start + 64]]
             w.prefetch(t for f in fields for t in long_strings(f))
             self.conn.executemany(
-                "INSERT INTO samples (run_id, idx, sample_id, data) VALUES (?,?,?,?)",
-                [(run_id, i, s.id, self.texts.encode_json(f, w))
+                "INSERT INTO samples (run_id, idx, sample_id, data, conversation_id, turn) VALUES (?,?,?,?,?,?)",
+                [(run_id, i, s.id, self.texts.encode_json(f, w), s.conversation_id, s.turn)
                  for i, (s, f) in enumerate(zip(samples[start:start + 64], fields), start)],
             )
             self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key) VALUES (?,?,?)",
@@ -489,11 +489,13 @@ class Store:
 
     # ---- light reads (a viewer over large runs: no text decoded) ------------------------------
 
-    def sample_rows(self, run_id: str) -> list[tuple[int, str, bool]]:
-        """(index, sample id, finished) of every sample of the run, in data order; no field of
-        a sample is decoded, so this stays fast on a run of tens of thousands of samples."""
-        return [(int(i), str(s), bool(f)) for i, s, f in self.conn.execute(
-            "SELECT idx, sample_id, finished FROM samples WHERE run_id=? ORDER BY idx", (run_id,))]
+    def sample_rows(self, run_id: str) -> list[tuple[int, str, bool, str | None, int | None]]:
+        """(index, sample id, finished, conversation id, turn) of every sample of the run, in data
+        order; no field of a sample is decoded, so this stays fast on a run of tens of thousands
+        of samples."""
+        return [(int(i), str(s), bool(f), c, t) for i, s, f, c, t in self.conn.execute(
+            "SELECT idx, sample_id, finished, conversation_id, turn FROM samples WHERE run_id=? ORDER BY idx",
+            (run_id,))]
 
     def score_rows(self, run_id: str) -> list[tuple[str, str, str, float | None, str]]:
         """(sample id, metric, outcome, value, reason) of every score of the run, in sample

@@ -41,6 +41,8 @@ class RunTable:
     position: dict[str, int] = field(default_factory=dict)
     reasons: dict[str, dict[int, str]] = field(default_factory=dict)
     """metric -> sample position -> reason, for the scores that are not ``scored``."""
+    turns: list[tuple[str | None, int | None]] = field(default_factory=list)
+    """(conversation id, turn) of each sample: what pairs a turn across runs."""
     _means: dict[str, tuple[float | None, int]] = field(default_factory=dict, repr=False)
     _counts: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     _informative: dict[float, list[float | None]] = field(default_factory=dict, repr=False)
@@ -53,7 +55,7 @@ class RunTable:
     def read(cls, store: Store, run_id: str, version: tuple[Any, ...] = ()) -> RunTable:
         info = store.run(run_id)
         rows = store.sample_rows(run_id)
-        ids = [sid for _, sid, _ in rows]
+        ids = [r[1] for r in rows]
         position = {sid: i for i, sid in enumerate(ids)}
         metrics = list(info.metric_keys)
         lower = {m["key"]: bool(m.get("lower_is_better")) for m in info.metrics}
@@ -70,8 +72,8 @@ class RunTable:
             values[metric][i] = value if outcome == "scored" else None
             if outcome != "scored":
                 reasons.setdefault(metric, {})[i] = reason
-        return cls(info, ids, [f for _, _, f in rows], metrics, lower, values, outcomes, version, position,
-                   reasons)
+        return cls(info, ids, [r[2] for r in rows], metrics, lower, values, outcomes, version, position,
+                   reasons, [(r[3], r[4]) for r in rows])
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -590,10 +590,11 @@ def sample_body(
 
 
 def light_run(table: RunTable) -> RunData:
-    """A run as :func:`ragsight.report.compare` needs it, from the viewer's table: sample ids,
-    outcomes and values (no texts, no evidence: compare reads neither), configuration as
-    ``load_runs`` builds it."""
-    samples = [Sample(id=sid) for sid in table.ids]
+    """A run as :func:`ragsight.report.compare` needs it, from the viewer's table: sample ids
+    (with a turn's conversation and number, which pair it), outcomes and values (no texts, no
+    evidence: compare reads neither), configuration as ``load_runs`` builds it."""
+    turns = table.turns or [(None, None)] * len(table.ids)
+    samples = [Sample(id=sid, conversation_id=c, turn=n) for sid, (c, n) in zip(table.ids, turns)]
     scores: dict[str, dict[str, Score]] = {}
     for m in table.metrics:
         outs, vals, why = table.outcomes[m], table.values[m], table.reasons.get(m, {})
