@@ -439,3 +439,20 @@ def test_a_turn_of_a_conversation_is_shown_as_a_sample(tmp_path: Path) -> None:
     assert status == 200 and ('id="conversation">conversation c1, turn 1' in page
                               or "&quot;conversation_id&quot;: &quot;c1&quot;" in page)
     assert sample_ids(get(app, "/run/conv?q=red")[1]) == ["c1%3A1"]  # the id, percent-encoded in the link
+
+
+def test_the_comparison_pairs_turns_of_a_conversation_as_compare_does(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    with Store(path) as store:
+        for run, prefix, shift in (("turns-a", "a", 0.0), ("turns-b", "b", 0.25)):
+            rows = [{"id": f"{prefix}{i}", "question": f"q{i}", "conversation_id": "c1", "turn": i} for i in range(6)]
+            put_run(store, run, {"faithfulness": {f"{prefix}{i}": 0.5 + shift * (i % 2) for i in range(6)}},
+                    samples=rows, created_at=1.0 if prefix == "a" else 2.0)
+        expected = compare(load_runs(store, ["turns-a", "turns-b"]))
+    assert expected.pairing[0].paired == 6  # the ids differ; conversation and turn pair them
+    _, page = get(app_of(path), "/compare?run=turns-a&run=turns-b")
+    assert "Pairing: 6 of 6 samples paired" in page
+    assert f"<td>{expected.paired[0].difference.n} of 6</td><td>+0.125</td>" in page
+    changed = re.findall(r'<a href="/run/turns-b/sample/(b\d)">b\d</a> <a class="muted" href="/run/turns-a/sample/(a\d)"',
+                         page)
+    assert changed == [("b1", "a1"), ("b3", "a3"), ("b5", "a5")]  # the odd turns moved by 0.25

@@ -612,28 +612,38 @@ def light_run(table: RunTable) -> RunData:
     return RunData(result, config, info.created_at)
 
 
-def changed_most(tables: Sequence[RunTable], limit: int = 50) -> list[tuple[float, str, int]]:
-    """(largest change, sample id, run index) of the samples whose scores moved most between the
-    first run and another, over the metrics both scored; largest first, ties in data order;
-    samples that did not move are left out."""
+def _pair_key(table: RunTable, i: int) -> tuple[str, ...]:
+    """What pairs a sample across runs, as ``compare`` pairs it: a turn by its conversation and
+    number, any other sample by its id."""
+    conv, turn = table.turns[i] if table.turns else (None, None)
+    if conv is not None:
+        return ("turn", conv, "" if turn is None else str(turn))
+    return ("id", table.ids[i])
+
+
+def changed_most(tables: Sequence[RunTable], limit: int = 50) -> list[tuple[float, str, str, int]]:
+    """(largest change, sample id in the first run, its partner's id, run index) of the samples
+    whose scores moved most between the first run and another, over the metrics both scored;
+    largest first, ties in data order; samples that did not move are left out."""
     base = tables[0]
-    found: list[tuple[float, str, int]] = []
+    found: list[tuple[float, str, str, int]] = []
     for j, other in enumerate(tables[1:], start=1):
         metrics = [m for m in base.metrics if m in other.values]
+        partner = {_pair_key(other, k): k for k in range(len(other))}
         for i, sid in enumerate(base.ids):
-            k = other.position.get(sid)
+            k = partner.get(_pair_key(base, i))
             if k is None:
                 continue
             diffs = [abs(b - a) for m in metrics
                      if (a := base.values[m][i]) is not None and (b := other.values[m][k]) is not None]
             if diffs and max(diffs) > 0:
-                found.append((max(diffs), sid, j))
-    found.sort(key=lambda x: (-x[0], base.position[x[1]], x[2]))
+                found.append((max(diffs), sid, other.ids[k], j))
+    found.sort(key=lambda x: (-x[0], base.position[x[1]], x[3]))
     return found[:limit]
 
 
 def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str | None, took_s: float,
-                 moved: Sequence[tuple[float, str, int]]) -> str:
+                 moved: Sequence[tuple[float, str, str, int]]) -> str:
     ids = [tb.run_id for tb in tables]
     parts = ["<h1>Comparison</h1>"]
     parts.append("<ul>" + "".join(
@@ -672,16 +682,16 @@ def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str 
     base = tables[0]
     if not moved:
         parts.append('<tr><td colspan="99" class="l">No sample scored in both runs changed.</td></tr>')
-    for change, sid, j in moved:
+    for change, sid, other_sid, j in moved:
         other = tables[j]
-        i, k = base.position[sid], other.position[sid]
+        i, k = base.position[sid], other.position[other_sid]
         row_cells: list[str] = []
         for m in base.metrics:
             a = base.values[m][i]
             b = other.values[m][k] if m in other.values else None
             row_cells.append(f"<td>{fmt(a)} → {fmt(b)}</td>" if a is not None or b is not None else "<td>–</td>")
-        parts.append(f'<tr><td>{fmt(change)}</td><td class="l"><a href="{e(url("run", other.run_id, "sample", sid))}">'
-                     f'{t(sid)}</a> <a class="muted" href="{e(url("run", base.run_id, "sample", sid))}">(in A)</a></td>'
+        parts.append(f'<tr><td>{fmt(change)}</td><td class="l"><a href="{e(url("run", other.run_id, "sample", other_sid))}">'
+                     f'{t(other_sid)}</a> <a class="muted" href="{e(url("run", base.run_id, "sample", sid))}">(in A)</a></td>'
                      f'<td>{cmp.runs[j].label}</td>{"".join(row_cells)}</tr>')
     parts.append("</tbody></table></div>")
     parts.append(f'<p class="muted">computed in {took_s * 1000:.0f} ms</p>')
@@ -689,7 +699,7 @@ def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str 
 
 
 def comparison(tables: Sequence[RunTable], allow_poor: bool
-               ) -> tuple[Comparison | None, str | None, list[tuple[float, str, int]]]:
+               ) -> tuple[Comparison | None, str | None, list[tuple[float, str, str, int]]]:
     """:func:`ragsight.report.compare` on the runs (the first is the baseline), or on a poor
     pairing the refusal's message instead; and the samples that changed most."""
     if len(tables) < 2:
