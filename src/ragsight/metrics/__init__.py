@@ -23,6 +23,8 @@ from .abstention import Abstention
 from .answer_correctness import AnswerCorrectness
 from .answer_relevancy import AnswerRelevancy
 from .answer_similarity import AnswerSimilarity
+from .citation_precision import CitationPrecision
+from .citation_recall import CitationRecall
 from .context_entity_recall import ContextEntityRecall
 from .context_precision import ContextPrecision, ContextPrecisionWithoutReference
 from .context_recall import ContextRecall
@@ -39,6 +41,8 @@ __all__ = [
     "AnswerCorrectness",
     "AnswerRelevancy",
     "AnswerSimilarity",
+    "CitationPrecision",
+    "CitationRecall",
     "ContextEntityRecall",
     "ContextPrecision",
     "ContextPrecisionWithoutReference",
@@ -69,7 +73,7 @@ def register(cls: type[Metric]) -> type[Metric]:
 for _cls in (
     Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithoutReference,
     ContextRecall, FactualCorrectness, AnswerCorrectness, AnswerSimilarity, NoiseSensitivity,
-    ContextRelevance, ContextEntityRecall, Abstention,
+    ContextRelevance, ContextEntityRecall, Abstention, CitationPrecision, CitationRecall,
 ):
     register(_cls)
 
