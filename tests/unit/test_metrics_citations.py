@@ -83,6 +83,10 @@ def test_no_citation_is_undetermined_for_precision_and_zero_for_recall() -> None
     assert p.reason == "the response cites nothing"
     assert r.outcome is Outcome.SCORED and r.value == 0.0
     assert r.reason.startswith("the response cites nothing: 0 of 2 claims")
+    assert [(c.target, c.reason) for c in r.evidence.claims] == [
+        ("no citation", "no citation: sentence 1 cites nothing; chunk 1 supports it"),
+        ("no citation", "no citation: sentence 2 cites nothing; chunk 2 supports it"),
+    ]
 
 
 def test_trail_shows_each_claim_its_citations_and_their_verdicts() -> None:
@@ -97,7 +101,12 @@ def test_trail_shows_each_claim_its_citations_and_their_verdicts() -> None:
                         "problem": "out of range: the sample has 3 chunks"}]},
     ]
     assert [s["markers"] for s in ev.details["sentences"]] == [["[1]", "[3]"], ["[9]"]]
-    assert [c.claim for c in ev.claims] == [A, B]  # the verdicts against the contexts
+    # the trail: one verdict per (claim, citation), each against the chunk it cites
+    assert [(c.claim, c.target, c.supported, c.reason) for c in ev.claims] == [
+        (A, "chunk:1", True, "cited [1]; chunk 1 supports it"),
+        (A, "chunk:3", False, "cited [3]; chunk 1 supports it"),
+        (B, "citation [9]", False, "cited [9], which names no chunk (out of range: the sample has 3 chunks)"),
+    ]
     assert {c.prompt_id for c in ev.calls} == {"extract_claims", "verify_claims"}
     assert scores["citation_precision"].reason == "1 of 3 citations support their claim (1 name no chunk)"
 

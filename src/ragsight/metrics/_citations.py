@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._score import ClaimVerdict
 from ..analyses import ClaimList, SampleAnalyses, VerdictList, content_words, split_sentences
 
 __all__ = ["Citation", "CitationTable", "Marker", "attach", "citation_table", "parse_citations"]
@@ -233,6 +234,7 @@ class CitationCheck:
     citations: tuple[dict[str, Any], ...]
     n_claims: int
     table: CitationTable
+    verdicts: tuple[ClaimVerdict, ...] = ()  # one per (claim, citation), and per uncited claim
 
 
 async def citation_table(ctx: SampleAnalyses) -> tuple[CitationCheck, ClaimList, VerdictList]:
@@ -250,8 +252,14 @@ async def _check(ctx: SampleAnalyses) -> tuple[CitationCheck, ClaimList, Verdict
     table = attach(s.response or "", claims.claims, n_chunks, s.retrieved_ids)
     support = verdicts.chunk_support
     rows: list[dict[str, Any]] = []
+    trail: list[ClaimVerdict] = []
     for i, (claim, sent) in enumerate(zip(claims.claims, table.claim_sentence)):
         cites = table.sentences[sent].citations if sent is not None else ()
+        trail.extend(_verdict(claim, c, support[i]) for c in cites)
+        if not cites:
+            where = "no sentence of the response matches it" if sent is None else f"sentence {sent + 1} cites nothing"
+            trail.append(ClaimVerdict(claim, False, reason=f"no citation: {where}; {_supporters(support[i])}",
+                                      target="no citation"))
         rows.append({
             "claim": claim,
             "sentence": sent + 1 if sent is not None else None,
@@ -270,8 +278,23 @@ async def _check(ctx: SampleAnalyses) -> tuple[CitationCheck, ClaimList, Verdict
             elif not mine:
                 entry["problem"] = "no claim was attached to this sentence"
             cited.append(entry)
-    check = CitationCheck(tuple(rows), tuple(cited), len(claims.claims), table)
+    check = CitationCheck(tuple(rows), tuple(cited), len(claims.claims), table, tuple(trail))
     return check, claims, verdicts
+
+
+def _supporters(support: frozenset[int]) -> str:
+    if not support:
+        return "no chunk supports it"
+    return f"chunk{'s' if len(support) > 1 else ''} {', '.join(map(str, sorted(support)))} support{'s' if len(support) == 1 else ''} it"
+
+
+def _verdict(claim: str, c: Citation, support: frozenset[int]) -> ClaimVerdict:
+    """The verdict of one citation of a claim, for the trail (target ``chunk:K``)."""
+    if c.chunk is None:
+        return ClaimVerdict(claim, False, reason=f"cited [{c.text}], which names no chunk ({c.problem})",
+                            target=f"citation [{c.text}]")
+    ok = c.chunk in support
+    return ClaimVerdict(claim, ok, reason=f"cited [{c.text}]; {_supporters(support)}", target=f"chunk:{c.chunk}")
 
 
 def _row(c: Citation, support: frozenset[int]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ class CitationPrecision(Metric):
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         check, claims, verdicts = await citation_table(ctx)
-        ev = Evidence(claims=verdicts.verdicts, calls=claims.refs + verdicts.refs, details=details(check))
+        ev = Evidence(claims=check.verdicts, calls=claims.refs + verdicts.refs, details=details(check))
         n = len(check.citations)
         if n == 0:
             return Score.undetermined(self.key, "the response cites nothing", ev)

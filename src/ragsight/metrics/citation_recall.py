@@ -26,7 +26,7 @@ class CitationRecall(Metric):
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         check, claims, verdicts = await citation_table(ctx)
-        ev = Evidence(claims=verdicts.verdicts, calls=claims.refs + verdicts.refs, details=details(check))
+        ev = Evidence(claims=check.verdicts, calls=claims.refs + verdicts.refs, details=details(check))
         n = check.n_claims
         if n == 0:
             return Score.undetermined(self.key, "the response makes no factual claims", ev)
