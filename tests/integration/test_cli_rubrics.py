@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -21,8 +20,8 @@ import pytest
 from ragsight.cli import main
 from ragsight.metrics import REGISTRY
 from ragsight.metrics.rubric import RubricMetric
-from tests.fakes import FakeOpenAIServer
-from tests.reliability.world import JudgeWorld, block
+from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply
+from tests.reliability.world import JudgeWorld, blocks, prompt_id_of
 
 PYPROJECT = """\
 [project]
@@ -38,11 +37,25 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 class RubricWorld(JudgeWorld):
-    """The judge world, plus rubric answers: a response with "please" is polite (5 of 5, pass)."""
+    """The judge world, plus rubric answers: a response with "please" is polite (5 of 5, pass).
+    ``stall_after``: rubric calls after that many are never answered (the judge hangs)."""
+
+    stall_after: int | None = None
+    rubric_calls: int = 0
+
+    def __call__(self, request: RecordedRequest) -> Reply | None:
+        body = request.json if isinstance(request.json, dict) else {}
+        if self.stall_after is not None and prompt_id_of(body) in ("rubric_score", "rubric_pass_fail"):
+            with self._lock:
+                self.rubric_calls += 1
+                stalled = self.rubric_calls > self.stall_after
+            if stalled:
+                return Reply.hang()
+        return super().__call__(request)
 
     def answer(self, prompt_id: str, body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
         user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
-        polite = "please" in (block(user, "response") or "").lower()
+        polite = "please" in (blocks(user, "response") or [""])[-1].lower()  # the item, after any examples
         if prompt_id == "rubric_score":
             return {"reason": "Courteous." if polite else "Curt.", "score": 5 if polite else 2}, None
         if prompt_id == "rubric_pass_fail":
@@ -61,7 +74,7 @@ def clean_registry() -> Iterator[None]:
 
 def write_data(path: Path, n: int) -> Path:
     rows = [{"id": f"s{i:02d}", "question": "Where is my bag?",
-             "response": "Please check desk 4." if i % 2 else "Read the rules."} for i in range(n)]
+             "response": f"Please check desk {i}." if i % 2 else f"Read rule {i}."} for i in range(n)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -80,7 +93,8 @@ def test_toml_rubric_evaluates_resumes_shows_and_reports_in_fresh_processes(tmp_
     n = 40
     data = write_data(project / "data.jsonl", n)
     store = tmp_path / "runs.db"
-    world = RubricWorld(latency=0.15)
+    world = RubricWorld()
+    world.stall_after = 3  # the judge answers three samples, then hangs: the run is killed there
     with FakeOpenAIServer(handler=world) as srv:
         judge = ["--judge", "openai:m", "--base-url", srv.url, "--store", str(store)]
         proc = subprocess.Popen(
@@ -88,9 +102,8 @@ def test_toml_rubric_evaluates_resumes_shows_and_reports_in_fresh_processes(tmp_
              *judge, "--concurrency", "1", "--quiet"],
             cwd=project, env={**os.environ, "OPENAI_API_KEY": "sk-x", "PYTHONPATH": SRC},
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
-        deadline, done = time.monotonic() + 60, 0
+        deadline, done = time.monotonic() + 90, 0
         while time.monotonic() < deadline and proc.poll() is None and done < 3:
             time.sleep(0.2)
             if store.exists():
@@ -99,18 +112,16 @@ def test_toml_rubric_evaluates_resumes_shows_and_reports_in_fresh_processes(tmp_
                         done = c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0]
                 except sqlite3.OperationalError:
                     pass
-        assert proc.poll() is None and done >= 3, f"the run ended or stalled before the interrupt ({done})"
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-        assert proc.returncode == 130, stderr
-        asked = world.answered["rubric_score"]
-        assert asked < n
+        assert proc.poll() is None and done == 3, f"the run ended or stalled early ({done} finished)"
+        proc.kill()  # killed, as a machine that goes down: no chance to save anything more
+        proc.communicate(timeout=30)
+        assert world.answered["rubric_score"] == 3
 
         # a fresh process, in a folder with no pyproject.toml: the run's stored rubric is used
-        world.latency = 0.0
+        world.stall_after = None
         resumed = cli("evaluate", "--resume", "last", *judge, "--quiet", cwd=elsewhere)
         assert resumed.returncode == 0, resumed.stderr
-        assert world.answered["rubric_score"] <= n + 1  # the rest of the samples, not all again
+        assert world.answered["rubric_score"] == n  # the other samples, not the three again
         line = next(ln for ln in resumed.stdout.splitlines() if ln.lstrip().startswith("politeness"))
         assert "0.625" in line  # half 5 of 5 (1.0), half 2 of 5 (0.25)
 
@@ -180,3 +191,27 @@ def test_rubric_file_named_twice_and_built_in_names_are_refused(
     (tmp_path / "b.toml").write_text("[other]\nx = 1\n")
     assert main(["evaluate", str(data), "--rubric", "b.toml"]) == 2
     assert "defines no rubric" in capsys.readouterr().err
+
+
+def test_the_docs_rubric_file_and_gate_work_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/rubrics.md's rubrics.toml, used with the command in its first line, and a gate on a
+    pyproject rubric as the docs show it."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "rubrics.md").read_text()
+    block = doc.split("```toml\n# rubrics.toml")[1].split("```")[0]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    Path("rubrics.toml").write_text("# rubrics.toml" + block)
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    data = write_data(tmp_path / "data.jsonl", 4)
+    with FakeOpenAIServer(handler=RubricWorld()) as srv:
+        judge = ["--judge", "openai:m", "--base-url", srv.url, "--store", "s.db", "--quiet"]
+        code = main(["evaluate", str(data), "--rubric", "rubrics.toml", "--metrics", "tone,no_blame", *judge])
+        out = capsys.readouterr().out
+        assert code == 0
+        means = {ln.split()[0]: ln.split()[1] for ln in out.splitlines() if ln.startswith(("tone", "no_blame"))}
+        assert means == {"tone": "0.500", "no_blame": "0.350"}  # half pass; half 5 and half 2 on 0-10
+        code = main(["evaluate", str(data), "--metrics", "politeness", "--fail-under", "politeness=0.75", *judge])
+        assert code == 1  # the mean is 0.625
+        assert "FAILED politeness 0.625 < 0.75" in capsys.readouterr().out

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._shapes import ALIAS_TO_FIELD
 from ..errors import ConfigError
 from .rubric import _NAME, FIELDS, PASS_FAIL, RubricMetric
 
@@ -78,8 +79,9 @@ def _one(name: str, table: Any, where: str) -> RubricMetric:
                           f'fields = ["question", "response"]; got {fields!r}')
     for f in fields:
         if f not in FIELDS:
-            raise ConfigError(f"{head} fields: unknown field '{f}'{_near(f, FIELDS)}; "
-                              f"known: {', '.join(FIELDS)}")
+            alias = ALIAS_TO_FIELD.get(f.strip().lower())  # answer, actual_output... as data files name them
+            near = f" (the sample field is '{alias}')" if alias in FIELDS else _near(f, FIELDS)
+            raise ConfigError(f"{head} fields: unknown field '{f}'{near}; known: {', '.join(FIELDS)}")
     if len(set(fields)) != len(fields):
         raise ConfigError(f"{head} fields: a field is listed twice: {fields!r}")
     scale = table.get("scale", [1, 5])
