@@ -52,6 +52,9 @@ CASES = [
     ("Refunds are paid within 5 days [1, x]. A checked bag costs 30 euros [7][doc-9].", 1 / 4, 1 / 2),
     # other forms: 【1】, a range [1-3] (1 and 3 do not support B)
     ("Refunds are paid within 5 days 【1】. A checked bag costs 30 euros [1-3].", 2 / 4, 2 / 2),
+    # "[Source 1]" and "[Document 2]" name positions
+    ("Refunds are paid within 5 days [Source 1]. A checked bag costs 30 euros [Document 2; source #3].",
+     2 / 3, 2 / 2),
     # footnotes: [^1] defined as chunk 1, [^b] defined through a bracket
     ("Refunds are paid within 5 days[^1]. A checked bag costs 30 euros[^b].\n\n[^1]: 1\n[^b]: see [2]",
      2 / 2, 2 / 2),

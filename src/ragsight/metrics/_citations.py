@@ -9,7 +9,8 @@ Markers read, mapped to the sample's chunks by 1-based position or by ``retrieve
 
 - ``[1]``, ``[1, 3]``, ``[1][3]``, ``[1-3]``, ``【1】`` (and ``【1†source】``);
 - ``[doc-7]``: an id of ``retrieved_ids`` (any bracketed item with a digit that is not a number
-  is read as an id);
+  is read as an id); ``[Source 2]``, ``[Document 3]``, ``[passage #1]``: a position, unless it is
+  one of the ids;
 - footnotes ``[^1]`` with a footnote section (``[^1]: doc-7`` or ``[^1]: [2]``); a footnote
   without a definition is read by its label (``[^2]`` is chunk 2).
 
@@ -37,6 +38,9 @@ _INT = re.compile(r"^\d+$")
 _RANGE = re.compile(r"^(\d+)\s*[-–]\s*(\d+)$")
 _IDLIKE = re.compile(r"^[A-Za-z_][\w.:#/ -]{0,60}$")
 _MAX_RANGE = 50
+# "[Source 2]", "[Document 3]", "[passage #1]": a position, when no retrieved id is written so
+_NAMED = re.compile(r"^(?:source|doc|document|passage|chunk|context|ref|reference)\s*[#:]?\s+(\d+)$|"
+                    r"^(?:source|doc|document|passage|chunk|context|ref|reference)\s*#\s*(\d+)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,11 @@ def _resolve_item(item: str, n_chunks: int, ids: Sequence[str] | None) -> list[C
         lowered = [i.lower() for i in ids]
         if item.lower() in lowered:
             return [Citation(item, lowered.index(item.lower()) + 1)]
+    if (named := _NAMED.match(item)) is not None:
+        k = int(named.group(1) or named.group(2))
+        if 1 <= k <= n_chunks:
+            return [Citation(item, k)]
+        return [Citation(item, None, f"out of range: the sample has {n_chunks} chunks")]
     if _IDLIKE.match(item) and (ids or any(ch.isdigit() for ch in item)):
         why = "no retrieved chunk has this id" if ids else "the sample has no retrieved_ids to match this id"
         return [Citation(item, None, why)]
