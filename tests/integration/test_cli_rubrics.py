@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -103,7 +104,7 @@ def test_toml_rubric_evaluates_resumes_shows_and_reports_in_fresh_processes(tmp_
             cwd=project, env={**os.environ, "OPENAI_API_KEY": "sk-x", "PYTHONPATH": SRC},
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        deadline, done = time.monotonic() + 90, 0
+        deadline, done = time.monotonic() + 240, 0  # generous: a loaded CI machine starts slowly
         while time.monotonic() < deadline and proc.poll() is None and done < 3:
             time.sleep(0.2)
             if store.exists():
@@ -147,6 +148,10 @@ def test_toml_rubric_evaluates_resumes_shows_and_reports_in_fresh_processes(tmp_
     compared = cli("compare", first_id, second_id, "--store", str(store), cwd=elsewhere)
     assert compared.returncode == 0, compared.stderr
     assert "politeness" in compared.stdout
+    # the two runs' "politeness" are two rubrics (1-5, pass/fail): the configuration shows it
+    (line,) = [ln for ln in compared.stdout.splitlines() if "rubric politeness" in ln]
+    digests = re.findall(r"\b[0-9a-f]{16}\b", line)
+    assert len(digests) == 2 and digests[0] != digests[1], compared.stdout
 
 
 MALFORMED = [
