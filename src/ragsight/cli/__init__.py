@@ -64,6 +64,7 @@ from ._common import (
 from ._common import add_store as _add_store
 from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
 from ._labels import aligned_settings
+from ._rubrics import register_cli_rubrics
 
 __all__ = ["main"]
 
@@ -146,7 +147,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--fail-over", action="append", default=[], metavar="METRIC=VALUE",
                     help="CI gate for a lower-is-better metric: exit 1 when its mean is above VALUE")
     ev.add_argument("--config", metavar="FILE",
-                    help="TOML file with a [tool.ragsight] table of thresholds (default: ./pyproject.toml)")
+                    help="TOML file with a [tool.ragsight] table of thresholds and rubrics (default: ./pyproject.toml)")
+    ev.add_argument("--rubric", action="append", default=[], metavar="FILE.toml",
+                    help="rubrics to use as metrics: [rubrics.NAME] tables (see docs/rubrics.md); repeatable")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_evaluate)
 
@@ -232,6 +235,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
+    register_cli_rubrics(args.config, args.rubric)  # checked before any call; --metrics NAME finds them
     thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
     metrics = _metric_specs(args.metrics)
     if args.resume:

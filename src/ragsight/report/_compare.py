@@ -108,6 +108,10 @@ def load_runs(store: Store, refs: Sequence[str]) -> list[RunData]:
         ):
             if value is not None and key not in config:
                 config[key] = value
+        for m in info.metrics:  # a rubric's definition: two runs may use one name for two rubrics
+            digest = (m.get("params") or {}).get("definition_hash")
+            if digest and f"rubric {m['key']}" not in config:
+                config[f"rubric {m['key']}"] = digest
         out.append(RunData(result, config, info.created_at, tuple(store.labels(result.run_id))))
     return out
 
