@@ -1,0 +1,140 @@
+"""Everyday trust (issue 30): what a RAG builder trying ragsight for the first time tripped over.
+Each test runs ``ragsight`` as the docs show it (or the library as the README shows it), against
+a judge on 127.0.0.1, and reads what a person reads."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragsight.cli import _common, main
+from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply
+from tests.reliability.world import JudgeWorld
+
+WIDTH = 80
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-newcomer")
+
+
+@pytest.fixture()
+def judge() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(handler=JudgeWorld()) as srv:
+        yield srv
+
+
+@pytest.fixture()
+def narrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The standard output is an 80-column terminal."""
+    monkeypatch.setattr(_common.out, "width", WIDTH)
+
+
+def write(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.out + cap.err
+    return code, cap.out, cap.err
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# ---- generate: invented references are rejected (part B) -----------------------------------
+
+DOC = ("The gzip program compresses files with the DEFLATE algorithm. It was written by Jean-loup "
+       "Gailly and Mark Adler. File names are stored as given; gzip keeps the original name and "
+       "time stamp of each file in the compressed file's header.")
+
+
+class GeneratorWorld:
+    """A generator that writes one question and a reference, and a critic with a fixed verdict."""
+
+    def __init__(self, reference: str, contradicted: bool = False) -> None:
+        self.reference = reference
+        self.contradicted = contradicted
+
+    def __call__(self, req: RecordedRequest) -> Reply | None:
+        if not req.path.endswith("/chat/completions"):
+            return None
+        system = req.json["messages"][0]["content"]
+        if system.startswith("You write test questions"):
+            return Reply.chat(json.dumps({"question": "What limit does gzip put on stored file names?",
+                                          "answer": self.reference}))
+        if system.startswith("You review test questions"):
+            return Reply.chat(json.dumps({"reason": "scripted", "answerable": True, "self_contained": True,
+                                          "contradicted": self.contradicted, "copied": False}))
+        return Reply.chat("{}")
+
+
+def generate(capsys: pytest.CaptureFixture[str], tmp_path: Path, url: str) -> tuple[int, str, str]:
+    (tmp_path / "gzip.md").write_text(DOC, encoding="utf-8")
+    return run(capsys, "generate", str(tmp_path / "gzip.md"), "--size", "1", "--types", "single_hop=1",
+               "--attempts", "1", "--out", str(tmp_path / "ts.jsonl"), "--judge", "openai:m",
+               "--base-url", url, "--embedder", "openai:e", "--no-cache")
+
+
+@pytest.mark.parametrize(("reference", "contradicted", "absent"), [
+    # the trial's invented limit: a number no document holds
+    ("gzip keeps file names of up to 255 characters in the compressed file's header.", False, ["255"]),
+    # a name no document holds
+    ("gzip was written by Jean-loup Gailly at Microsoft and keeps the original name.", False, ["Microsoft"]),
+    # made of the document's words, but the critic finds it contradicted
+    ("gzip does not keep the original name of each file in the compressed file's header.", True, []),
+])
+def test_generate_rejects_a_reference_its_contexts_do_not_hold(
+        reference: str, contradicted: bool, absent: list[str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeOpenAIServer(handler=GeneratorWorld(reference, contradicted)) as srv:
+        code, out, err = generate(capsys, tmp_path, srv.url)
+    assert code == 1  # nothing was written: a non-zero exit
+    assert "error: no question passed the filter" in one_line(err)
+    assert (tmp_path / "ts.jsonl").read_text("utf-8") == ""
+    (rejected,) = [json.loads(line) for line in (tmp_path / "ts.rejected.jsonl").read_text("utf-8").splitlines()]
+    assert "reference_not_grounded" in rejected["reasons"]
+    assert rejected["details"].get("not_in_contexts", []) == absent
+    assert "reference_not_grounded: 1" in out
+
+
+def test_generate_keeps_a_reference_its_contexts_hold(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    reference = "gzip keeps the original name and time stamp of each file in the header."
+    with FakeOpenAIServer(handler=GeneratorWorld(reference)) as srv:
+        code, out, _ = generate(capsys, tmp_path, srv.url)
+    assert code == 0
+    (row,) = [json.loads(line) for line in (tmp_path / "ts.jsonl").read_text("utf-8").splitlines()]
+    assert row["reference"] == reference
+    assert "read every row" not in out  # a remote judge: no warning about the embedded model
+
+
+def test_generate_with_the_embedded_model_says_to_read_every_row(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragsight.cli import _testset
+    from ragsight.judge import Judge, ScriptedProvider
+
+    reference = "gzip keeps the original name and time stamp of each file in the header."
+    provider = ScriptedProvider({
+        "testset_single_hop": lambda v: {"question": "What does gzip keep in the header?", "answer": reference},
+        "testset_critique": lambda v: {"reason": "-", "answerable": True, "self_contained": True,
+                                       "contradicted": False, "copied": False},
+    })
+    provider.name = "local:qwen2.5-coder-1.5b"  # what the embedded judge calls itself
+    monkeypatch.setattr(_testset, "make_judge", lambda *a, **k: Judge(provider))
+    (tmp_path / "gzip.md").write_text(DOC, encoding="utf-8")
+    code, out, _ = run(capsys, "generate", str(tmp_path / "gzip.md"), "--size", "1", "--types",
+                       "single_hop=1", "--attempts", "1", "--out", str(tmp_path / "ts.jsonl"), "--no-cache",
+                       "--embedder", "none")
+    assert code == 0
+    assert f"read every row of {tmp_path / 'ts.jsonl'} before you use it" in one_line(out)
