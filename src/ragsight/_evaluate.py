@@ -193,6 +193,8 @@ async def _aevaluate(
         if resume is not None:
             return await _resume(store, resume, opts, progress=counters, notice=notice)
         ds = Dataset.load(data)
+        if (misnamed := ds.misnamed_message()) is not None:
+            raise ConfigError(misnamed)
         if not ds.samples:
             details = "; ".join(g.line() for g in group_problems(ds.errors)[:5])  # one per kind
             raise ConfigError(f"no usable sample in {ds.source}" + (f": {details}" if details else ""))

@@ -138,3 +138,105 @@ def test_generate_with_the_embedded_model_says_to_read_every_row(
                        "--embedder", "none")
     assert code == 0
     assert f"read every row of {tmp_path / 'ts.jsonl'} before you use it" in one_line(out)
+
+
+# ---- the input: misnamed columns, dropped rows, pandas' index ------------------------------
+
+GOOD = {"id": "g1", "question": "Who wrote gzip?", "contexts": [DOC],
+        "response": "Jean-loup Gailly and Mark Adler wrote gzip.", "reference": "Gailly and Adler."}
+
+
+def evaluate_argv(data: Path, url: str, store: Path, *extra: str) -> list[str]:
+    return ["evaluate", str(data), "--judge", "openai:m", "--base-url", url, "--store", str(store),
+            "--quiet", *extra]
+
+
+def chat_calls(srv: FakeOpenAIServer) -> int:
+    return sum(1 for r in srv.requests if r.path.endswith("/chat/completions"))
+
+
+@pytest.mark.parametrize(("name", "body"), [
+    ("docs.jsonl", '{"question": "Who wrote gzip?", "answer": "Gailly.", "retrieved_docs": ["gzip was written by '
+                   'Jean-loup Gailly.", "It uses DEFLATE."]}\n'),
+    ("docs.csv", 'question,answer,passages\n"Who wrote gzip?","Gailly.","gzip was written by Jean-loup Gailly."\n'),
+])
+def test_a_column_of_texts_under_another_name_stops_before_a_run(
+        name: str, body: str, tmp_path: Path, judge: FakeOpenAIServer,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / name
+    data.write_text(body, encoding="utf-8")
+    store = tmp_path / "runs.db"
+    code, _, err = run(capsys, *evaluate_argv(data, judge.url, store))
+    col = "retrieved_docs" if name.endswith("jsonl") else "passages"
+    msg = one_line(err)
+    assert code == 2
+    assert f"'{col}' holds texts: name it 'contexts'" in msg and "retrieved_ids'?" not in msg
+    assert f"Columns found: question, answer, {col}." in msg
+    assert "The columns ragsight reads: id, question, contexts, response, reference" in msg
+    assert not store.exists() and chat_calls(judge) == 0
+
+
+def test_a_metadata_column_is_kept_and_does_not_stop_the_run(tmp_path: Path, judge: FakeOpenAIServer,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    data = write(tmp_path / "d.jsonl", [{**GOOD, "category": "tools", "source": "man page"}])
+    code, _, _ = run(capsys, *evaluate_argv(data, judge.url, tmp_path / "runs.db", "--metrics", "faithfulness"))
+    assert code == 0
+
+
+def test_rows_that_could_not_be_used_make_the_exit_status_1(tmp_path: Path, judge: FakeOpenAIServer,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    data = write(tmp_path / "d.jsonl", [GOOD, {**GOOD, "id": "bad", "contexts": [1, 2]}])
+    argv = evaluate_argv(data, judge.url, tmp_path / "runs.db", "--metrics", "faithfulness")
+    code, _, err = run(capsys, *argv)
+    assert code == 1
+    assert ("error: 1 input row could not be used and was not evaluated (listed above); exit status 1. "
+            "Fix the rows, or pass --allow-bad-rows to accept the run without them.") in one_line(err)
+    code, _, err = run(capsys, *argv, "--allow-bad-rows")
+    assert code == 0 and "error:" not in err
+
+
+def test_pandas_unnamed_index_column_is_dropped(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    import ragsight
+
+    csv = tmp_path / "from_pandas.csv"
+    pd.DataFrame([{"question": GOOD["question"], "response": GOOD["response"]}]).to_csv(csv)  # index kept
+    assert csv.read_text("utf-8").startswith(",question,response")
+    (sample,) = ragsight.Dataset.load(csv)
+    assert sample.metadata == {}
+    (sample,) = ragsight.Dataset.load(pd.read_csv(csv))  # read back: the column is "Unnamed: 0"
+    assert sample.metadata == {}
+
+
+# ---- the gate: a threshold outside the scores' range -------------------------------------
+
+
+@pytest.mark.parametrize("where", ["flag", "pyproject"])
+def test_a_threshold_of_80_is_refused_before_any_call(where: str, tmp_path: Path, judge: FakeOpenAIServer,
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    data = write(tmp_path / "d.jsonl", [GOOD])
+    store = tmp_path / "runs.db"
+    monkeypatch.chdir(tmp_path)
+    if where == "flag":
+        extra: tuple[str, ...] = ("--fail-under", "faithfulness=80")
+    else:
+        (tmp_path / "pyproject.toml").write_text("[tool.ragsight]\nfail-under = { faithfulness = 80 }\n",
+                                                 encoding="utf-8")
+        extra = ()
+    code, _, err = run(capsys, *evaluate_argv(data, judge.url, store), *extra)
+    assert code == 2
+    msg = one_line(err)
+    assert "the threshold 80 is outside the range of its scores (0 to 1)" in msg
+    assert "did you mean 0.8?" in msg
+    assert not store.exists() and judge.requests == []
+
+
+def test_a_boolean_threshold_in_pyproject_is_refused(tmp_path: Path, judge: FakeOpenAIServer,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.ragsight]\nfail-under = { faithfulness = true }\n",
+                                             encoding="utf-8")
+    code, _, err = run(capsys, *evaluate_argv(write(tmp_path / "d.jsonl", [GOOD]), judge.url, tmp_path / "r.db"))
+    assert code == 2 and "the threshold must be a number, not True" in one_line(err)

@@ -6,8 +6,9 @@ Exit status (the same for every sub-command):
   (``--fail-under``/``--fail-over``, or ``[tool.ragsight]`` in pyproject.toml), and every
   metric scored (or found undetermined) at least one sample. Counted failures of single
   samples do not change it.
-- 1: ``evaluate`` ran, but a threshold was missed or a metric failed or was skipped on every
-  sample; ``answer``: every call to the system under test failed.
+- 1: ``evaluate`` ran, but a threshold was missed, a metric failed or was skipped on every
+  sample, or input rows could not be used (unless ``--allow-bad-rows``); ``answer``: every call
+  to the system under test failed; ``generate``: no question passed the filter.
 - 2: the input or the configuration is unusable (bad flag, unknown metric, unreadable data,
   a preflight that failed: judge or embedder unreachable, missing package, store not
   writable); nothing was evaluated, and no store file was created.
@@ -143,6 +144,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="CI gate for a lower-is-better metric: exit 1 when its mean is above VALUE")
     ev.add_argument("--config", metavar="FILE",
                     help="TOML file with a [tool.ragsight] table of thresholds (default: ./pyproject.toml)")
+    ev.add_argument("--allow-bad-rows", action="store_true",
+                    help="exit 0 even when input rows could not be used (they are listed; default: exit 1)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_evaluate)
 
@@ -297,8 +300,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         else:  # no threshold was set: say what failed, not a gate the user never gave
             err.print(f"error: a metric has no score on any sample (exit status {EXIT_FAILED}; "
                       "see FAILED above)", markup=False)
-        return EXIT_FAILED
-    return EXIT_OK
+    dropped = [p for p in result.problems if not p.message.startswith("warning:")]
+    bad_rows = bool(dropped) and not args.allow_bad_rows
+    if bad_rows:
+        say(err, f"error: {_count(len(dropped), 'input row')} could not be used and "
+                 f"{'was' if len(dropped) == 1 else 'were'} not evaluated (listed above); exit status "
+                 f"{EXIT_FAILED}. Fix the rows, or pass --allow-bad-rows to accept the run without them.",
+            markup=False)
+    return EXIT_FAILED if gate.failed or bad_rows else EXIT_OK
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 sample', '2 samples': a count with its noun in the right number."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _check_resume_gate(resume: str, store_path: str, thresholds: Sequence[Threshold]) -> None:

@@ -13,6 +13,7 @@ import inspect
 import math
 import re
 import warnings
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -48,6 +49,7 @@ __all__ = [
     "Faithfulness",
     "Metric",
     "NoiseSensitivity",
+    "check_threshold",
     "default_metrics",
     "metric_names",
     "register",
@@ -265,3 +267,29 @@ def default_metrics(samples: Sequence[Sample]) -> list[Metric]:
         if any(abstain.missing(s) is None for s in samples):
             chosen.append(abstain)
     return chosen or candidates
+
+
+def check_threshold(spec: str, value: Any, where: str | None = None) -> tuple[Metric, float]:
+    """The one check of a threshold on a metric's scores (``assert_scores``, the CLI's
+    ``--fail-under``/``--fail-over`` and ``[tool.ragsight]``): the metric (a typo gets the close
+    name) and the value as a float. A ConfigError when the value is not a finite number (a
+    boolean is not one) or lies outside the range of scores (-1 to 1; "80" gets "did you mean
+    0.8?"), since every sample would then fail, or pass, whatever it scored. ``where`` names the
+    threshold in the message (default: ``threshold for 'SPEC'``)."""
+    place = where or f"threshold for {spec!r}"
+    metric = resolve_metrics([spec])[0]
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise ConfigError(f"{place} must be a number, not {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{place} must be a number, not {value!r}")
+    if not math.isfinite(value):  # every comparison with NaN is false: every sample would pass
+        raise ConfigError(f"{place} is {value!r}; give a number between 0 and 1")
+    if not -1.0 <= value <= 1.0:  # scores are fractions (cosine metrics: -1 to 1)
+        hint = f"; did you mean {value / 100:g}?" if 1 < value <= 100 else ""
+        what = f"threshold {value:g} for {spec!r}" if where is None else f"{where}: the threshold {value:g}"
+        raise ConfigError(f"{what} is outside the range of its scores (0 to 1), so every sample would "
+                          f"fail, or pass, whatever it scored{hint}")
+    return metric, float(value)
