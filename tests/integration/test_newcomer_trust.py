@@ -240,3 +240,64 @@ def test_a_boolean_threshold_in_pyproject_is_refused(tmp_path: Path, judge: Fake
                                              encoding="utf-8")
     code, _, err = run(capsys, *evaluate_argv(write(tmp_path / "d.jsonl", [GOOD]), judge.url, tmp_path / "r.db"))
     assert code == 2 and "the threshold must be a number, not True" in one_line(err)
+
+
+# ---- the docs ------------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_no_path_of_a_developers_machine_in_the_docs_or_the_code() -> None:
+    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "src").rglob("*.py")),
+             *sorted((REPO / "src").rglob("*.txt"))]
+    found = [f"{f.relative_to(REPO)}:{n}: {line.strip()}" for f in files
+             for n, line in enumerate(f.read_text("utf-8").splitlines(), start=1)
+             if re.search(r"(?<![\w.])/(?:work|home|Users)/", line)]
+    assert found == []
+
+
+# ---- the summary a person reads ------------------------------------------------------------
+
+
+def test_the_summary_speaks_in_the_right_number(tmp_path: Path, judge: FakeOpenAIServer, narrow: None,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    data = write(tmp_path / "d.jsonl", [GOOD])
+    code, out, _ = run(capsys, *evaluate_argv(data, judge.url, tmp_path / "runs.db", "--metrics", "faithfulness"))
+    assert code == 0
+    assert re.search(r"\(1 sample, completed\)", out)
+    assert "1 samples" not in out and "1 claims" not in out and "1 retries" not in out
+    assert re.search(r"judge: \d+ calls?, 0 cache hits, ", out)
+    assert "0 retries, 0 re-asks, 0 failed steps" in out
+
+
+def test_repeats_in_a_no_cache_run_are_not_called_cache_hits(tmp_path: Path, judge: FakeOpenAIServer,
+                                                             narrow: None,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # two samples with the same response and contexts: the second asks the same steps again
+    data = write(tmp_path / "d.jsonl", [GOOD, {**GOOD, "id": "g2"}])
+    code, out, _ = run(capsys, *evaluate_argv(data, judge.url, tmp_path / "runs.db", "--metrics",
+                                              "faithfulness", "--no-cache"))
+    assert code == 0
+    assert "cache hit" not in out
+    assert re.search(r"judge: \d+ calls?, [1-9]\d* repeats? answered from memory, ", out)
+
+
+def test_a_failed_gate_points_its_evidence_hint_at_the_failing_metric(
+        tmp_path: Path, judge: FakeOpenAIServer, narrow: None, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.reliability.world import make_samples
+
+    data = write(tmp_path / "d.jsonl", make_samples(4))
+    store = tmp_path / "runs.db"
+    argv = evaluate_argv(data, judge.url, store, "--metrics", "faithfulness,context_recall",
+                         "--fail-under", "context_recall=0.99")
+    code, out, _ = run(capsys, *argv)
+    assert code == 1
+    from ragsight.result import load_result
+    from ragsight.store import Store
+
+    with Store(store) as st:
+        result = load_result(st, "last")
+    recall = result.scored_values("context_recall")
+    assert min(recall.values()) < 0.99 and result.worst()[1] == "faithfulness"  # the run's lowest is not it
+    worst = min(recall, key=lambda s: recall[s])
+    assert f"Evidence of the lowest score (context_recall {recall[worst]:.3f} on sample {worst}):" in out

@@ -74,8 +74,8 @@ ROW_CASES = [
                                              "grades must be numbers >= 0"), 1, 1),
     Case("duplicate_ids.jsonl", 0, ("row 3, field 'id': id 'good-1' was already used by row 1",
                                     "Give this row another id, or remove the duplicate row"), 2, 1),
-    Case("empty_strings.jsonl", 0, ("skipped faithfulness on 1 sample(s): sample has no response, contexts",), 2),
-    Case("null_fields.jsonl", 0, ("skipped context_recall on 1 sample(s): sample has no reference, contexts",), 2),
+    Case("empty_strings.jsonl", 0, ("skipped faithfulness on 1 sample: sample has no response, contexts",), 2),
+    Case("null_fields.jsonl", 0, ("skipped context_recall on 1 sample: sample has no reference, contexts",), 2),
     Case("numbers_as_text.jsonl", 0, (), 2),
     Case("nan_literal.jsonl", 0, (), 2),
     Case("crlf_lines.jsonl", 0, (), 2),
@@ -157,7 +157,7 @@ def test_bad_input_file(case: Case, judge_server: FakeOpenAIServer, tmp_path: Pa
         assert normalised(text) in output, f"{text!r} not in {output!r}"
     if case.exit == 2:
         # the error (after the warnings of the rows, for a misnamed column), and no store
-        assert output.startswith("error: ") or output.startswith("warning: ") and " error: " in output, output
+        assert output.startswith("error: ") or (output.startswith("warning: ") and " error: " in output), output
         assert not store.exists()
         return
     with Store(store) as st:

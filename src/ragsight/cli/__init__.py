@@ -288,8 +288,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"cannot write the --out file {args.out} ({exc}); the run is saved in "
                                 f"{args.store}: 'ragsight export {result.run_id} --store {args.store}'") from None
         out.print(f"Per-sample results: {args.out}", soft_wrap=True)
-    print_evidence_hint(result, args.store)
     gate = check_gate(result, thresholds)
+    print_evidence_hint(result, args.store, metric=_failing_metric(result, thresholds))
     if gate.lines:
         out.print(Text("gate:", style="bold"))
         for ok, line in gate.lines:
@@ -311,8 +311,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _count(n: int, noun: str) -> str:
-    """'1 sample', '2 samples': a count with its noun in the right number."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+    """'1 sample', '2 samples', '2 retries': a count with its noun in the right number."""
+    if n == 1:
+        return f"{n:,} {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+    return f"{n:,} {plural}"
 
 
 def _check_resume_gate(resume: str, store_path: str, thresholds: Sequence[Threshold]) -> None:
@@ -330,12 +333,14 @@ def _resume_command(run_id: str, store: str) -> str:
     return shell_command(args)
 
 
-def print_evidence_hint(result: EvaluationResult, store: str, console: Console | None = None) -> None:
-    """Where the run is saved, and the command that shows the evidence of its lowest score.
-    The command is printed whole on a line of its own (never wrapped by the printer)."""
+def print_evidence_hint(result: EvaluationResult, store: str, console: Console | None = None,
+                        metric: str | None = None) -> None:
+    """Where the run is saved, and the command that shows the evidence of its lowest score (of
+    ``metric`` when given: the metric that failed the gate). The command is printed whole on a
+    line of its own (never wrapped by the printer)."""
     c = console or out
     c.print(f"Run {result.run_id} saved in {store}.", soft_wrap=True, markup=False)
-    worst = result.worst()
+    worst = result.worst() if metric is None else _worst_of(result, metric)
     if worst is None:
         return
     sid, metric, value = worst
@@ -345,6 +350,26 @@ def print_evidence_hint(result: EvaluationResult, store: str, console: Console |
     c.print(f"Evidence of the lowest score ({metric} {value:.3f} on sample {sid}):",
             soft_wrap=True, markup=False)
     c.print(f"  {shell_command(cmd)}", soft_wrap=True, markup=False)
+
+
+def _worst_of(result: EvaluationResult, metric: str) -> tuple[str, str, float] | None:
+    """The sample with the worst score of one metric (the highest of a lower-is-better one)."""
+    values = result.scored_values(metric)
+    if not values:
+        return result.worst()
+    lower = result.summary[metric].lower_is_better if metric in result.summary else False
+    order = [s.id for s in result.samples if s.id in values]
+    sid = (max if lower else min)(order, key=lambda i: values[i])
+    return sid, metric, values[sid]
+
+
+def _failing_metric(result: EvaluationResult, thresholds: Sequence[Threshold]) -> str | None:
+    """The first gated metric whose mean misses its threshold, else None."""
+    for t in thresholds:
+        s = result.summary.get(t.metric)
+        if s is not None and s.mean is not None and not (s.mean >= t.value if t.kind == "under" else s.mean <= t.value):
+            return t.metric
+    return None
 
 
 def _evaluate_repeats(args: argparse.Namespace, data: Any, metrics: str | None) -> int:
@@ -384,8 +409,10 @@ def concurrency_note(stats: dict[str, Any]) -> str | None:
     c = stats.get("concurrency") if stats else None
     if not isinstance(c, dict) or not (c.get("overloads") or c.get("timeouts")):
         return None
-    text = (f"judge: {c.get('overloads', 0)} calls refused as overloaded, {c.get('timeouts', 0)} timed "
-            f"out; limit {c.get('min_limit')}-{c.get('max_limit')} of {c.get('ceiling')}")
+    lo, hi, ceiling = c.get("min_limit"), c.get("max_limit"), c.get("ceiling")
+    at_once = _count(int(hi), 'call') if lo == hi and hi is not None else f"{lo} to {hi} calls"
+    text = (f"judge: {c.get('overloads', 0)} refused as overloaded, {c.get('timeouts', 0)} timed out; "
+            f"{at_once} at once (of {ceiling})")
     if c.get("paused_s"):
         text += f", paused {c['paused_s']:.1f} s as asked"
     return text
@@ -395,7 +422,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
     """The run's summary, laid out for 80 columns: the table of metrics, the overall score
     with what it leaves out, judge spend, and every reason for a failure or a skip, whole."""
     c = console or out
-    table = compact_table(f"run {result.run_id}  ({len(result.samples)} samples, {result.status})")
+    table = compact_table(f"run {result.run_id}  ({_count(len(result.samples), 'sample')}, {result.status})")
     table.add_column("metric", overflow="fold", min_width=12)
     for col in ("mean", "95% CI", "sd", "scored", "undet.", "failed", "skipped"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -416,19 +443,21 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
             say(c, Text(f"LEFT OUT of the overall: {key}: {why}", style="bold red"))
     st = result.judge_stats
     if st:
-        c.print(f"judge: {st.get('calls', 0)} calls, {st.get('cache_hits', 0)} cache hits, "
+        # without a cache, a step asked again in the run is answered from its memory: not a cache hit
+        hits = ("repeat answered from memory" if result.config.get("cache") is False else "cache hit")
+        c.print(f"judge: {_count(st.get('calls', 0), 'call')}, {_count(st.get('cache_hits', 0), hits)}, "
                 f"{st.get('prompt_tokens', 0):,} prompt + {st.get('completion_tokens', 0):,} completion tokens")
-        c.print(f"       {st.get('retries', 0)} retries, {st.get('reasks', 0)} re-asks, "
-                f"{st.get('failed_steps', 0)} failed steps")
+        c.print(f"       {_count(st.get('retries', 0), 'retry')}, {_count(st.get('reasks', 0), 're-ask')}, "
+                f"{_count(st.get('failed_steps', 0), 'failed step')}")
         note = concurrency_note(st)
         if note is not None:
             c.print(note, markup=False)
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
-            c.print(f"skipped {key} on {n} sample(s): {reason}", markup=False)
+            c.print(f"skipped {key} on {_count(n, 'sample')}: {reason}", markup=False)
         shown = sorted(s.fail_reasons.items(), key=lambda kv: -kv[1])
         for reason, n in shown[:REASONS_SHOWN]:
-            c.print(Text.assemble(("failed", "red"), f" {key} on {n} sample(s): {reason}"))
+            c.print(Text.assemble(("failed", "red"), f" {key} on {_count(n, 'sample')}: {reason}"))
         if len(shown) > REASONS_SHOWN:
             rest = sum(n for _, n in shown[REASONS_SHOWN:])
             c.print(f"failed {key} on {rest} more sample(s) for {len(shown) - REASONS_SHOWN} other "

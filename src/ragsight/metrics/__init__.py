@@ -13,7 +13,6 @@ import inspect
 import math
 import re
 import warnings
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 

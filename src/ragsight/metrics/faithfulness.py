@@ -64,9 +64,9 @@ class Faithfulness(Metric):
         if form == "expected":
             expected = details["expected_supported"]
             return Score.scored(self.key, expected / n,
-                                f"mean P(supported) of {n} claims against the contexts "
+                                f"mean P(supported) of {n} claim{'s' if n != 1 else ''} against the contexts "
                                 f"(expected {expected:.2f} supported; {n_ok} at or above the threshold)", ev)
-        return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} claims supported by the contexts", ev)
+        return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} claim{'s' if n != 1 else ''} supported by the contexts", ev)
 
     def _declined(self, ctx: SampleAnalyses) -> Score | None:
         """``undetermined`` for a response that declines (no judge call), else None."""

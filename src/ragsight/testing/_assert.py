@@ -5,7 +5,6 @@ writes at the end of a session."""
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import sys
 import textwrap
