@@ -301,3 +301,23 @@ def test_a_failed_gate_points_its_evidence_hint_at_the_failing_metric(
     assert min(recall.values()) < 0.99 and result.worst()[1] == "faithfulness"  # the run's lowest is not it
     worst = min(recall, key=lambda s: recall[s])
     assert f"Evidence of the lowest score (context_recall {recall[worst]:.3f} on sample {worst}):" in out
+
+
+def test_all_leaves_out_a_metric_whose_package_is_missing_with_a_note(
+        tmp_path: Path, judge: FakeOpenAIServer, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "sacrebleu" else real(name, *a))
+    data = write(tmp_path / "d.jsonl", [GOOD])
+    store = tmp_path / "runs.db"
+    code, out, err = run(capsys, *evaluate_argv(data, judge.url, store, "--metrics", "lexical",
+                                                "--embedder", "openai:e"))
+    assert code == 0
+    assert ("left out, their optional package is not installed: bleu, chrf (pip install "
+            "'ragsight[lexical]')") in one_line(err)
+    assert "bleu" not in out and "chrf" not in out and "rouge" in out
+    code, _, err = run(capsys, *evaluate_argv(data, judge.url, tmp_path / "r2.db", "--metrics", "bleu"))
+    assert code == 2 and "ragsight[lexical]" in one_line(err)  # named alone: stop, saying what to install

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import importlib.util
 import math
 import re
 import warnings
@@ -157,6 +158,7 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
     out: list[Metric] = []
     seen: set[str] = set()
     empty_groups: list[str] = []
+    not_installed: dict[str, list[str]] = {}  # extra -> metrics of 'all' or a group left out
     unknown = [name for name in (parse_spec(x.strip())[0] for x in specs if x.strip()
                                  and x.strip().lower() not in ("default", "core", "all", *GROUPS))
                if name not in REGISTRY]
@@ -181,6 +183,7 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
             members = [REGISTRY[n] for n in sorted(REGISTRY) if spec == "all" or spec in REGISTRY[n].groups]
             fitting = [m for m in (cls() for cls in members)
                        if not samples or any(m.missing(s) is None for s in samples)]
+            fitting = _installed(fitting, spec, not_installed)
             for m in fitting:
                 add(m)
             if members and not fitting:
@@ -196,6 +199,10 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
             raise ConfigError(f"metric '{spec}': {exc}") from exc
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
+    if not_installed:
+        left = "; ".join(f"{', '.join(dict.fromkeys(keys))} (pip install 'ragsight[{extra}]')"
+                         for extra, keys in not_installed.items())
+        warnings.warn(f"left out, their optional package is not installed: {left}", UserWarning, stacklevel=2)
     if empty_groups and out:
         warnings.warn(f"{'; '.join(empty_groups)}; the other metrics run", UserWarning, stacklevel=2)
     if not out:
@@ -292,3 +299,17 @@ def check_threshold(spec: str, value: Any, where: str | None = None) -> tuple[Me
         raise ConfigError(f"{what} is outside the range of its scores (0 to 1), so every sample would "
                           f"fail, or pass, whatever it scored{hint}")
     return metric, float(value)
+
+
+def _installed(metrics: list[Metric], spec: str, left_out: dict[str, list[str]]) -> list[Metric]:
+    """The metrics of ``all`` or a group whose optional packages are installed; the others are
+    noted in ``left_out`` (extra -> keys), not chosen (a metric named on its own is kept, and the
+    run's preflight names the extra to install)."""
+    kept = []
+    for m in metrics:
+        missing = [extra for module, extra in m.packages if importlib.util.find_spec(module) is None]
+        if missing:
+            left_out.setdefault(missing[0], []).append(m.key)
+        else:
+            kept.append(m)
+    return kept
