@@ -9,8 +9,8 @@ exactly as given.
 from __future__ import annotations
 
 import difflib
-import inspect
 import importlib.util
+import inspect
 import math
 import re
 import warnings
