@@ -321,3 +321,19 @@ def test_all_leaves_out_a_metric_whose_package_is_missing_with_a_note(
     assert "bleu" not in out and "chrf" not in out and "rouge" in out
     code, _, err = run(capsys, *evaluate_argv(data, judge.url, tmp_path / "r2.db", "--metrics", "bleu"))
     assert code == 2 and "ragsight[lexical]" in one_line(err)  # named alone: stop, saying what to install
+
+
+def test_show_sample_puts_the_verdicts_first_and_elides_long_contexts(
+        tmp_path: Path, judge: FakeOpenAIServer, narrow: None, capsys: pytest.CaptureFixture[str]) -> None:
+    long_chunk = DOC + " " + " ".join(f"Filler sentence number {i} about compression." for i in range(60))
+    data = write(tmp_path / "d.jsonl", [{**GOOD, "contexts": [long_chunk]}])
+    store = tmp_path / "runs.db"
+    assert run(capsys, *evaluate_argv(data, judge.url, store, "--metrics", "faithfulness"))[0] == 0
+    code, out, _ = run(capsys, "show", "last", "--sample", "g1", "--store", str(store))
+    assert code == 0
+    flat = one_line(out)
+    assert flat.index("value:") < flat.index("context 1:")  # the verdicts before the texts
+    assert "more characters; --full shows them)" in flat
+    assert "Filler sentence number 59" not in flat
+    code, out, _ = run(capsys, "show", "last", "--sample", "g1", "--store", str(store), "--full")
+    assert code == 0 and "Filler sentence number 59 about compression." in one_line(out)

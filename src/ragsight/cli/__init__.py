@@ -158,6 +158,8 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--metric", help="only this metric: with --sample its evidence, else its score "
                                      "on every sample, worst first")
     sh.add_argument("--calls", action="store_true", help="also print the judge calls (prompts and raw outputs)")
+    sh.add_argument("--full", action="store_true",
+                    help=f"with --sample: print every text whole (contexts are cut at {ELIDE_CHARS} characters)")
     _add_store(sh)
     sh.set_defaults(func=cmd_show)
 
@@ -492,7 +494,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise RagsightError(f"run {result.run_id} has no sample '{args.sample}'"
                                 f"{close_name(args.sample, ids)}; its samples: {', '.join(ids[:10])}"
                                 + ("..." if len(ids) > 10 else ""))
-        print_trail(store, result, sample.id, metric, args.calls)
+        print_trail(store, result, sample.id, metric, args.calls, full=args.full)
     return EXIT_OK
 
 
@@ -536,18 +538,40 @@ def print_metric_scores(result: EvaluationResult, metric: str, console: Console 
             soft_wrap=True, markup=False)
 
 
-def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: str | None, calls: bool) -> None:
+ELIDE_CHARS = 300
+"""``show --sample`` prints a context (or a long response) up to this many characters; ``--full``
+prints it whole."""
+
+
+def _elided(text: str, full: bool) -> str:
+    if full or len(text) <= ELIDE_CHARS:
+        return text
+    cut = text[:ELIDE_CHARS].rsplit(" ", 1)[0]
+    return f"{cut} … ({len(text) - len(cut):,} more characters; --full shows them)"
+
+
+def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: str | None, calls: bool,
+                full: bool = False) -> None:
+    """A sample's evidence: the question, each metric's verdicts, then the texts (contexts and a
+    long response cut at ELIDE_CHARS characters unless ``full``), then the judge calls."""
     s = next(x for x in result.samples if x.id == sample_id)
     out.rule(f"sample {s.id}  (run {result.run_id})")
     if s.question:
         out.print(Text.assemble(("question: ", "bold"), s.question))
-    for i, c in enumerate(s.contexts or (), start=1):
-        out.print(Text.assemble((f"context {i}: ", "bold"), c))
+    _print_scores(result, s.id, metric)
+    out.rule("texts")
     if s.response:
-        out.print(Text.assemble(("response: ", "bold"), s.response))
+        out.print(Text.assemble(("response: ", "bold"), _elided(s.response, full)))
     if s.reference:
-        out.print(Text.assemble(("reference: ", "bold"), s.reference_text or ""))
-    for key, score in result.scores.get(s.id, {}).items():
+        out.print(Text.assemble(("reference: ", "bold"), _elided(s.reference_text or "", full)))
+    for i, c in enumerate(s.contexts or (), start=1):
+        out.print(Text.assemble((f"context {i}: ", "bold"), _elided(c, full)))
+    if calls:
+        _print_calls(store, result, s.id)
+
+
+def _print_scores(result: EvaluationResult, sample_id: str, metric: str | None) -> None:
+    for key, score in result.scores.get(sample_id, {}).items():
         if metric and key != metric:
             continue
         out.rule(f"{key}")
@@ -568,16 +592,18 @@ def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: 
         for ref in score.evidence.calls:
             tag = " (cache)" if ref.cached else ""
             out.print(Text(f"  judge step {ref.prompt_id} v{ref.prompt_version}{tag}  key {ref.key[:12]}", style="dim"))
-    if calls:
-        out.rule("judge calls")
-        for row in store.judge_calls(result.run_id, sample_id=s.id):
-            out.print(Text(f"{row['prompt_id']} v{row['prompt_version']} attempt {row['attempt']} "
-                           f"{row['prompt_tokens']}+{row['completion_tokens']} tok {row['latency_s']:.2f}s"
-                           f"{' cached' if row['cached'] else ''}{' ERROR ' + row['error'] if row['error'] else ''}",
-                           style="bold"))
-            for m in row["messages"]:
-                out.print(Text(f"[{m['role']}] {m['content']}", style="dim"))
-            out.print(Text(f"[output] {row['raw_output']}"))
+
+
+def _print_calls(store: Store, result: EvaluationResult, sample_id: str) -> None:
+    out.rule("judge calls")
+    for row in store.judge_calls(result.run_id, sample_id=sample_id):
+        out.print(Text(f"{row['prompt_id']} v{row['prompt_version']} attempt {row['attempt']} "
+                       f"{row['prompt_tokens']}+{row['completion_tokens']} tok {row['latency_s']:.2f}s"
+                       f"{' cached' if row['cached'] else ''}{' ERROR ' + row['error'] if row['error'] else ''}",
+                       style="bold"))
+        for m in row["messages"]:
+            out.print(Text(f"[{m['role']}] {m['content']}", style="dim"))
+        out.print(Text(f"[output] {row['raw_output']}"))
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
