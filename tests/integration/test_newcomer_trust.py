@@ -337,3 +337,29 @@ def test_show_sample_puts_the_verdicts_first_and_elides_long_contexts(
     assert "Filler sentence number 59" not in flat
     code, out, _ = run(capsys, "show", "last", "--sample", "g1", "--store", str(store), "--full")
     assert code == 0 and "Filler sentence number 59 about compression." in one_line(out)
+
+
+def test_runs_and_compare_fit_80_columns_when_piped(tmp_path: Path, judge: FakeOpenAIServer,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.reliability.world import make_samples
+
+    data = write(tmp_path / "d.jsonl", make_samples(6))
+    store = tmp_path / "runs.db"
+    for tag in ("a", "b"):
+        assert run(capsys, *evaluate_argv(data, judge.url, store, "--metrics", "faithfulness,context_recall",
+                                          "--metadata", f"variant={tag}-with-a-rather-long-label-for-this-setting"))[0] == 0
+    from ragsight.store import Store
+
+    with Store(store) as st:
+        ids = [r.id for r in st.runs()]
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    for argv in (["runs", "--store", str(store)], ["compare", *ids, "--store", str(store)]):
+        done = subprocess.run([sys.executable, "-m", "ragsight.cli", *argv], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=120)
+        assert done.returncode == 0, done.stderr
+        long = [line for line in done.stdout.splitlines() if len(line) > WIDTH]
+        assert long == [], (argv[0], long)

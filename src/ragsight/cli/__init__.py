@@ -58,6 +58,7 @@ from ._common import (
     close_name,
     err,
     out,
+    piped_at_80,
     say,
     shell_command,
     show_warning,
@@ -613,9 +614,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from rich.padding import Padding
 
-    with _open_existing(args.store) as store:
+    with _open_existing(args.store) as store, piped_at_80(out):
         runs = store.runs()
-        out.print(f"{len(runs)} run(s) in {args.store}, newest first:", markup=False)
+        out.print(f"{_count(len(runs), 'run')} in {args.store}, newest first:", markup=False)
         for r in runs:
             n = store.conn.execute("SELECT COUNT(*) FROM samples WHERE run_id=?", (r.id,)).fetchone()[0]
             created = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
