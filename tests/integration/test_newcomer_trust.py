@@ -363,3 +363,34 @@ def test_runs_and_compare_fit_80_columns_when_piped(tmp_path: Path, judge: FakeO
         assert done.returncode == 0, done.stderr
         long = [line for line in done.stdout.splitlines() if len(line) > WIDTH]
         assert long == [], (argv[0], long)
+
+
+def _first_python_block(text: str) -> tuple[str, str]:
+    """(the README's text before its first Python block, the block)."""
+    head, _, rest = text.partition("```python\n")
+    return head, rest.partition("```")[0]
+
+
+def test_the_readme_first_python_example_runs_or_says_what_to_install(
+        tmp_path: Path, judge: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from ragsight.cli import example_path
+
+    tomllib = pytest.importorskip("tomllib")
+
+    readme = (REPO / "README.md").read_text("utf-8")
+    head, code = _first_python_block(readme)
+    setup = (REPO / "scripts" / "setup.sh").read_text("utf-8")
+    extras = re.findall(r'extras="([^"]+)"', setup)[0].split(",")
+    needs = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]
+    installed_by_setup = any(any(d.startswith("pandas") for d in needs.get(e, [])) for e in extras)
+    if "to_pandas()" in code and not installed_by_setup:
+        # the set-up does not install pandas: the text right before the example must say so
+        assert "ragsight[pandas]" in head.rstrip().rsplit("\n\n", 1)[-1], "the example needs pandas, unsaid"
+    pytest.importorskip("pandas")
+    shutil.copy(example_path(), tmp_path / "data.jsonl")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", judge.url)
+    exec(compile(code, "README.md", "exec"), {})  # runs as written, against the judge on 127.0.0.1
+    assert (tmp_path / "runs.db").exists()
