@@ -394,3 +394,28 @@ def test_the_readme_first_python_example_runs_or_says_what_to_install(
     monkeypatch.setenv("OPENAI_BASE_URL", judge.url)
     exec(compile(code, "README.md", "exec"), {})  # runs as written, against the judge on 127.0.0.1
     assert (tmp_path / "runs.db").exists()
+
+
+def test_contexts_cut_to_the_window_are_said_once_and_marked_only_where_read(
+        tmp_path: Path, judge: FakeOpenAIServer, narrow: None, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragsight.report import render_report
+    from ragsight.result import load_result
+    from ragsight.store import Store
+
+    fact = "gzip was written by Jean-loup Gailly and Mark Adler."
+    row = {"id": "long", "question": "Who wrote gzip?", "contexts": [fact, "filler words " * 60_000],
+           "response": fact}
+    data = write(tmp_path / "long.jsonl", [row])
+    store = tmp_path / "runs.db"
+    code, out, _ = run(capsys, *evaluate_argv(data, judge.url, store, "--metrics", "faithfulness,answer_relevancy",
+                                              "--embedder", "openai:e"))
+    assert code == 0
+    assert re.search(r"cut to fit the judge's window: 1 sample; the largest cut: contexts\[2\] of sample long, "
+                     r"[\d,]+ tokens to [\d,]+\.", one_line(out))
+    with Store(store) as st:
+        result = load_result(st, "last")
+    scores = result.scores["long"]
+    assert scores["faithfulness"].evidence.details["truncated"][0]["field"] == "contexts[2]"
+    assert "truncated" not in scores["answer_relevancy"].evidence.details  # it reads no context
+    page = render_report([result])
+    assert "cut to fit the judge&#x27;s window: 1 sample" in page or "cut to fit the judge's window: 1 sample" in page

@@ -44,7 +44,7 @@ from ..errors import ConfigError, RagsightError
 from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
 from ..report import fmt as _fmt
-from ..result import EvaluationResult, load_result
+from ..result import EvaluationResult, load_result, truncation_note
 from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
 from . import _judges, _report, _sweep, _testset, _traces
@@ -455,6 +455,9 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
         note = concurrency_note(st)
         if note is not None:
             c.print(note, markup=False)
+    cut = truncation_note(result)
+    if cut is not None:
+        say(c, Text(cut, style="yellow"))
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
             c.print(f"skipped {key} on {_count(n, 'sample')}: {reason}", markup=False)

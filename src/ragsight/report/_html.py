@@ -29,7 +29,7 @@ from .._score import Outcome, Score
 from .._version import __version__
 from ..analyses import describe_signals
 from ..judge import agreement_notice
-from ..result import EvaluationResult
+from ..result import EvaluationResult, truncation_note
 from ..sample import Sample
 from ..store import Store
 from ._compare import Comparison, RunData, ci_notes, compare, load_runs
@@ -435,6 +435,9 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
     note = judge_note(result.config)
     if note:
         parts.append(f'<p class="note">{e(note)}</p>')
+    cut = truncation_note(result)
+    if cut:
+        parts.append(f'<p class="note">{e(cut)}</p>')
     parts.append("<h3>Summary</h3>")
     parts.append(_summary_table(result))
     st = result.judge_stats
