@@ -419,3 +419,53 @@ def test_contexts_cut_to_the_window_are_said_once_and_marked_only_where_read(
     assert "truncated" not in scores["answer_relevancy"].evidence.details  # it reads no context
     page = render_report([result])
     assert "cut to fit the judge&#x27;s window: 1 sample" in page or "cut to fit the judge's window: 1 sample" in page
+
+
+# ---- Ctrl-C --------------------------------------------------------------------------------
+
+CTRL_C_SCRIPT = """
+import asyncio, os, signal, sqlite3, sys, threading, time
+import ragsight
+from tests.fakes import FakeOpenAIServer
+from tests.reliability.world import JudgeWorld, make_samples
+
+store = sys.argv[1]
+
+def interrupt():  # Ctrl-C once two samples are saved
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        try:
+            with sqlite3.connect(store, timeout=1) as c:
+                if c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0] >= 2:
+                    break
+        except sqlite3.OperationalError:
+            pass
+    os.kill(os.getpid(), signal.SIGINT)
+
+async def main(url):  # a script's own async main calling the sync API
+    threading.Thread(target=interrupt, daemon=True).start()
+    ragsight.evaluate(make_samples(40), ["faithfulness"], judge="openai:m", base_url=url, store=store,
+                      concurrency=2, show_progress=False)
+
+with FakeOpenAIServer(handler=JudgeWorld(latency=0.2)) as srv:
+    asyncio.run(main(srv.url))
+"""
+
+
+def test_sync_evaluate_under_asyncio_run_stops_on_the_first_ctrl_c(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(CTRL_C_SCRIPT, encoding="utf-8")
+    store = tmp_path / "c.db"
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "PYTHONPATH": os.pathsep.join(
+        [str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script), str(store)], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    m = re.search(r"ragsight: interrupted: (\d+) of 40 samples are saved in \S+ \(run \S+\)\. Continue with: "
+                  r"ragsight\.evaluate\(None, resume=", done.stderr)
+    assert m is not None, done.stderr[-2000:]
+    assert 2 <= int(m.group(1)) < 40  # before: the first Ctrl-C was swallowed and all 40 ran
