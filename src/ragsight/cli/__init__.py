@@ -152,7 +152,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sh = sub.add_parser("show", help="show a run's summary, or a sample's evidence trail",
                         epilog="examples:\n  ragsight show last\n  ragsight show last --sample ex-2\n"
-                               "  ragsight show 20260101-120000-ab12cd --sample ex-2 --calls",
+                               "  ragsight show 20260101-120000-ab12cd --sample ex-2 --calls\n"
+                               "  ragsight show last --conversation support-17",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     sh.add_argument("run", help="run id or 'last'")
     sh.add_argument("--sample", help="sample id: print its evidence trail")
@@ -161,6 +162,8 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--calls", action="store_true", help="also print the judge calls (prompts and raw outputs)")
     sh.add_argument("--full", action="store_true",
                     help=f"with --sample: print every text whole (contexts are cut at {ELIDE_CHARS} characters)")
+    sh.add_argument("--conversation", metavar="ID", help="print a conversation turn by turn with each turn's "
+                                                           "scores and evidence")
     _add_store(sh)
     sh.set_defaults(func=cmd_show)
 
@@ -425,7 +428,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
     """The run's summary, laid out for 80 columns: the table of metrics, the overall score
     with what it leaves out, judge spend, and every reason for a failure or a skip, whole."""
     c = console or out
-    table = compact_table(f"run {result.run_id}  ({_count(len(result.samples), 'sample')}, {result.status})")
+    table = compact_table(f"run {result.run_id}  ({result.describe_shape()}, {result.status})")
     table.add_column("metric", overflow="fold", min_width=12)
     for col in ("mean", "95% CI", "sd", "scored", "undet.", "failed", "skipped"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -435,6 +438,8 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                       str(s.counts["scored"]), str(s.counts["undetermined"]), str(s.counts["failed"]),
                       str(s.counts["skipped"]))
     c.print(table)
+    if result.conversations:
+        _print_conversation_summary(result, c)
     ov = result.overall_detail
     if ov.mean is not None and len(result.summary) > 1:
         clamped = f"; clamped to [0, 1]: {', '.join(ov.clamped)}" if ov.clamped else ""
@@ -479,6 +484,25 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                 c.print(f"  ... and {len(groups) - 20} more kinds (ragsight show {result.run_id})")
 
 
+def _print_conversation_summary(result: EvaluationResult, c: Console) -> None:
+    """The turn metrics per conversation: the mean of each conversation's scored turns, then
+    the mean over conversations (a long conversation counts once), with the four outcomes."""
+    sh = result.shape
+    say(c, f"Per conversation ({sh['conversations']}): each one's mean over its scored turns, where the "
+        f"table above counts each of the {sh['turns']} assistant turns once:", markup=False)
+    table = compact_table(None)
+    table.add_column("metric", overflow="fold", min_width=12)
+    for col in ("mean", "95% CI", "scored", "undet.", "failed", "skipped"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for key, s in result.conversation_summary.items():
+        if not sum(s.counts.values()):
+            continue
+        table.add_row(key, _fmt(s.mean), _ci(s.ci_low, s.ci_high), str(s.counts["scored"]),
+                      str(s.counts["undetermined"]), str(s.counts["failed"]), str(s.counts["skipped"]))
+    c.print(table)
+    c.print(f"each conversation: ragsight show {result.run_id} --conversation ID", markup=False)
+
+
 # ---- show / runs / export ---------------------------------------------------------------------
 
 
@@ -486,6 +510,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _open_existing(args.store) as store:
         result = load_result(store, args.run)
         metric = _run_metric(result, args.metric) if args.metric else None
+        if args.conversation and not args.sample:
+            from ._conversation import print_conversation
+
+            print_conversation(result, args.conversation, metric, out)
+            return EXIT_OK
         if not args.sample:
             if metric is not None:
                 print_metric_scores(result, metric)
@@ -516,8 +545,11 @@ def print_metric_scores(result: EvaluationResult, metric: str, console: Console 
     """One metric on every sample of a run: failures first, then scores worst first."""
     c = console or out
     s = result.summary[metric]
+    level = result.levels.get(metric, "turn")
+    total = sum(1 for x in result.samples if (x.conversation_id is not None and x.turn is None) == (level != "turn"))
+    what = "samples" if not result.conversations else ("conversations" if level != "turn" else "samples and turns")
     c.print(f"{metric}{' ↓' if s.lower_is_better else ''} in run {result.run_id}: mean {_fmt(s.mean)} "
-            f"over {s.n} scored of {len(result.samples)} samples; failures first, then worst first",
+            f"over {s.n} scored of {total} {what}; failures first, then worst first",
             markup=False)
     table = compact_table()
     table.expand = True
@@ -560,6 +592,10 @@ def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: 
     long response cut at ELIDE_CHARS characters unless ``full``), then the judge calls."""
     s = next(x for x in result.samples if x.id == sample_id)
     out.rule(f"sample {s.id}  (run {result.run_id})")
+    if s.conversation_id is not None:
+        from ._conversation import print_history
+
+        print_history(s, result.run_id, out)
     if s.question:
         out.print(Text.assemble(("question: ", "bold"), s.question))
     _print_scores(result, s.id, metric)

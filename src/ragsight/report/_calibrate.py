@@ -199,11 +199,13 @@ def _label_rows(rows: Sequence[Mapping[str, Any]], label_field: str, source: str
     has_field = False
     for n, row in enumerate(rows, start=1):
         key = next((k for k in ID_FIELDS if k in row and row[k] not in (None, "")), None)
-        if key is None:
+        turn_key = _turn_key(row)
+        if key is None and turn_key is None:
             raise InputError(
-                f"{source}, row {n}: no 'id' field; each label row needs the sample id"
+                f"{source}, row {n}: no 'id' field; each label row needs the sample id "
+                "(or, for a turn of a conversation, its conversation_id and turn)"
             )
-        sid = str(row[key])
+        sid: str = str(row[key]) if key is not None else turn_key  # type: ignore[assignment]
         if sid in out:
             raise InputError(f"{source}: id '{sid}' is labelled twice; ids must be unique")
         has_field = has_field or label_field in row
@@ -214,10 +216,45 @@ def _label_rows(rows: Sequence[Mapping[str, Any]], label_field: str, source: str
     return out
 
 
+class TurnLabel(str):
+    """A label's key that names a turn of a conversation (``conversation_id`` and ``turn``)
+    rather than a sample id; :func:`calibrate` finds the turn's sample in the run."""
+
+    conversation_id: str
+    turn: str
+
+
+def _turn_key(row: Mapping[str, Any]) -> TurnLabel | None:
+    cid, turn = row.get("conversation_id"), row.get("turn")
+    if cid in (None, "") or turn in (None, ""):
+        return None
+    try:
+        t = str(int(float(turn)))  # a CSV cell '1', a JSON 1 or 1.0
+    except (TypeError, ValueError):
+        return None
+    key = TurnLabel(f"conversation {cid} turn {t}")
+    key.conversation_id, key.turn = str(cid), t
+    return key
+
+
+def _turn_ids(raw: Mapping[str, Any], result: EvaluationResult) -> dict[str, Any]:
+    """Labels keyed by a turn (conversation id and turn) re-keyed by the turn's sample id in
+    the run; a turn the run does not have keeps its key (and pairs with nothing)."""
+    turns = {(s.conversation_id, str(s.turn)): s.id for s in result.samples
+             if s.conversation_id is not None and s.turn is not None}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(key, TurnLabel):
+            key = turns.get((key.conversation_id, key.turn), str(key))
+        out[key] = value
+    return out
+
+
 def load_labels(path: str | os.PathLike[str], label_field: str) -> dict[str, Any]:
     """Read a labels file (.jsonl, .json or .csv) into {sample id: raw label value}.
 
-    Each row needs an ``id`` (or ``sample_id``, ``qid``, ``question_id``) and ``label_field``.
+    Each row needs an ``id`` (or ``sample_id``, ``qid``, ``question_id``; for a turn of a
+    conversation, its ``conversation_id`` and ``turn`` do) and ``label_field``.
     """
     p = Path(path)
     return _label_rows(_rows(p), label_field, str(p))
@@ -273,6 +310,7 @@ def calibrate(
     else:
         raw = _label_rows(labels, label_field, "<labels>")
 
+    raw = _turn_ids(raw, result)
     notes: list[str] = []
     parsed: dict[str, float] = {}
     invalid: list[tuple[str, str]] = []

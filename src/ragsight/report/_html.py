@@ -33,6 +33,7 @@ from ..result import EvaluationResult, truncation_note
 from ..sample import Sample
 from ..store import Store
 from ._compare import Comparison, RunData, ci_notes, compare, load_runs
+from ._conversations import conversations_section
 from ._evidence import Marks, SentenceMatch, best_matching_sentence
 from ._format import arrow, config_text, fmt, fmt_ci, fmt_p, fmt_signed
 from ._markup import e
@@ -72,9 +73,11 @@ svg .bar{fill:#7aa7e8}svg .axis{stroke:#57606a;stroke-width:1}svg .grid{stroke:#
 svg .mean{stroke:#b42318;stroke-width:2}svg .ci{fill:#b42318;fill-opacity:.14}
 svg .whisker{stroke:#1f2328;stroke-width:1.5}svg text{font-size:11px;fill:#1f2328;
 font-family:system-ui,sans-serif}svg .bestbar{fill:#2da44e}
-details.sample{border:1px solid var(--line);border-radius:6px;margin:.5rem 0;background:#fff}
-details.sample>summary{cursor:pointer;padding:.45rem .7rem;background:#f6f8fa;border-radius:6px}
-details.sample[open]>summary{border-bottom:1px solid var(--line);border-radius:6px 6px 0 0}
+details.sample,details.conversation{border:1px solid var(--line);border-radius:6px;margin:.5rem 0;background:#fff}
+details.sample>summary,details.conversation>summary{cursor:pointer;padding:.45rem .7rem;background:#f6f8fa;border-radius:6px}
+details.sample[open]>summary,details.conversation[open]>summary{border-bottom:1px solid var(--line);border-radius:6px 6px 0 0}
+ol.turns{list-style:none;padding:0}ol.turns li{margin:.3rem 0;overflow-wrap:anywhere}
+li.msg.turn{border-left:3px solid var(--line);padding-left:.5rem}li.msg.tool{color:#555;font-size:.9rem}
 .panel{padding:.3rem 1rem .8rem}
 .field{margin:.5rem 0}.field>b{display:block;font-size:.85rem;color:var(--muted);
 text-transform:uppercase;letter-spacing:.03em}
@@ -414,7 +417,7 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
     result = run.result
     prefix = f"r{number}"
     parts = [f'<section id="{prefix}"><h2>Run {e(result.run_id)}</h2>']
-    meta = [f"{len(result.samples)} samples", f"status {e(result.status)}"]
+    meta = [e(result.describe_shape()), f"status {e(result.status)}"]
     if run.created_at:
         meta.append(
             "created "
@@ -508,6 +511,7 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
     else:
         parts.append("<p>No sample has a scored metric.</p>")
 
+    parts.append(conversations_section(result, prefix, {s.id: f"{prefix}-s{i}" for i, s in enumerate(result.samples)}))
     parts.append(f"<h3>Samples ({len(result.samples)}, worst first)</h3>")
     parts.append(
         '<p class="muted">Open a sample for its question, contexts (relevant ones marked), '

@@ -379,8 +379,8 @@ class Store:
             fields = [s.to_dict() for s in samples[start:start + 64]]
             w.prefetch(t for f in fields for t in long_strings(f))
             self.conn.executemany(
-                "INSERT INTO samples (run_id, idx, sample_id, data) VALUES (?,?,?,?)",
-                [(run_id, i, s.id, self.texts.encode_json(f, w))
+                "INSERT INTO samples (run_id, idx, sample_id, data, conversation_id, turn) VALUES (?,?,?,?,?,?)",
+                [(run_id, i, s.id, self.texts.encode_json(f, w), s.conversation_id, s.turn)
                  for i, (s, f) in enumerate(zip(samples[start:start + 64], fields), start)],
             )
             w.finish()
