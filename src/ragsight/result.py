@@ -12,7 +12,7 @@ from ._files import atomic_write, strict_json
 from ._score import Outcome, Score
 from ._stats import harmonic_mean, summarize
 from .errors import MissingExtraError
-from .metrics import Metric, resolve_metrics
+from .metrics import Metric, metrics_of_run
 from .sample import RowProblem, Sample
 from .store import INPUT_COLUMNS, Store, conversation_columns, input_columns
 
@@ -337,7 +337,7 @@ def load_result(store: Store, ref: str) -> EvaluationResult:
     run_id = store.resolve_run(ref)
     info = store.run(run_id)
     samples = store.samples(run_id)
-    metrics = resolve_metrics([m["key"] for m in info.metrics], samples)
+    metrics = metrics_of_run(info.metrics, samples)
     return EvaluationResult(run_id, samples, metrics, store.scores(run_id), info.stats,
                             store.problems(run_id), store.path, info.status, info.config)
 

@@ -67,6 +67,12 @@ class AnalysisSettings:
     # dropped (analyses/_claims.py); a decline gets no faithfulness and zero answer relevancy.
     # False keeps the behaviour before (for bench/nonanswer_check.py's before/after figures).
     nonanswers: bool = True
+    # An alignment fitted from human labels ('ragsight align', docs/review.md): worked examples
+    # added to the claim-verdict prompts (fenced; the prompts' version becomes
+    # '<version>+<verdict_examples_tag>'), and the alignment's name, recorded with the run.
+    verdict_examples: str = ""
+    verdict_examples_tag: str = ""
+    alignment: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -47,7 +47,7 @@ from ..report import fmt as _fmt
 from ..result import EvaluationResult, load_result, truncation_note
 from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
-from . import _judges, _report, _sweep, _testset, _traces
+from . import _judges, _labels, _report, _sweep, _testset, _traces, _view
 from ._common import (
     DEFAULT_STORE,
     EXIT_FAILED,
@@ -65,6 +65,8 @@ from ._common import (
 )
 from ._common import add_store as _add_store
 from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
+from ._labels import aligned_settings
+from ._rubrics import register_cli_rubrics
 
 __all__ = ["main"]
 
@@ -134,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="embedded judge: which verdicts get a written reason (default: unsupported)")
     ev.add_argument("--threshold", type=float, default=0.5,
                     help="embedded judge: P(Yes) at which a claim counts as supported (default 0.5)")
+    ev.add_argument("--alignment", metavar="FILE",
+                    help="judge claims with an alignment 'ragsight align' saved: its threshold and worked "
+                         "examples (see docs/review.md)")
     ev.add_argument("--repeats", type=int, default=1, metavar="N",
                     help="evaluate N times with different judge seeds (no cache) and report the "
                          "run-to-run spread of each metric")
@@ -144,7 +149,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--fail-over", action="append", default=[], metavar="METRIC=VALUE",
                     help="CI gate for a lower-is-better metric: exit 1 when its mean is above VALUE")
     ev.add_argument("--config", metavar="FILE",
-                    help="TOML file with a [tool.ragsight] table of thresholds (default: ./pyproject.toml)")
+                    help="TOML file with a [tool.ragsight] table of thresholds and rubrics (default: ./pyproject.toml)")
+    ev.add_argument("--rubric", action="append", default=[], metavar="FILE.toml",
+                    help="rubrics to use as metrics: [rubrics.NAME] tables (see docs/rubrics.md); repeatable")
     ev.add_argument("--allow-bad-rows", action="store_true",
                     help="exit 0 even when input rows could not be used (they are listed; default: exit 1)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -185,6 +192,8 @@ def _parser() -> argparse.ArgumentParser:
     _traces.register(sub)
     _sweep.register(sub)
     _judges.register(sub)
+    _labels.register(sub)
+    _view.register(sub)
     return p
 
 
@@ -232,6 +241,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
+    register_cli_rubrics(args.config, args.rubric)  # checked before any call; --metrics NAME finds them
     thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
     metrics = _metric_specs(args.metrics)
     if args.resume:
@@ -254,6 +264,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     policy = RetryPolicy(max_attempts=args.max_retries + 1, call_timeout_s=args.timeout,
                          step_deadline_s=max(300.0, args.timeout * 3))
     settings = AnalysisSettings(explain=args.explain, support_threshold=args.threshold)
+    if args.alignment:
+        settings = aligned_settings(args.alignment, settings, metrics, notice=lambda t: say(err, t, markup=False))
     run_id = args.resume or new_run_id()
     progress = Progress()
 

@@ -26,7 +26,7 @@ from rich.text import Text
 from .._stats import PairedDifference, paired_difference, pairs_to_detect
 from ..errors import ConfigError
 from ..result import EvaluationResult, load_result, overall_of
-from ..store import Store
+from ..store import Label, Store
 from ._format import (
     arrow,
     bar_scale,
@@ -67,6 +67,8 @@ class RunData:
     result: EvaluationResult
     config: Mapping[str, Any] = field(default_factory=dict)
     created_at: float | None = None
+    labels: tuple[Label, ...] = ()
+    """The human labels of the run's samples kept in the store (the report's corrected means)."""
 
     @property
     def run_id(self) -> str:
@@ -106,7 +108,11 @@ def load_runs(store: Store, refs: Sequence[str]) -> list[RunData]:
         ):
             if value is not None and key not in config:
                 config[key] = value
-        out.append(RunData(result, config, info.created_at))
+        for m in info.metrics:  # a rubric's definition: two runs may use one name for two rubrics
+            digest = (m.get("params") or {}).get("definition_hash")
+            if digest and f"rubric {m['key']}" not in config:
+                config[f"rubric {m['key']}"] = digest
+        out.append(RunData(result, config, info.created_at, tuple(store.labels(result.run_id))))
     return out
 
 
