@@ -258,6 +258,9 @@ def check_budget(judge: Judge | None, opts: RunOptions) -> SpendLimit | None:
     ConfigError (before any call) when it is unknown, naming the ways to give it."""
     if opts.max_cost is None or judge is None:
         return None
+    if opts.backend == "ray":
+        raise ConfigError("--max-cost works with the local backend only (a Ray cluster's workers do not "
+                          "share one spend); leave out --backend ray or --max-cost")
     table = opts.price_table
     price = price_for(judge.name, judge.model, table)
     if price is None:
