@@ -103,7 +103,7 @@ def test_method_judge_with_the_embedded_judge_reads_p_of_no_to_gives_an_answer()
 DOCS_DO_NOT_SAY = "The documents do not say."
 MADE_UP_POLICY = "The company does not allow dogs to bring to the office."
 MIXED = "The documents do not say, but most offices allow small dogs on Fridays."
-GERMAN = "Die Dokumente enthalten dazu keine Angaben."
+NORWEGIAN = "Det står ikke i dokumentene."  # a language the detector does not read
 REFERRAL = "I don't know; the People team would be the right people to ask."
 
 
@@ -114,24 +114,24 @@ def dogs(qid: str, response: str) -> dict[str, Any]:
 
 def test_the_detector_decides_clean_declines_and_the_judge_the_others() -> None:
     # the embedded judge's P(Yes) to "does it give an answer?"
-    p_answers = {MADE_UP_POLICY: 0.81, MIXED: 0.91, GERMAN: 0.2}
+    p_answers = {MADE_UP_POLICY: 0.81, MIXED: 0.91, NORWEGIAN: 0.2}
     judge = ScriptedProvider(choice_handlers={"declines": lambda v: next(
         p for text, p in p_answers.items() if text in v["response"])})
     rows = [dogs("plain", DOCS_DO_NOT_SAY), dogs("made-up", MADE_UP_POLICY), dogs("mixed", MIXED),
-            dogs("german", GERMAN), dogs("referral", REFERRAL)]
+            dogs("norwegian", NORWEGIAN), dogs("referral", REFERRAL)]
     result = ragsight.evaluate(rows, ["abstention"], judge=judge)
     got = {sid: (s["abstention"].value, s["abstention"].reason) for sid, s in result.scores.items()}
     assert got == {
         "plain": (1.0, "declined an out-of-scope question (decline phrases: documents do not say)"),
         "made-up": (0.0, "answered an out-of-scope question (judge: P(declines)=0.19)"),
         "mixed": (0.0, "answered an out-of-scope question (judge: P(declines)=0.09)"),
-        "german": (1.0, "declined an out-of-scope question (judge: P(declines)=0.80)"),
+        "norwegian": (1.0, "declined an out-of-scope question (judge: P(declines)=0.80)"),
         "referral": (1.0, "declined an out-of-scope question (decline phrases: I don't know)"),
     }
     # the judge was asked three times: no decline phrase, a decline phrase beside an answer, and
     # a response the detector cannot read; never for the two clean declines
     assert sorted(r.variables["response"] for r in judge.calls_for("declines")) == sorted(
-        [f"<response>\n{t}\n</response>" for t in (MADE_UP_POLICY, MIXED, GERMAN)])
+        [f"<response>\n{t}\n</response>" for t in (MADE_UP_POLICY, MIXED, NORWEGIAN)])
     ev = {sid: s["abstention"].evidence for sid, s in result.scores.items()}
     assert ev["plain"].details == {
         "out_of_scope": True, "scope": "all", "method": "combined", "detector": "declines",
@@ -146,7 +146,7 @@ def test_the_detector_decides_clean_declines_and_the_judge_the_others() -> None:
         ["decline", "The documents do not say"], ["content", "most offices allow small dogs on Fridays"]]
     assert ev["mixed"].details["p_declines"] == pytest.approx(0.09)
     assert [c.prompt_id for c in ev["mixed"].calls] == ["declines"]
-    assert ev["german"].details["detector"] == "not_english" and ev["german"].details["decided_by"] == "judge"
+    assert ev["norwegian"].details["detector"] == "not_english" and ev["norwegian"].details["decided_by"] == "judge"
     assert ev["referral"].details["clauses"] == [["decline", "I don't know"],
                                                  ["referral", "the People team would be the right people to ask"]]
 
@@ -174,7 +174,9 @@ def test_a_remote_judge_decides_the_mixed_case_with_its_reason() -> None:
     ("The documents say claims are due within 30 days.", "none"),
     ("Leeds staff get 25 days; the documents do not say how many Porto staff get.", "mixed"),
     ("I'm not sure, but I believe it's business casual.", "mixed"),
-    ("Les documents ne le précisent pas.", "not_english"),
+    ("Les documents ne le précisent pas.", "declines"),
+    ("Die Dokumente enthalten dazu keine Angaben.", "declines"),
+    ("Det står ikke i dokumentene.", "not_english"),
     ("   ", "empty"),
 ])
 def test_the_detectors_verdicts(response: str, verdict: str) -> None:

@@ -97,3 +97,58 @@ def test_stop_words_and_endings_per_language() -> None:
         "bagag", "supplementair"]
     assert content_words("l'avion et les bagages", "fr") == ["avion", "bagag"]
     assert numbers_in("Es gibt drei Koffer und zwei Taschen.", "de") == {"3", "2"}
+
+
+# The abstention detector's phrase lists: a decline and an answer (often a negative one, which
+# must not read as a decline) per language.
+DECLINES = [
+    ("de", "Leider enthalten die Unterlagen keine Informationen zu Haustieren."),
+    ("de", "Das kann ich anhand der Dokumente nicht beantworten."),
+    ("fr", "Désolé, les documents ne mentionnent pas cette règle."),
+    ("fr", "Je ne sais pas."),
+    ("es", "Lo siento, no tengo información sobre eso."),
+    ("es", "No puedo responder a esa pregunta con los documentos."),
+    ("pt", "Infelizmente, não há informações sobre isso nos documentos."),
+    ("pt", "Não posso responder com base nos textos."),
+    ("it", "Purtroppo non ho informazioni su questo argomento."),
+    ("it", "I documenti non specificano questo punto."),
+    ("nl", "Helaas, dat wordt niet vermeld in de documenten."),
+    ("nl", "Ik weet het niet."),
+    ("zh", "抱歉，文档中没有提到退款期限。"),
+    ("zh", "我无法回答这个问题。"),
+    ("ja", "申し訳ありませんが、資料には記載がありません。"),
+    ("ja", "その点についてはわかりません。"),
+]
+ANSWERS = [
+    ("de", "Haustiere sind an Bord nicht erlaubt."),
+    ("fr", "Les animaux ne sont pas admis en cabine."),
+    ("es", "No se permiten mascotas en la cabina."),
+    ("pt", "O reembolso é pago em 14 dias."),
+    ("it", "Il rimborso non è previsto per le tariffe base."),
+    ("nl", "Huisdieren zijn niet toegestaan in de cabine."),
+    ("zh", "退款将在14天内退回原卡。"),
+    ("ja", "返金は14日以内に支払われます。"),
+]
+
+
+@pytest.mark.parametrize(("lang", "response"), DECLINES)
+def test_the_detector_reads_declines_in_other_languages(lang: str, response: str) -> None:
+    from ragsight.metrics.abstention import detect_declines
+
+    signals = detect_declines(response)
+    assert signals.verdict == "declines", (signals.matched, signals.clauses)
+
+
+@pytest.mark.parametrize(("lang", "response"), ANSWERS)
+def test_the_detector_does_not_read_a_negative_answer_as_a_decline(lang: str, response: str) -> None:
+    from ragsight.metrics.abstention import detect_declines
+
+    # "none", or "not_english" for a sentence too short to tell its language: the judge decides
+    assert detect_declines(response).verdict in ("none", "not_english")
+
+
+def test_a_decline_beside_an_answer_is_mixed_in_other_languages() -> None:
+    from ragsight.metrics.abstention import detect_declines
+
+    assert detect_declines("Die Dokumente sagen nichts dazu, aber meistens sind es 20 Tage.").verdict == "mixed"
+    assert detect_declines("文档中没有提到，但通常是20天。").verdict == "mixed"
