@@ -35,6 +35,7 @@ from ._shapes import (
     is_missing,
     row_mapping,
 )
+from .conversation import ToolCall, Turn
 from .errors import InputError, MissingExtraError
 
 __all__ = ["FIELD_ALIASES", "Dataset", "ProblemGroup", "RowProblem", "Sample", "SampleWarning",
@@ -85,6 +86,7 @@ class Sample:
 
     ``reference`` is one string, or a tuple of acceptable answers (aliases) any of which counts.
     ``relevant_ids`` is a tuple of ids, or a mapping of id to graded relevance (0, 1, 2, ...).
+    The fields after ``metadata`` are set for a turn of a conversation (``ragsight.conversation``).
     """
 
     id: str
@@ -96,6 +98,17 @@ class Sample:
     retrieved_ids: tuple[str, ...] | None = None
     relevant_ids: tuple[str, ...] | Mapping[str, float] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # A turn of a conversation (ragsight.conversation): ``turn`` is the 0-based index of the
+    # assistant turn within its conversation, ``history`` the turns before this turn's question.
+    # A conversation-level sample has ``conversation_id`` and ``turn`` None, its turns in history.
+    conversation_id: str | None = None
+    turn: int | None = None
+    history: tuple[Turn, ...] | None = None
+    tool_calls: tuple[ToolCall, ...] | None = None
+    reference_tool_calls: tuple[ToolCall, ...] | None = None
+    scenario: str | None = None
+    expected_outcome: str | None = None
+    system_role: str | None = None
 
     @property
     def reference_text(self) -> str | None:
@@ -134,7 +147,7 @@ class Sample:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, tuple):
-                value = list(value)
+                value = [v.to_dict() if isinstance(v, (Turn, ToolCall)) else v for v in value]
             elif isinstance(value, Mapping):
                 value = dict(value)
             out[f.name] = value
