@@ -157,6 +157,13 @@ def test_max_cost_stops_before_the_budget_and_resume_finishes(
     assert stats["cost"]["usd"] <= 0.1  # never past the budget
     assert f"{finished} of 8 samples are saved" in err
     paid_calls = stats["calls"]
+    # what is left, estimated without a call
+    server.settle()
+    before = len(server.requests)
+    code, out, _ = run(capsys, "evaluate", "--resume", resume[1], *base, "--dry-run", "--max-cost", "1")
+    server.settle()
+    assert code == 0 and len(server.requests) == before
+    assert f"{8 - finished} samples, 3 metrics" in out and "within --max-cost $1" in out
     code, _, err = run(capsys, "evaluate", "--resume", resume[1], *base, "--max-cost", "1")
     assert code == 0, err
     with sqlite3.connect(store) as db:
