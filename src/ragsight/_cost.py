@@ -239,8 +239,7 @@ def describe_cost(cost: Mapping[str, Any] | None) -> tuple[str, str]:
         return "", ""
     price = Price.from_dict(cost.get("price"))
     if price is None:
-        total = ("cost: unknown (no price for this judge: a local model, or one not in the price "
-                 "table; give one with --price MODEL=IN/OUT)")
+        total = "cost: unknown (no price for this judge; give one with --price MODEL=IN/OUT)"
     else:
         total = (f"cost: {format_usd(cost.get('usd'))} (judge {price.model} at ${price.input:g} in / "
                  f"${price.output:g} out per million tokens, {price.source}){stale_note(price)}")

@@ -82,8 +82,7 @@ class Estimate:
             out.append(f"cost: {format_usd(self.usd)}" + (
                 f" (at ${self.price.input:g} in / ${self.price.output:g} out per million tokens, "
                 f"{self.price.source}){stale_note(self.price)}" if self.price is not None else
-                " (no price for this judge: a local model, or one not in the price table; "
-                "give one with --price MODEL=IN/OUT)"))
+                " (no price for this judge; give one with --price MODEL=IN/OUT)"))
             usd = self.usd_by_metric()
             for m, (p, c) in self.tokens_by_metric.items():
                 out.append(f"  {m}: {p + c:,.0f} tokens, {format_usd(usd[m])}")

@@ -341,7 +341,7 @@ def _dry_run(args: argparse.Namespace, data: Any, metrics: str | None, prices: d
         prices=prices, concurrency=args.concurrency or 16))
     out.print("Estimate (dry run: no judge or embedder was called, nothing was written)", markup=False)
     for line in est.lines():
-        say(out, line, markup=False)
+        out.print(line, markup=False)
     if args.max_cost is not None:
         usd = est.usd
         if usd is None:
@@ -464,7 +464,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
             c.print(note, markup=False)
         for line in describe_cost(result.cost):
             if line:
-                say(c, line, markup=False)
+                c.print(line, markup=False)
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
             c.print(f"skipped {key} on {n} sample(s): {reason}", markup=False)
@@ -609,7 +609,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             out.print(Text.assemble((r.id, "bold"), f"  {r.status:<11}  {n:>5} samples  created {created}"))
             cost = r.stats.get("cost") if isinstance(r.stats, dict) else None
             paid = f"; cost {format_usd(cost.get('usd'))}" if isinstance(cost, dict) else ""
-            what = f"judge {r.judge or '–'}{paid}; {len(r.metric_keys)} metrics: {', '.join(r.metric_keys)}"
+            what = f"judge {r.judge or '–'}; {len(r.metric_keys)} metrics: {', '.join(r.metric_keys)}{paid}"
             out.print(Padding(Text(what), (0, 0, 0, 2)))
             if r.metadata:
                 meta = " ".join(f"{k}={_fmt_meta(v)}" for k, v in r.metadata.items())
