@@ -121,3 +121,23 @@ def test_spend_limit_admits_a_call_only_when_its_worst_cost_fits() -> None:
     limit.admit(_request(3, 1))  # + 1 + 4 + 1 = 185
     with pytest.raises(BudgetExceededError):
         limit.admit(_request(60, 1))  # + 20 + 4 + 1 = 210
+
+
+@pytest.mark.parametrize("judge", ["openai:gpt-4o-mini", "local"])
+def test_the_dry_run_simulates_every_metrics_steps(judge: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every judge step of every metric takes the estimator's synthetic reply (none is left out,
+    which would make the estimate low), for a remote judge (JSON) and the embedded one (yes/no);
+    nothing is sent (the base URL is a closed port)."""
+    import asyncio
+
+    from ragsight._estimate import aestimate
+    from ragsight.cli import example_path
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    est = asyncio.run(aestimate(example_path(), "all", judge=judge, base_url="http://127.0.0.1:9/v1"))
+    assert est.unsimulated == 0
+    assert est.calls > 0 and est.prompt_tokens > 0
+    judged = {"faithfulness", "answer_relevancy", "context_precision", "context_recall", "abstention",
+              "noise_sensitivity", "factual_correctness", "context_entity_recall"}
+    assert judged <= set(est.tokens_by_metric)
+    assert (est.usd is None) == (judge == "local")
