@@ -126,6 +126,8 @@ def judged(rows: Sequence[Mapping[str, Any]], judge: str, n: int) -> dict[str, d
         for metric, score in per.items():
             if score.value is not None:
                 out[metric][sid] = score.value
+            else:  # said, never dropped: a language without a value is shown with the reason
+                print(f"  {sid} {metric}: {score.outcome.value} ({score.reason})")
     return out
 
 
