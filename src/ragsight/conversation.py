@@ -89,5 +89,17 @@ class Conversation:
 
     @property
     def assistant_turns(self) -> tuple[int, ...]:
-        """Positions in ``turns`` of the assistant turns, in order (turn k is the k-th of them)."""
-        return tuple(i for i, t in enumerate(self.turns) if t.role == "assistant")
+        """Positions in ``turns`` of the assistant turns, in order (turn k is the k-th of them).
+
+        An assistant message that calls tools and is followed by another assistant message
+        before the next user message is a step of the turn after it, not a turn of its own (an
+        agent's call, the tool's result, then its answer make one turn)."""
+        out = []
+        for i, t in enumerate(self.turns):
+            if t.role != "assistant":
+                continue
+            later = next((u.role for u in self.turns[i + 1:] if u.role in ("user", "assistant")), None)
+            if t.tool_calls and later == "assistant":
+                continue
+            out.append(i)
+        return tuple(out)

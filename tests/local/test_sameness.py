@@ -68,12 +68,13 @@ def _evaluate(tmp: Path, name: str, rows: list[dict[str, Any]], store: Path) -> 
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp / f"{name}.out.jsonl"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "ragsight.cli", "evaluate", str(data), "--metrics",
-         "faithfulness,context_recall", "--store", str(store), "--out", str(out), "--quiet"],
-        capture_output=True, text=True, env=env, timeout=1800,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    for args in (["evaluate", str(data), "--metrics", "faithfulness,context_recall", "--quiet"],
+                 ["export", "last", "--format", "jsonl", "--out", str(out)]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ragsight.cli", *args, "--store", str(store)],
+            capture_output=True, text=True, env=env, timeout=1800,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        assert proc.returncode == 0, proc.stderr[-2000:]
     return {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
 
 

@@ -18,6 +18,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ragsight"
 # Highest first. A unit is a package (folder) or a top-level module of ragsight.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
+    ("view",),
     ("sweep",),
     ("report", "testset", "pipeline", "integrations", "testing", "pytest_plugin"),
     ("_repeats", "_estimate"),
@@ -29,11 +30,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("judge",),
     ("embed",),
-    ("sample", "conversation", "_rows", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
+    ("sample", "conversation", "_conversations", "_rows", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
      "_retry", "_files", "_limiter", "_cost"),
 )
 # Units of one layer that may import each other, as (importer, imported).
-SIDEWAYS = {("sample", "conversation"), ("report", "testset"), ("pipeline", "testset"), ("testing", "report"), ("sample", "_score"),
+SIDEWAYS = {("sample", "conversation"), ("sample", "_conversations"), ("_conversations", "conversation"),
+            ("_conversations", "_shapes"), ("_conversations", "_score"), ("report", "testset"), ("pipeline", "testset"), ("testing", "report"), ("sample", "_score"),
             ("sample", "errors"), ("sample", "_shapes"), ("sample", "_rows"), ("_rows", "_shapes"),
             ("_http", "errors"),
             ("_budget", "prompts"), ("prompts", "errors"), ("_score", "errors"), ("sample", "_text"),

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._conversations import metric_level, sample_level
 from .._limiter import call_priority
 from .._score import Evidence, JudgeCallRef, Outcome, Score
 from ..analyses import AnalysisSettings, SampleAnalyses
@@ -26,7 +27,8 @@ from ..metrics import Metric
 from ..sample import Sample
 from ..store import Store
 
-__all__ = ["Progress", "SampleOutcome", "describe_metrics", "run_samples", "score_sample", "settings_for"]
+__all__ = ["Progress", "SampleOutcome", "describe_metrics", "metrics_for", "run_samples", "score_sample",
+           "settings_for"]
 
 @dataclass
 class Progress:
@@ -70,10 +72,19 @@ def _failed(metric: Metric, exc: BaseException) -> Score:
     )
 
 
+def metrics_for(sample: Sample, metrics: Sequence[Metric]) -> list[Metric]:
+    """The metrics of the sample's level: turn-level metrics score a single-turn sample or an
+    assistant turn, conversation-level metrics a conversation's own sample; neither is run
+    (nor counted) on the other level."""
+    level = sample_level(sample)
+    return [m for m in metrics if metric_level(m) == level]
+
+
 async def score_sample(
     sample: Sample, metrics: Sequence[Metric], judge: Judge | None, embedder: Embedder | None,
     settings: AnalysisSettings,
 ) -> tuple[Score, ...]:
+    metrics = metrics_for(sample, metrics)
     ctx = SampleAnalyses(sample, judge, embedder, settings)
 
     async def one(m: Metric) -> Score:
@@ -88,14 +99,27 @@ async def score_sample(
 
     scores = tuple(await asyncio.gather(*(one(m) for m in metrics)))
     if ctx.truncations:
-        # Over-long text was cut to fit the judge: every judged score of the sample says so.
-        cuts = [t.to_dict() for t in dict.fromkeys(ctx.truncations)]
-        scores = tuple(
-            replace(s, evidence=replace(s.evidence, details={**s.evidence.details, "truncated": cuts}))
-            if s.evidence.calls else s
-            for s in scores
-        )
+        # Over-long text was cut to fit the judge: every judged score that reads a cut field says so.
+        cuts = list(dict.fromkeys(ctx.truncations))
+        by_key = {m.key: m for m in metrics}
+        scores = tuple(_mark_truncated(s, by_key.get(s.metric), cuts) for s in scores)
     return scores
+
+
+def _mark_truncated(score: Score, metric: Metric | None, cuts: Sequence[Any]) -> Score:
+    """``score`` with ``details["truncated"]``: the cuts of the fields its metric reads (a cut
+    of the contexts is not on answer_relevancy, which reads the question and the response)."""
+    if not score.evidence.calls:
+        return score
+    reads: set[str] = set()
+    if metric is not None:
+        reads.update(metric.requires)
+        for group in metric.requires_any:
+            reads.update(group)
+    mine = [t.to_dict() for t in cuts if metric is None or t.field.split("[", 1)[0] in reads]
+    if not mine:
+        return score
+    return replace(score, evidence=replace(score.evidence, details={**score.evidence.details, "truncated": mine}))
 
 
 async def run_samples(
@@ -111,12 +135,16 @@ async def run_samples(
     progress: Progress | None = None,
     on_sample: Callable[[SampleOutcome], None] | None = None,
     keep_results: bool = True,
+    opened: Callable[[], Awaitable[Store]] | None = None,
 ) -> dict[str, tuple[Score, ...]]:
     """Evaluate ``samples``; each finished sample is saved before the next result is reported.
     The scores are returned by sample id; ``keep_results=False`` returns nothing and keeps
     nothing in memory (the store has them: a long run's memory stays flat).
 
     Cancellation (Ctrl-C) stops the samples in flight; everything finished is already saved.
+    With ``opened``, the samples are saved in the store it returns, awaited before each save:
+    it holds the writes of a run whose preflight is still going on (the store may not exist
+    yet), and raises, which stops the run, when that preflight fails.
     """
     settings = settings_for(metrics, settings)
     results: dict[str, tuple[Score, ...]] = {}
@@ -129,8 +157,9 @@ async def run_samples(
         # first, and a sample's chain of calls does not queue behind later samples' first calls
         with record_calls(calls.append), call_priority(position):
             scores = await score_sample(sample, metrics, judge, embedder, settings)
-        if store is not None:
-            store.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
+        st = await opened() if opened is not None else store
+        if st is not None:
+            st.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
         if keep_results:
             results[sample.id] = scores
         if progress is not None:
@@ -141,9 +170,9 @@ async def run_samples(
                 progress.on_update(progress)
         if on_sample is not None:
             on_sample(SampleOutcome(sample.id, scores))
-        if store is not None and time.monotonic() - last_beat > 20:
+        if st is not None and time.monotonic() - last_beat > 20:
             last_beat = time.monotonic()
-            store.heartbeat(run_id)
+            st.heartbeat(run_id)
 
     # ``concurrency`` workers take the samples in order: a task per sample in flight, not per
     # sample of the run (a million samples made a million waiting tasks, some 3 GB)
@@ -165,5 +194,10 @@ async def run_samples(
 
 
 def describe_metrics(metrics: Sequence[Metric]) -> list[dict[str, Any]]:
-    return [{"key": m.key, "name": m.name, "params": m.params(), "lower_is_better": m.lower_is_better}
-            for m in metrics]
+    out = []
+    for m in metrics:
+        d = {"key": m.key, "name": m.name, "params": m.params(), "lower_is_better": m.lower_is_better}
+        if metric_level(m) != "turn":  # a conversation-level metric says so (exports read it)
+            d["level"] = metric_level(m)
+        out.append(d)
+    return out

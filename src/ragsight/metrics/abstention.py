@@ -16,11 +16,11 @@ correct declines) and ``abstention(scope=in_scope)`` in-scope ones only (its mea
 rate of wrong declines); the other samples end ``skipped``, with the reason.
 
 How it decides (``method=combined``, the default; measured in ``bench/abstention_check.py``):
-first a deterministic phrase detector (:func:`detect_declines`: English, German, French, Spanish,
-Portuguese, Italian, Dutch, Chinese, Japanese) reads the response clause by clause. When it finds decline phrases and nothing else but remarks about the documents
+first a deterministic phrase detector (:func:`detect_declines`, English only) reads the response
+clause by clause. When it finds decline phrases and nothing else but remarks about the documents
 and referrals, the response declined, and no judge is asked. Otherwise (no decline phrase, a
 decline phrase beside other content such as "The documents do not say, but usually 20 days", a
-response in another language) the judge decides: the absence of a phrase is no evidence of an answer.
+response not in English) the judge decides: the absence of a phrase is no evidence of an answer.
 The embedded judge answers one yes/no from log-probabilities, "does the response give an
 answer?" (prompt ``declines``, v2), declined when P(No) >= 0.5; a remote judge answers JSON
 (``declines_json``): {"reason", "declines"}. ``method=judge`` asks the judge for every response.
@@ -31,12 +31,13 @@ clauses, the judge's P or reason when asked, and which of them decided.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
 from .._budget import fit_for_judge
 from .._score import Evidence, Score
-from ..analyses import SampleAnalyses, fold, language, refs
+from ..analyses import SampleAnalyses, refs
 from ..errors import OutputError
 from ..prompts import fence, load_prompt
 from ..sample import Sample
@@ -138,112 +139,110 @@ _OTHER = _wordset(
     "og er ikke en et det jeg vi på til av som den står har är inte och") - _ENGLISH
 
 
-# ---- the other languages -----------------------------------------------------------------------
-# Decline phrases, fillers, referrals and contrasts of German, French, Spanish, Portuguese,
-# Italian, Dutch (matched on accent-folded text: "weiss", "precisent"), Chinese and Japanese.
-# A response that is not English is read with all of them at once: a short decline ("No lo sé")
-# holds too few words to tell its language, and a decline phrase of any of them is one.
-_DOCS_OTHER = (r"(?:dokument\w*|unterlagen|texte?n?|quellen?|kontext|documents?|textes?|sources?|contexte|"
-               r"documentos?|textos?|fontes?|contexto|documenti|testi|fonti|documenten|teksten|bronnen|"
-               r"context|informationen|informations?|informaciones|informacion|informacao|informacoes|"
-               r"informazioni|informatie)")
-OTHER_DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
-    # German
-    ("de: keine Angaben", r"\bkeine\s+(?:\w+\s+)?(?:informationen|information|angaben|angabe|hinweise|details|daten|"
-                          r"auskunft|antwort)\b"),
-    ("de: nicht erwähnt", r"\bnicht\s+(?:\w+\s+)?(?:erwahnt|angegeben|genannt|beschrieben|enthalten|aufgefuhrt|"
-                          r"vorhanden|bekannt|geregelt)\b"),
-    ("de: kann nicht beantworten", r"\b(?:kann|konnen|konnte|konnten)\s+(?:\w+\s+){0,5}?nicht\s+(?:\w+\s+)?"
-                                   r"(?:beantworten|sagen|finden|feststellen|bestatigen|beurteilen)\b"),
-    ("de: weiß nicht", r"\b(?:ich|wir)\s+(?:weiss|weiß|wissen)\s+(?:es\s+|das\s+)?nicht\b"),
-    ("de: finde nichts", r"\b(?:finde|finden)\s+(?:ich\s+|wir\s+)?(?:\w+\s+){0,4}?(?:nichts|keine)\b"),
-    ("de: Dokumente sagen nichts", rf"\b{_DOCS_OTHER}\b[^.;:!?]{{0,40}}?\b(?:sagen|enthalten|erwahnen|nennen)\s+"
-                                   r"(?:dazu\s+|daruber\s+)?nichts\b"),
-    # French
-    ("fr: aucune information", r"\baucune?\s+(?:\w+\s+)?(?:information|indication|precision|mention|donnee|"
-                               r"reponse|detail)s?\b"),
-    ("fr: ne précise pas", r"\bn(?:e\s+|')(?:\w+\s+){0,2}?(?:mentionn|precis|indiqu|specifi|di[st]|disent|"
-                           r"couvr|contien|aborde|fourni|trouv|sai[st]|sais|peux|peut|pouvons|connai|parl)\w*"
-                           r"\s+(?:\w+\s+)?pas\b"),
-    ("fr: pas mentionné", r"\bpas\s+(?:\w+\s+)?(?:mentionne|precise|indique|specifie|documente|couvert)e?s?\b"),
-    ("fr: impossible de répondre", r"\bimpossible\s+de\s+(?:repondre|dire|savoir|determiner|trouver)\b"),
-    ("fr: pas dans les documents", rf"\b(?:pas|rien)\s+(?:\w+\s+){{0,3}}?dans\s+(?:les|le|ces|la)\s+{_DOCS_OTHER}"),
-    # Spanish and Portuguese (folded: "nao", "informacion")
-    ("es/pt: no se menciona", r"\bn(?:o|ao)\s+(?:se\s+|lo\s+|la\s+|e\s+|esta\s+|estao\s+|fue\s+|foi\s+)?"
-                              r"(?:mencion|especific|indic|dic?e|diz|detall|detalh|aparec|encuentr|inclu|informa|"
-                              r"consta|figura|aborda|trata)\w*"),
-    ("es/pt: no hay información", r"\bn(?:o|ao)\s+(?:tengo|hay|dispongo\s+de|tenemos|tenho|ha|existe|existen|temos)\s+"
-                                  r"(?:\w+\s+)?(?:informacion|informaciones|informacao|informacoes|datos|dados|"
-                                  r"detalles|detalhes|respuesta|resposta)\b"),
-    ("es/pt: ninguna información", r"\b(?:ninguna|nenhuma|sin|sem)\s+(?:\w+\s+)?(?:informacion|informacao|"
-                                   r"datos|dados|respuesta|resposta)\b"),
-    ("es/pt: no puedo responder", r"\bn(?:o|ao)\s+(?:puedo|podemos|posso|podemos|consigo|conseguimos|es\s+posible|"
-                                  r"e\s+possivel)\s+(?:\w+\s+)?(?:responder|decir|dizer|saber|determinar|confirmar|"
-                                  r"encontrar)\b"),
-    # "no sé" ends its clause: "no se permiten mascotas" is an answer
-    ("es/pt: no sé", r"\bn(?:o|ao)\s+(?:lo\s+|o\s+)?(?:se|sei|sabemos)(?:\s+(?:nada|la\s+respuesta|a\s+resposta))?\W*$"),
-    ("es/pt/it: no está en los documentos", rf"\bn(?:o|ao|on)\s+(?:\w+\s+){{1,2}}?(?:en|nos|nas|no|na|nei|nelle|"
-                                            rf"negli|in)\s+(?:\w+\s+)?{_DOCS_OTHER}"),
-    ("es/pt: no encontré", r"\bn(?:o|ao)\s+(?:\w+\s+)?(?:encontre|encontrei|encontramos|hallo|halle)\b"),
-    # Italian
-    ("it: non menzionato", r"\bnon\s+(?:viene\s+|e\s+|sono\s+|vengono\s+|ne\s+|lo\s+)?(?:menzion|specific|indic|"
-                           r"riport|dett|parl|trat|cit|precis|forn|conten)\w*"),
-    ("it: nessuna informazione", r"\bnessun[ao]?\s+(?:\w+\s+)?(?:informazion[ei]|dato|dati|dettagli|risposta|"
-                                 r"indicazion[ei]|menzione)\b"),
-    ("it: non ho informazioni", r"\bnon\s+(?:ho|abbiamo|ci\s+sono|c'e)\s+(?:\w+\s+)?(?:informazion[ei]|dati|"
-                                r"dettagli|risposta)\b"),
-    ("it: non posso rispondere", r"\bnon\s+(?:posso|possiamo|riesco|riusciamo|e\s+possibile)\s+(?:\w+\s+)?"
-                                 r"(?:rispondere|dire|sapere|determinare|confermare|trovare)\b"),
-    ("it: non lo so", r"\bnon\s+(?:lo\s+)?(?:so|sappiamo)\b"),
-    # Dutch
-    ("nl: niet vermeld", r"\b(?:niet|nergens)\s+(?:\w+\s+)?(?:vermeld|genoemd|aangegeven|beschreven|opgenomen|"
-                         r"gespecificeerd|te\s+vinden)\b"),
-    ("nl: geen informatie", r"\bgeen\s+(?:\w+\s+)?(?:informatie|gegevens|details|antwoord|vermelding)\b"),
-    ("nl: kan niet beantwoorden", r"\b(?:kan|kunnen)\s+(?:\w+\s+){0,3}?niet\s+(?:\w+\s+)?(?:beantwoorden|zeggen|"
-                                  r"vinden|bepalen|bevestigen)\b"),
-    ("nl: weet niet", r"\b(?:weet|weten)\s+(?:ik\s+|we\s+|wij\s+)?(?:het\s+|dat\s+)?niet\b"),
-    # Chinese
-    ("zh: 没有提到", r"(?:没有|没|未|并未|并没有)(?:提到|提及|说明|明确|包含|找到|相关|具体|关于|记载|涉及|给出|列出)"),
-    ("zh: 无法回答", r"(?:无法|不能|没法|不可能)(?:回答|确定|找到|判断|提供|得知|知道|确认)"),
-    ("zh: 不知道", r"不知道|不清楚|不确定"),
-    ("zh: 没有信息", r"(?:没有|无|缺乏|缺少)(?:\w{0,4})(?:信息|资料|数据|答案|内容)"),
-    # Japanese
-    ("ja: 記載がありません", r"(?:記載|言及|情報|記述|説明|データ)(?:は|が|も)?(?:\w{0,3})?(?:ありません|ない|ございません|"
-                             r"されていません|見当たりません|見つかりません)"),
-    ("ja: わかりません", r"(?:わかりません|分かりません|分かりかねます|わかりかねます|不明です|存じません)"),
-    ("ja: お答えできません", r"(?:回答|お答え|答え|判断|確認)(?:は|が)?(?:でき|いたしかね|しかね)"),
-    ("ja: 含まれていません", r"(?:含まれていません|書かれていません|記載されていません|触れられていません)"),
-)
-_OTHER_DECLINE = [(name, re.compile(p, re.I)) for name, p in OTHER_DECLINE_PATTERNS]
-_OTHER_FILLER = re.compile(
-    r"^(?:leider|entschuldigung|es\s+tut\s+(?:mir|uns)\s+leid|tut\s+mir\s+leid|"
-    r"(?:je\s+suis\s+)?desolee?|malheureusement|pardon|"
-    r"lo\s+siento|lamentablemente|disculpe?|perdon|desculpe|infelizmente|lamento|"
-    r"mi\s+dispiace|purtroppo|spiacente|scusa(?:te)?|"
-    r"sorry|helaas|het\s+spijt\s+me|"
-    r"抱歉|对不起|很遗憾|不好意思|遗憾的是|申し訳(?:ありません|ございません)(?:が)?|すみません(?:が)?|残念ながら)\W*$",
-    re.I)
-_OTHER_REFERRAL = re.compile(
-    r"\b(?:wenden\s+sie\s+sich|kontaktieren|fragen\s+sie|contactez|adressez-vous|renseignez-vous|"
-    r"contacte|pongase\s+en\s+contacto|consulte|entre\s+em\s+contato|contate|contatti|rivolg\w+|"
-    r"neem\s+contact|raadpleeg|vraag)\b|联系|咨询|询问|お問い合わせ|問い合わせ|ご連絡|確認してください", re.I)
-_OTHER_SPLIT = re.compile(
-    r"[.;:!?。；：！？，、]+(?:\s+|$)?|\s[-–—]\s|,?\s+(?=(?:aber|jedoch|sondern|mais|cependant|toutefois|pero|"
-    r"sin\s+embargo|mas|porem|contudo|ma|pero|tuttavia|maar|echter)\b)|(?<=[^\x00-\x7f]),\s*|,\s+", re.I)
-_OTHER_CONTRAST_HEAD = re.compile(r"^(?:(?:aber|jedoch|sondern|mais|cependant|toutefois|pero|sin\s+embargo|mas|porem|"
-                                  r"contudo|ma|tuttavia|maar|echter)\b|但是|但|不过|でも|しかし|ただし)[,\s]*", re.I)
-
-
 @dataclass(frozen=True)
 class DeclineSignals:
     """What the phrase detector saw in a response."""
 
     verdict: str  # "declines": only decline, referral and remarks about the documents;
     #               "mixed": a decline phrase beside other content; "none": no decline phrase;
-    #               "not_english": in a language the detector does not read, and no decline
-    #               phrase of the ones it reads; "empty"
+    #               "not_english": not English (the detector does not read it); "empty"
     matched: tuple[str, ...]  # the names of the patterns that matched
     clauses: tuple[tuple[str, str], ...]  # (kind, text) per clause: decline, referral, meta, filler, content
+    quotes: tuple[str, ...] = ()  # the words of the response they matched, in order
+
+    def quoted(self) -> str:
+        """The matched words, quoted, for a reason a person reads: '"do not say", "no idea"'."""
+        return ", ".join(f'"{q}"' for q in self.quotes) or ", ".join(self.matched)
+
+
+# German, French and Spanish declines: the phrases a decline is made of, read after accents are
+# folded ("weiß" -> "weiss" is spelt both ways below). A response in these languages declines when
+# every clause is such a phrase or an apology; any other clause makes it "mixed" (the judge reads it).
+_DE_DOCS = r"(?:dokumente?n?|unterlagen|texte?n?|quellen?|kontext|handbuch|auszuge?n?|passagen?)"
+_FR_DOCS = r"(?:documents?|textes?|sources?|passages?|extraits?|contexte|manuel|informations?\s+fournies)"
+_ES_DOCS = r"(?:documentos?|textos?|fuentes?|pasajes?|extractos?|contexto|manual|informacion\s+proporcionada)"
+OTHER_DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("de: weiss nicht", r"\bwei(?:ss|ß)\s+(?:ich\s+)?(?:es\s+|das\s+)?(?:leider\s+)?nicht\b|\bkeine\s+ahnung\b"),
+    ("de: keine angaben",
+     r"\bkeine(?:rlei|n)?\s+(?:genauen\s+|naheren\s+|weiteren\s+|konkreten\s+)?(?:angaben?|informationen?|auskunft|"
+     r"antwort|hinweise?)\b"),
+    ("de: nicht erwahnt",
+     r"\bnicht\s+(?:\w+\s+)?(?:erwahnt|angegeben|genannt|beschrieben|aufgefuhrt|beantwortet|dokumentiert|"
+     r"bekannt|ersichtlich|zu\s+entnehmen)\b"),
+    ("de: kann nicht beantworten",
+     r"\b(?:kann|konnen|koennen|konnte)\s+(?:ich\s+|wir\s+)?(?:\w+\s+){0,3}?nicht\s+(?:\w+\s+)?"
+     r"(?:beantworten|sagen|finden|feststellen|bestimmen|bestatigen)\b"),
+    ("de: die dokumente sagen nichts",
+     rf"\bgeht\s+(?:daraus\s+|aus\s+\w+\s+{_DE_DOCS}\s+)?nicht\s+hervor\b|"
+     rf"\b{_DE_DOCS}\b[^.;:!?]{{0,40}}?\b(?:sagen|enthalten|erwahnen|nennen|steht|stehen)\s+(?:daruber\s+|dazu\s+)?"
+     r"(?:nichts|keine)\b|\bsteht\s+(?:dort\s+|darin\s+|daruber\s+|dazu\s+)*nichts\b"),
+    ("fr: je ne sais pas", r"\bje\s+ne\s+(?:le\s+)?sais\s+pas\b|\baucune\s+idee\b"),
+    ("fr: aucune information",
+     r"\b(?:aucune?|pas\s+(?:assez\s+|suffisamment\s+)?d['e]\s*)\s*(?:\w+\s+)?"
+     r"(?:informations?|indications?|precisions?|reponses?|mentions?)\b"),
+    ("fr: ne precise pas",
+     r"\bne\s+(?:le\s+|l'|la\s+)?(?:mentionnent|mentionne|precisent|precise|disent|dit|indiquent|indique)\s+pas\b|"
+     rf"\b{_FR_DOCS}\b[^.;:!?]{{0,40}}?\bne\s+(?:\w+\s+)?(?:contiennent|contient|fournissent|fournit|couvrent|"
+     r"couvre|donnent|donne|permettent|permet|parlent|parle|abordent|aborde|traitent|traite)\s+(?:pas|rien)\b|"
+     r"\bn['e]\s*(?:est|sont)\s+pas\s+(?:\w+\s+)?(?:mentionnee?s?|precisee?s?|indiquee?s?|specifiee?s?|connue?s?)\b"),
+    ("fr: ne peux pas repondre",
+     r"\b(?:je\s+)?ne\s+(?:peux|puis|pouvons|peut)\s+pas\s+(?:\w+\s+)?(?:repondre|dire|determiner|trouver|"
+     r"confirmer|preciser)\b|\bimpossible\s+de\s+(?:\w+\s+)?(?:repondre|dire|savoir|determiner|trouver)\b"),
+    ("fr: rien dans les documents",
+     rf"\bne\s+(?:dit|disent|mentionne|mentionnent|precise|precisent|indique|indiquent)\s+rien\b|"
+     rf"\brien\s+(?:dans|sur\s+ce\s+point\s+dans)\s+(?:les\s+|le\s+|ces\s+|mes\s+)?{_FR_DOCS}"),
+    ("es: no lo se", r"\bno\s+lo\s+se\b|\bno\s+se\s*(?:$|[.,!])|\bno\s+se\s+(?:la\s+respuesta|nada)\b|\bni\s+idea\b"),
+    ("es: no hay informacion",
+     r"\b(?:no\s+(?:tengo|hay|dispongo\s+de|tenemos|encuentro|encontre)|ninguna?)\s+"
+     r"(?:suficiente\s+|ninguna?\s+|esa\s+|dicha\s+|mas\s+)?(?:informacion|respuesta|mencion|indicacion)\b"),
+    ("es: no se menciona",
+     r"\bno\s+(?:se\s+|lo\s+|la\s+)?(?:menciona|mencionan|especifica|especifican|indica|indican|dice|dicen|"
+     r"detalla|detallan|precisa|precisan|aclara|aclaran)\b|"
+     rf"\b{_ES_DOCS}\b[^.;:!?]{{0,40}}?\bno\s+(?:\w+\s+)?(?:contiene|contienen|incluye|incluyen|proporciona|"
+     r"proporcionan|habla|hablan|cubre|cubren|trata|tratan)\b|"
+     r"\bno\s+(?:esta|estan)\s+(?:\w+\s+)?(?:especificad[oa]s?|indicad[oa]s?|mencionad[oa]s?|claro)\b"),
+    ("es: no puedo responder",
+     r"\bno\s+(?:puedo|podemos|es\s+posible|se\s+puede)\s+(?:\w+\s+)?(?:responder|contestar|decir|"
+     r"determinar|saber|confirmar|precisar|encontrar)\b"),
+)
+_OTHER_DECLINE = [(name, re.compile(p, re.I)) for name, p in OTHER_DECLINE_PATTERNS]
+_OTHER_FILLER = re.compile(
+    r"^(?:leider|tut\s+mir\s+leid|es\s+tut\s+mir\s+leid|entschuldigung|bedauerlicherweise|"
+    r"(?:je\s+suis\s+)?desolee?|malheureusement|pardon|"
+    r"lo\s+siento|lo\s+lamento|lamentablemente|desafortunadamente|perdon|disculpe?)\W*$", re.I)
+_OTHER_SPLIT = re.compile(r"[.;:!?]+(?:\s+|$)|\s[-–—]\s|,?\s+(?=(?:aber|jedoch|mais|cependant|pero|sin\s+embargo)\b)",
+                          re.I)
+
+
+def _fold_accents(text: str) -> str:
+    s = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in s if not unicodedata.combining(ch))
+
+
+def _detect_other(text: str) -> DeclineSignals:
+    """The detector for a response in German, French or Spanish (see OTHER_DECLINE_PATTERNS)."""
+    clauses: list[tuple[str, str]] = []
+    matched: list[str] = []
+    quotes: list[str] = []
+    for raw in _OTHER_SPLIT.split(_fold_accents(text)):
+        clause = raw.strip(" ,")
+        if not clause:
+            continue
+        found = [(name, m.group(0).strip()) for name, rx in _OTHER_DECLINE if (m := rx.search(clause))]
+        hits = [name for name, _ in found]
+        if hits:
+            matched.extend(h for h in hits if h not in matched)
+            quotes.extend(q for _, q in found if q not in quotes)
+            clauses.append(("decline", clause))
+        elif _OTHER_FILLER.match(clause):
+            clauses.append(("filler", clause))
+        else:
+            clauses.append(("content", clause))
+    kinds = {k for k, _ in clauses}
+    if "decline" not in kinds:
+        return DeclineSignals("not_english", (), ())
+    return DeclineSignals("mixed" if "content" in kinds else "declines", tuple(matched), tuple(clauses),
+                          tuple(quotes))
 
 
 def _words(text: str) -> list[str]:
@@ -258,17 +257,17 @@ def is_english(text: str) -> bool:
 
 
 def detect_declines(response: str) -> DeclineSignals:
-    """The phrase detector: patterns of a decline, read clause by clause. English responses by
-    the English patterns; others by those of German, French, Spanish, Portuguese, Italian, Dutch,
-    Chinese and Japanese together (:data:`OTHER_DECLINE_PATTERNS`)."""
+    """The phrase detector: patterns of a decline, read clause by clause (English; German, French
+    and Spanish by a shorter list, :data:`OTHER_DECLINE_PATTERNS`; another language:
+    ``not_english``)."""
     text = response.replace("’", "'").strip()
     if not text:
         return DeclineSignals("empty", (), ())
-    lang = language(text)
-    if lang != "en" or not is_english(text):
-        return _detect_other(text, lang)
+    if not is_english(text):
+        return _detect_other(text)
     clauses: list[tuple[str, str]] = []
     matched: list[str] = []
+    quotes: list[str] = []
     pieces: list[tuple[str, bool]] = []
     for sentence in _SENTENCE.split(text):
         if _BUT_NOT.search(sentence):
@@ -279,10 +278,13 @@ def detect_declines(response: str) -> DeclineSignals:
         clause = _CONTRAST_HEAD.sub("", raw.strip()).strip(" ,")
         if not clause:
             continue
-        hits = ["mentions X but not Y"] if but_not else [name for name, rx in _DECLINE if rx.search(clause)]
+        found = ([("mentions X but not Y", clause)] if but_not else
+                 [(name, m.group(0).strip()) for name, rx in _DECLINE if (m := rx.search(clause))])
+        hits = [name for name, _ in found]
         if hits:
             kind = "decline"
             matched.extend(h for h in hits if h not in matched)
+            quotes.extend(q for _, q in found if q not in quotes)
         elif FILLER.match(clause):
             kind = "filler"
         elif REFERRAL.search(clause):
@@ -292,44 +294,18 @@ def detect_declines(response: str) -> DeclineSignals:
         else:
             kind = "content"
         clauses.append((kind, clause))
-    return DeclineSignals(_verdict(clauses), tuple(matched), tuple(clauses))
-
-
-def _verdict(clauses: list[tuple[str, str]]) -> str:
     kinds = {k for k, _ in clauses}
     if "decline" not in kinds:
-        return "none"
-    if "content" in kinds:
-        return "mixed"
-    return "declines"
-
-
-def _detect_other(text: str, lang: str) -> DeclineSignals:
-    """:func:`detect_declines` for a response that is not English."""
-    # accents folded for the Latin-script patterns; Chinese and Japanese as written (folding
-    # would strip the voicing marks of kana: が -> か)
-    folded = text if lang in ("zh", "ja") else fold(text)
-    clauses: list[tuple[str, str]] = []
-    matched: list[str] = []
-    for raw in _OTHER_SPLIT.split(folded):
-        clause = _OTHER_CONTRAST_HEAD.sub("", (raw or "").strip()).strip(" ,")
-        if not clause:
-            continue
-        hits = [name for name, rx in _OTHER_DECLINE if rx.search(clause)]
-        if hits:
-            kind = "decline"
-            matched.extend(h for h in hits if h not in matched)
-        elif _OTHER_FILLER.match(clause):
-            kind = "filler"
-        elif _OTHER_REFERRAL.search(clause):
-            kind = "referral"
-        else:
-            kind = "content"
-        clauses.append((kind, clause))
-    verdict = _verdict(clauses)
-    if verdict == "none" and lang == "en":  # neither English nor a language it reads
-        verdict = "not_english"
-    return DeclineSignals(verdict, tuple(matched), tuple(clauses))
+        # a short Spanish or French text can read as English by its function words ("no", "a")
+        other = _detect_other(text)
+        if other.verdict != "not_english":
+            return other
+        verdict = "none"
+    elif "content" in kinds:
+        verdict = "mixed"
+    else:
+        verdict = "declines"
+    return DeclineSignals(verdict, tuple(matched), tuple(clauses), tuple(quotes))
 
 
 
@@ -371,7 +347,7 @@ class Abstention(Metric):
         calls: Any = ()
         if self.method == "combined" and signals.verdict == "declines":
             declined, decided_by = True, "detector"
-            why = f"decline phrases: {', '.join(signals.matched)}"
+            why = f"decline phrases: {signals.quoted()}"
         else:
             ans, declined, p, reason = await self._ask_judge(ctx)
             calls = refs(ans)

@@ -45,6 +45,7 @@ from ._compact import (
     read_calls,
     step_key_db,
 )
+from ._labels import Label, add_labels, delete_label, read_labels, sample_key
 from ._texts import TextStore, long_strings
 
 __all__ = ["RunInfo", "SQLiteCallCache", "Store"]
@@ -379,10 +380,12 @@ class Store:
             fields = [s.to_dict() for s in samples[start:start + 64]]
             w.prefetch(t for f in fields for t in long_strings(f))
             self.conn.executemany(
-                "INSERT INTO samples (run_id, idx, sample_id, data) VALUES (?,?,?,?)",
-                [(run_id, i, s.id, self.texts.encode_json(f, w))
+                "INSERT INTO samples (run_id, idx, sample_id, data, conversation_id, turn) VALUES (?,?,?,?,?,?)",
+                [(run_id, i, s.id, self.texts.encode_json(f, w), s.conversation_id, s.turn)
                  for i, (s, f) in enumerate(zip(samples[start:start + 64], fields), start)],
             )
+            self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key) VALUES (?,?,?)",
+                                  [(run_id, s.id, sample_key(s)) for s in samples[start:start + 64]])
             w.finish()
             writers.append(w)
         return writers
@@ -484,6 +487,39 @@ class Store:
     def finished_samples(self, run_id: str) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT sample_id FROM samples WHERE run_id=? AND finished=1", (run_id,))}
 
+    # ---- light reads (a viewer over large runs: no text decoded) ------------------------------
+
+    def sample_rows(self, run_id: str) -> list[tuple[int, str, bool, str | None, int | None]]:
+        """(index, sample id, finished, conversation id, turn) of every sample of the run, in data
+        order; no field of a sample is decoded, so this stays fast on a run of tens of thousands
+        of samples."""
+        return [(int(i), str(s), bool(f), c, t) for i, s, f, c, t in self.conn.execute(
+            "SELECT idx, sample_id, finished, conversation_id, turn FROM samples WHERE run_id=? ORDER BY idx",
+            (run_id,))]
+
+    def score_rows(self, run_id: str) -> list[tuple[str, str, str, float | None, str]]:
+        """(sample id, metric, outcome, value, reason) of every score of the run, in sample
+        order, without the evidence (which :meth:`scores` decodes)."""
+        return [(str(s), str(m), str(o), v, str(r)) for s, m, o, v, r in self.conn.execute(
+            "SELECT s.sample_id, s.metric, s.outcome, s.value, s.reason FROM scores s JOIN samples p"
+            " ON p.run_id = s.run_id AND p.sample_id = s.sample_id WHERE s.run_id=? ORDER BY p.idx",
+            (run_id,))]
+
+    def sample(self, run_id: str, sample_id: str) -> Sample:
+        """One sample of a run, decoding its own fields only."""
+        row = self.conn.execute("SELECT data FROM samples WHERE run_id=? AND sample_id=?",
+                                (run_id, sample_id)).fetchone()
+        if row is None:
+            raise StoreError(f"no sample '{sample_id}' in run {run_id} of {self.path}")
+        sample, _ = sample_from_mapping(self.texts.decode_json(row[0]))
+        return sample
+
+    def sample_counts(self, run_id: str | None = None) -> dict[str, tuple[int, int]]:
+        """Run id -> (samples, finished samples), for every run of the store (or one)."""
+        where, args = ("WHERE run_id=? ", (run_id,)) if run_id is not None else ("", ())
+        return {str(r): (int(n), int(f or 0)) for r, n, f in self.conn.execute(
+            f"SELECT run_id, COUNT(*), SUM(finished) FROM samples {where}GROUP BY run_id", args)}
+
     def save_sample(self, run_id: str, sample_id: str, scores: Iterable[Score], calls: Iterable[tuple[str | None, JudgeCall]]) -> None:
         """Commit one finished sample: its scores and the judge calls made for it, atomically.
         Refused (StoreError) when another process holds the run's lock: one writer per run."""
@@ -555,6 +591,62 @@ class Store:
     def problems(self, run_id: str) -> list[RowProblem]:
         return [RowProblem(*r) for r in self.conn.execute(
             "SELECT source, row, field, message FROM problems WHERE run_id=? ORDER BY row", (run_id,))]
+
+    # ---- labels (store/_labels.py) -------------------------------------------------------------
+
+    def sample_keys(self, run_id: str) -> dict[str, str]:
+        """sample id -> content key (:func:`~ragsight.store.sample_key`) of the run's samples, in
+        sample order. A run written before labels existed has its keys computed and kept now."""
+        rows = self.conn.execute("SELECT p.sample_id, k.sample_key FROM samples p LEFT JOIN sample_keys k"
+                                 " ON k.run_id = p.run_id AND k.sample_id = p.sample_id WHERE p.run_id=?"
+                                 " ORDER BY p.idx", (run_id,)).fetchall()
+        if all(key is not None for _, key in rows):
+            return {sid: key for sid, key in rows}
+        keys = {s.id: sample_key(s) for s in self.samples(run_id)}
+        try:
+            with self._tx():
+                self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key)"
+                                      " VALUES (?,?,?)", [(run_id, sid, key) for sid, key in keys.items()])
+        except StoreError as exc:  # a read-only store: the keys are computed again next time
+            log.info("%s: sample keys of run %s not kept: %s", self.path, run_id, exc)
+        return keys
+
+    def add_labels(self, labels: Iterable[Label]) -> int:
+        """Add or replace labels (one per sample key, metric, claim, field and who), in one
+        transaction; returns how many were written. A bad label (empty key, metric or field, a
+        value that is not a finite number) raises InputError and writes none."""
+        with self._tx():
+            return add_labels(self.conn, labels)
+
+    def labels(self, run_id: str | None = None, *, metric: str | None = None, field: str | None = None,
+               sample_key: str | None = None) -> list[Label]:
+        """The stored labels, optionally of one metric, field or sample key. With ``run_id``: the
+        labels whose sample key is that of a sample of the run, in sample order, each naming that
+        run and that sample in ``run_id`` and ``sample_id`` (a label applies to every sample of the
+        run with the same content)."""
+        if run_id is not None and self._keys_missing(run_id):
+            self.sample_keys(run_id)  # a run older than the labels gets its keys
+        return read_labels(self.conn, run_id, metric, field, sample_key)
+
+    def _keys_missing(self, run_id: str) -> bool:
+        """Whether a sample of the run has no content key yet (counted in SQLite: reading the
+        keys of 20,000 samples into Python for this took 0.17 s a call)."""
+        return bool(self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM samples p LEFT JOIN sample_keys k ON k.run_id = p.run_id"
+            " AND k.sample_id = p.sample_id WHERE p.run_id=? AND k.sample_key IS NULL)", (run_id,)).fetchone()[0])
+
+    def delete_label(self, label: Label | str, metric: str | None = None, *, claim: str | None = None,
+                     field: str = "human", who: str = "") -> bool:
+        """Delete one label, given as a :class:`Label` (its value is not compared) or by its key
+        (sample key, metric, claim, field, who). True when there was one."""
+        if isinstance(label, Label):
+            key, metric, claim, field, who = label.sample_key, label.metric, label.claim, label.field, label.who
+        else:
+            key = label
+        if metric is None:
+            raise TypeError("delete_label needs the metric when the label is given by its sample key")
+        with self._tx():
+            return delete_label(self.conn, key, metric, claim, field, who)
 
     # ---- cache --------------------------------------------------------------------------------
 
