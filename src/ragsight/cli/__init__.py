@@ -525,12 +525,12 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
         note = concurrency_note(st)
         if note is not None:
             c.print(note, markup=False)
-    cut = truncation_note(result)
-    if cut is not None:
-        say(c, Text(cut, style="yellow"))
         for line in describe_cost(result.cost):
             if line:
                 c.print(line, markup=False)
+    cut = truncation_note(result)
+    if cut is not None:
+        say(c, Text(cut, style="yellow"))
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
             c.print(f"skipped {key} on {_count(n, 'sample')}: {reason}", markup=False)
