@@ -163,7 +163,7 @@ def _dry_run(spec: SweepSpec, args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = read_testset(path)
     with Store(args.store) as st:
-        plan = plan_sweep(spec, rows, st)
+        plan = plan_sweep(spec, rows, st, judge=args.judge, embedder=args.embedder)
     out.print(f"Sweep '{spec.name}' (dry run: nothing is called)")
     for line in plan.lines():
         out.print("  " + line, markup=False)

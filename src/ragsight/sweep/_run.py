@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .._evaluate import aevaluate
+from .._http import display_url
 from ..embed import make_embedder
 from ..engine import Progress
 from ..errors import ConfigError, InputError
@@ -190,16 +191,42 @@ def _split_metrics(names: Sequence[str]) -> tuple[list[str], list[str]]:
     return other, judge
 
 
-def _fingerprint(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> str:
+def _who(model: Any) -> Any:
+    """What names a judge or embedder in the fingerprint: its spec, or an instance's identity
+    (server, model, model file) or name."""
+    if model is None or isinstance(model, str):
+        return model
+    ident = getattr(model, "identity", None)
+    if callable(ident):
+        ident = ident()
+    if isinstance(ident, Mapping):
+        return {str(k): v for k, v in ident.items()}
+    inner = getattr(model, "inner", None) or getattr(model, "provider", None)
+    return [getattr(model, "name", type(model).__name__), _who(inner) if inner is not None else None]
+
+
+def _fingerprint(spec: SweepSpec, rows: Sequence[Mapping[str, Any]], *, judge: Any = None,
+                 embedder: Any = None) -> str:
+    """Everything that changes an answer or a score: the questions, metrics, judge and embedder
+    actually used (``judge``/``embedder``: the command line's, else the file's), the server
+    they are asked at, the target or pipeline, and the sweep's exact name (two names that slug
+    alike never share runs)."""
     basis = {
         "rows": [[_row_id(r), r.get("question"), r.get("reference"),
                   (r.get("metadata") or {}).get("reference_spans")] for r in rows],
-        "metrics": list(spec.metrics), "judge": spec.judge, "embedder": spec.embedder,
+        "metrics": list(spec.metrics),
+        "judge": _who(judge if judge is not None else spec.judge),
+        "embedder": _who(embedder if embedder is not None else spec.embedder),
         "judged": [spec.judge_questions, spec.judge_out_of_scope], "target": spec.target, "template": spec.request_template,
         "documents": [os.path.abspath(spec.path(d)) for d in spec.documents] if spec.reference or spec.factory else None,
     }
     if spec.factory is not None:  # only then: the run ids of the other sweeps stay as they were
         basis["factory"] = [spec.factory, dict(spec.factory_options)]
+    server = spec.base_url or os.environ.get("OPENAI_BASE_URL")
+    if server:  # the judge, embedder and generator are asked there
+        basis["base_url"] = display_url(server.strip().rstrip("/"))
+    if _slug(spec.name) != spec.name:
+        basis["name"] = spec.name
     return hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()[:6]
 
 
@@ -280,9 +307,11 @@ async def _load_rows(spec: SweepSpec, store: Store, generator: Any, notice: Any)
     return rows
 
 
-def plan_sweep(spec: SweepSpec, rows: Sequence[Mapping[str, Any]], store: Store | None = None) -> SweepPlan:
-    """Count what running ``spec`` on ``rows`` will do (the dry-run)."""
-    fp = _fingerprint(spec, rows)
+def plan_sweep(spec: SweepSpec, rows: Sequence[Mapping[str, Any]], store: Store | None = None, *,
+               judge: Any = None, embedder: Any = None) -> SweepPlan:
+    """Count what running ``spec`` on ``rows`` will do (the dry-run); ``judge``/``embedder``:
+    those that replace the file's (they decide which finished runs are reused)."""
+    fp = _fingerprint(spec, rows, judge=judge, embedder=embedder)
     existing = set()
     if store is not None:
         existing = {r.id for r in store.runs() if r.status == "completed"}
@@ -491,7 +520,7 @@ async def asweep(
     try:
         rows = await _load_rows(spec, st, judge_spec, notice)
         _, judge_metrics = _split_metrics(spec.metrics)
-        fp = _fingerprint(spec, rows)
+        fp = _fingerprint(spec, rows, judge=judge_spec, embedder=emb_spec)
         judged = judged_ids(rows, spec.judge_questions, spec.judge_out_of_scope)
         needs_embedder = any(m.needs_embedder for m in resolve_metrics(list(spec.metrics)))
         if needs_embedder or spec.reference:
