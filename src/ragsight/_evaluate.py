@@ -426,6 +426,8 @@ async def _run(
             return _merge_stats(prev, current) if prev else current
 
         done = st.finished_samples(run_id)
+        if not fresh:  # a resumed run asks its failed samples again (the cache keeps what worked)
+            done -= st.failed_samples(run_id)
         todo = [s for s in samples if s.id not in done]
         if progress is not None:
             progress.total = len(samples)
@@ -527,7 +529,8 @@ async def _resume(
         samples = st.samples(run_id)
         named = opts.judge is not None or opts.embedder is not None  # checked against the run below
         if (info.status == "completed" and not named
-                and st.finished_samples(run_id) >= {x.id for x in samples}):
+                and st.finished_samples(run_id) >= {x.id for x in samples}
+                and not st.failed_samples(run_id)):
             # Nothing to do: no judge to load or ping, and the user is told nothing ran.
             if notice is not None:
                 notice(f"Run {run_id} is already complete: nothing to resume. Its results follow; "

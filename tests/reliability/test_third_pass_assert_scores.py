@@ -29,7 +29,7 @@ def test_a_list_with_a_field_of_the_wrong_type_is_refused(tmp_path: Path) -> Non
 def test_a_file_with_a_line_that_is_not_json_is_refused(tmp_path: Path) -> None:
     data = tmp_path / "golden.jsonl"
     data.write_text(json.dumps(GOOD) + "\n" + '{"id": "cut", "question": "Who\n', encoding="utf-8")
-    with pytest.raises(InputError, match="golden.jsonl, row 2"):
+    with pytest.raises(InputError, match=r"golden\.jsonl, row 2"):
         assert_scores(data, {"hit_rate": 1.0}, store=tmp_path / "s.db")
 
 

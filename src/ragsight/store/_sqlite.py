@@ -484,6 +484,13 @@ class Store:
     def finished_samples(self, run_id: str) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT sample_id FROM samples WHERE run_id=? AND finished=1", (run_id,))}
 
+    def failed_samples(self, run_id: str) -> set[str]:
+        """The finished samples with a score that failed (a judge that refused, timed out or
+        stopped answering): ``--resume`` asks them again."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT DISTINCT s.sample_id FROM scores s JOIN samples p ON p.run_id = s.run_id AND "
+            "p.sample_id = s.sample_id WHERE s.run_id=? AND s.outcome='failed' AND p.finished=1", (run_id,))}
+
     def save_sample(self, run_id: str, sample_id: str, scores: Iterable[Score], calls: Iterable[tuple[str | None, JudgeCall]]) -> None:
         """Commit one finished sample: its scores and the judge calls made for it, atomically.
         Refused (StoreError) when another process holds the run's lock: one writer per run."""
