@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from ._http import display_url
 from ._limiter import merge_limiter_stats
+from ._terminal import visible
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .embed import Embedder, make_embedder
@@ -168,7 +169,7 @@ def _say(text: str) -> None:
     import sys
 
     with contextlib.suppress(Exception):  # a closed or odd stderr must not hide the interrupt
-        print(text, file=sys.stderr, flush=True)
+        print(visible(text), file=sys.stderr, flush=True)
 
 
 async def _aevaluate(

@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("judge",),
     ("embed",),
     ("sample", "_rows", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
-     "_retry", "_files", "_limiter"),
+     "_retry", "_files", "_limiter", "_terminal"),
 )
 # Units of one layer that may import each other, as (importer, imported).
 SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("testing", "report"), ("sample", "_score"),

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
+from .._terminal import guard
 from ..errors import ConfigError, InputError
 from ..store import Store
 from ..sweep import (
@@ -30,8 +31,8 @@ from ._common import EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command, show_w
 
 __all__ = ["register"]
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, width=80)
+err = guard(Console(stderr=True, highlight=False, soft_wrap=True))
+out = guard(Console(highlight=False, width=80))
 
 EPILOG = """examples:
   ragsight sweep --example                       # the bundled handbook, 8 configurations
