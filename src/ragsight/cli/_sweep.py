@@ -27,7 +27,7 @@ from ..sweep import (
     write_sweep_html,
 )
 from ..testset import read_testset
-from ._common import EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command, show_warning
+from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command, show_warning
 
 __all__ = ["register"]
 
@@ -149,6 +149,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if html:
         path = write_sweep_html(rep, html)
         err.print(f"HTML report: {path}")
+    dead = [r for r in result.runs if r.status != "reused" and r.answered == 0 and r.failed > 0]
+    if dead:
+        first = next(iter(dead[0].errors), "") if dead[0].errors else ""
+        err.print(f"error: the system under test failed on every question of {len(dead)} of "
+                  f"{len(result.runs)} configuration(s) ({', '.join(r.config.label for r in dead[:5])}"
+                  f"{', ...' if len(dead) > 5 else ''}){f': {first}' if first else ''} "
+                  f"(exit status {EXIT_FAILED})", markup=False)
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -157,6 +165,9 @@ def _dry_run(spec: SweepSpec, args: argparse.Namespace) -> int:
         if not os.path.exists(spec.path(doc)):
             raise InputError(f"{spec.path(doc)}: no such file or folder (the sweep's documents).")
     path = spec.path(spec.testset) if spec.testset else None
+    if path is not None and not os.path.isfile(path) and spec.generate is None:
+        # the run would stop here (nothing says how to generate one): so does its rehearsal
+        raise InputError(f"{path}: no such test set; give an existing file or [generate] settings")
     if path is None or not os.path.isfile(path):
         size = spec.generate.size if spec.generate else 0
         out.print(f"The test set {path} does not exist yet: it will be generated first ({size} questions "

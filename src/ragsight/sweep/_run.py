@@ -16,6 +16,7 @@ skip them (counted, with the reason) while the span metrics score every question
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -30,7 +31,7 @@ from .._evaluate import aevaluate
 from .._http import display_url
 from ..embed import make_embedder
 from ..engine import Progress
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, StoreError
 from ..judge import Judge, make_judge
 from ..metrics import resolve_metrics
 from ..pipeline import GenerationError, PipelineConfig, RagPipeline, spans_of
@@ -39,6 +40,7 @@ from ..sample import sample_from_mapping
 from ..store import Store
 from ..testset import (
     ChunkSettings,
+    TargetReply,
     TestsetSettings,
     agenerate,
     arun,
@@ -407,12 +409,53 @@ async def _answer_reference(
     return list(await asyncio.gather(*(one(r) for r in rows)))
 
 
+class _KeptAnswers:
+    """A target whose answers are kept in the store as they come (cache keys ``sweep-answer/``
+    of the sweep's fingerprint, the configuration and the question): a sweep interrupted while
+    a configuration is being answered asks only the questions not yet answered when it runs
+    again. Failures are not kept: they are asked again."""
+
+    def __init__(self, inner: Any, store: Store, scope: str) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", "target")
+        self.store = store
+        self.scope = scope
+
+    def _key(self, question: str) -> str:
+        return "sweep-answer/" + hashlib.sha256(f"{self.scope}\n{question}".encode()).hexdigest()
+
+    async def __call__(self, question: str) -> TargetReply:
+        hit = self.store.cache_get(self._key(question))
+        if isinstance(hit, dict) and isinstance(hit.get("answer"), str):
+            def tup(v: Any) -> Any:
+                return tuple(v) if isinstance(v, list) else None
+            return TargetReply(hit["answer"], tup(hit.get("contexts")), tup(hit.get("context_ids")),
+                               hit.get("model") if isinstance(hit.get("model"), str) else None,
+                               tup(hit.get("context_spans")))
+        reply: TargetReply = await self.inner(question)
+        with contextlib.suppress(StoreError, ValueError):  # an answer the store cannot keep is still used
+            self.store.cache_put(self._key(question), {
+                "answer": reply.answer, "contexts": list(reply.contexts) if reply.contexts is not None else None,
+                "context_ids": list(reply.context_ids) if reply.context_ids is not None else None,
+                "model": reply.model,
+                "context_spans": list(reply.context_spans) if reply.context_spans is not None else None})
+        return reply
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
 async def _answer_target(
     target_spec: Any, rows: Sequence[Mapping[str, Any]], config: Configuration, spec: SweepSpec,
-    judged: set[str], run: ConfigRun,
+    judged: set[str], run: ConfigRun, store: Store | None = None,
 ) -> list[dict[str, Any]]:
-    target = make_target(target_spec, config=dict(config.params), template=spec.request_template)
-    result = await arun(rows, target, concurrency=max(1, spec.concurrency))
+    target = make_target(target_spec, config=dict(config.params), template=spec.request_template,
+                         timeout=spec.target_timeout)
+    if store is not None and store.path != ":memory:":
+        target = _KeptAnswers(target, store, run.run_id)
+    result = await arun(rows, target, concurrency=max(1, spec.concurrency), timeout=spec.target_timeout)
     run.target_calls += len(rows)
     out = []
     for row, got in zip(rows, result.rows):
@@ -575,7 +618,7 @@ async def asweep(
                     samples = await _answer_factory(make, rows, config, spec, judged, run, locator)
                 else:
                     samples = await _answer_target(target if target is not None else spec.target, rows,
-                                                   config, spec, judged, run)
+                                                   config, spec, judged, run, st)
                 run.result = await aevaluate(samples, list(spec.metrics), metadata=meta, run_id=run.run_id,
                                              **common)
                 run.status = run.result.status
