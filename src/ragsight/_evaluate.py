@@ -40,7 +40,7 @@ from .errors import (
     StoreError,
 )
 from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, make_judge
-from .metrics import Metric, resolve_metrics
+from .metrics import Metric, metrics_of_run, resolve_metrics
 from .prompts import load_prompt, prompt_ids
 from .result import EvaluationResult, load_result
 from .sample import Dataset, RowProblem, Sample, group_problems
@@ -537,7 +537,7 @@ async def _resume(
                 notice(f"Run {run_id} is already complete: nothing to resume. Its results follow; "
                        "to evaluate again, start a new run (ragsight evaluate DATA).")
             return load_result(st, run_id)
-        chosen = resolve_metrics([m["key"] for m in info.metrics], samples)
+        chosen = metrics_of_run(info.metrics, samples)
         cfg = info.config
         s = cfg.get("settings", {})
         settings = AnalysisSettings(**{k: v for k, v in s.items() if k in AnalysisSettings.__dataclass_fields__})

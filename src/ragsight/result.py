@@ -7,13 +7,14 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._conversations import conversation_aggregates, metric_level, sample_level
 from ._files import atomic_write, strict_json
 from ._score import Outcome, Score
 from ._stats import harmonic_mean, summarize
 from .errors import MissingExtraError
-from .metrics import Metric, resolve_metrics
+from .metrics import Metric, metrics_of_run
 from .sample import RowProblem, Sample
-from .store import INPUT_COLUMNS, Store, input_columns
+from .store import INPUT_COLUMNS, Store, conversation_columns, input_columns
 
 __all__ = [
     "EvaluationResult",
@@ -196,6 +197,32 @@ class EvaluationResult:
                                 self._lower[k])
             for k in self.metric_keys
         }
+        self.levels = {m.key: metric_level(m) for m in metrics}
+        turn_keys = [k for k in self.metric_keys if self.levels[k] == "turn"]
+        # conversation id -> turn-level metric -> the mean over its scored turns (a Score)
+        self.conversations: dict[str, dict[str, Score]] = conversation_aggregates(self.samples, self.scores,
+                                                                                  turn_keys)
+        # per turn-level metric, over conversations: each conversation's mean counts once
+        self.conversation_summary: dict[str, MetricSummary] = {
+            k: summarize_scores(k, [per[k] for per in self.conversations.values() if k in per], self._lower[k])
+            for k in turn_keys
+        } if self.conversations else {}
+
+    @property
+    def shape(self) -> dict[str, int]:
+        """How many conversations, assistant turns and single-turn samples the run has."""
+        conv = sum(1 for s in self.samples if sample_level(s) == "conversation")
+        turns = sum(1 for s in self.samples if s.conversation_id is not None and s.turn is not None)
+        return {"conversations": conv, "turns": turns, "single": len(self.samples) - conv - turns}
+
+    def describe_shape(self) -> str:
+        """'12 samples', or '3 conversations, 7 assistant turns' and the single-turn samples beside them."""
+        sh = self.shape
+        if not sh["conversations"] and not sh["turns"]:
+            return f"{len(self.samples)} samples"
+        out = f"{sh['conversations']} conversation{'s' if sh['conversations'] != 1 else ''}, " \
+              f"{sh['turns']} assistant turn{'s' if sh['turns'] != 1 else ''}"
+        return out + (f" + {sh['single']} single-turn samples" if sh["single"] else "")
 
     @property
     def overall_detail(self) -> Overall:
@@ -250,12 +277,17 @@ class EvaluationResult:
     def records(self) -> list[dict[str, Any]]:
         """One dict per sample, in input order: {"id", "run_id", the inputs (question, contexts,
         response, reference, reference_contexts, retrieved_ids, relevant_ids, metadata),
-        "scores": {metric: {...}}}."""
+        "scores": {metric: {...}}}. A turn of a conversation also has ``conversation_id``,
+        ``turn`` and its history and tool calls; a conversation's own row has ``turn`` None and
+        ``turn_means`` (per turn metric, the mean of its scored turns, with the counts)."""
         out = []
         for s in self.samples:
             per = self.scores.get(s.id, {})
-            out.append({"id": s.id, "run_id": self.run_id, **input_columns(s, "json"),
-                        "scores": {k: per[k].to_dict() for k in self.metric_keys if k in per}})
+            rec = {"id": s.id, "run_id": self.run_id, **conversation_columns(s), **input_columns(s, "json"),
+                   "scores": {k: per[k].to_dict() for k in self.metric_keys if k in per}}
+            if s.conversation_id is not None and s.turn is None:
+                rec["turn_means"] = {k: v.to_dict() for k, v in self.conversations.get(s.conversation_id, {}).items()}
+            out.append(rec)
         return out
 
     def write_jsonl(self, path: str | os.PathLike[str]) -> None:
@@ -276,8 +308,12 @@ class EvaluationResult:
         except ImportError as exc:
             raise MissingExtraError("to_pandas()", "pandas", "pandas") from exc
         rows = []
+        conv = any(s.conversation_id is not None for s in self.samples)
         for s in self.samples:
-            row: dict[str, Any] = {"id": s.id, **input_columns(s, "python")}
+            row: dict[str, Any] = {"id": s.id}
+            if conv:
+                row.update({"conversation_id": s.conversation_id, "turn": s.turn})
+            row.update(input_columns(s, "python"))
             for k in self.metric_keys:
                 sc = self.scores.get(s.id, {}).get(k)
                 row[k] = sc.value if sc else None
@@ -299,6 +335,6 @@ def load_result(store: Store, ref: str) -> EvaluationResult:
     run_id = store.resolve_run(ref)
     info = store.run(run_id)
     samples = store.samples(run_id)
-    metrics = resolve_metrics([m["key"] for m in info.metrics], samples)
+    metrics = metrics_of_run(info.metrics, samples)
     return EvaluationResult(run_id, samples, metrics, store.scores(run_id), info.stats,
                             store.problems(run_id), store.path, info.status, info.config)

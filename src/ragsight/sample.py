@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ._conversations import conversation_shape, read_conversation
 from ._rows import merge_phoenix_spans, read_row
 from ._shapes import (
     FIELD_ALIASES,
@@ -34,11 +35,14 @@ from ._shapes import (
     deepest_key,
     is_missing,
     row_mapping,
+    text,
+    to_plain,
 )
+from .conversation import Conversation, ToolCall, Turn
 from .errors import InputError, MissingExtraError
 
 __all__ = ["FIELD_ALIASES", "Dataset", "ProblemGroup", "RowProblem", "Sample", "SampleWarning",
-           "group_problems", "is_out_of_scope"]
+           "group_problems", "is_out_of_scope", "turn_samples"]
 
 # A text data file (JSONL, JSON, CSV) is read whole into memory: refuse beyond this size.
 MAX_TEXT_FILE_BYTES = 2 * 1024**3
@@ -85,6 +89,7 @@ class Sample:
 
     ``reference`` is one string, or a tuple of acceptable answers (aliases) any of which counts.
     ``relevant_ids`` is a tuple of ids, or a mapping of id to graded relevance (0, 1, 2, ...).
+    The fields after ``metadata`` are set for a turn of a conversation (``ragsight.conversation``).
     """
 
     id: str
@@ -96,6 +101,17 @@ class Sample:
     retrieved_ids: tuple[str, ...] | None = None
     relevant_ids: tuple[str, ...] | Mapping[str, float] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # A turn of a conversation (ragsight.conversation): ``turn`` is the 0-based index of the
+    # assistant turn within its conversation, ``history`` the turns before this turn's question.
+    # A conversation-level sample has ``conversation_id`` and ``turn`` None, its turns in history.
+    conversation_id: str | None = None
+    turn: int | None = None
+    history: tuple[Turn, ...] | None = None
+    tool_calls: tuple[ToolCall, ...] | None = None
+    reference_tool_calls: tuple[ToolCall, ...] | None = None
+    scenario: str | None = None
+    expected_outcome: str | None = None
+    system_role: str | None = None
 
     @property
     def reference_text(self) -> str | None:
@@ -134,11 +150,125 @@ class Sample:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, tuple):
-                value = list(value)
+                value = [v.to_dict() if isinstance(v, (Turn, ToolCall)) else v for v in value]
             elif isinstance(value, Mapping):
                 value = dict(value)
             out[f.name] = value
         return out
+
+
+def _calls(turns: Sequence[Turn]) -> tuple[ToolCall, ...]:
+    return tuple(c for t in turns if t.role == "assistant" for c in t.tool_calls)
+
+
+def _reference_calls(turns: Sequence[Turn]) -> tuple[ToolCall, ...] | None:
+    given = [t.reference_tool_calls for t in turns if t.role == "assistant" and t.reference_tool_calls is not None]
+    return None if not given else tuple(c for calls in given for c in calls)
+
+
+def turn_samples(conversation: Conversation) -> list[Sample]:
+    """The samples of a conversation: one per assistant turn (``conversation.assistant_turns``),
+    then one conversation-level sample.
+
+    A turn's sample: ``id`` ``CONV:K``, ``turn`` K (0-based among the assistant turns),
+    ``question`` the user message it answers, ``response`` its content, ``contexts`` its own or,
+    when it has none, the results of the tool calls made since that user message (agentic RAG
+    retrieves through tools), ``reference``, ``tool_calls`` (every call made since the user
+    message; ``()`` when none was), ``reference_tool_calls``, ``history`` (the turns before the
+    user message). The conversation's sample: ``id`` ``CONV``, ``turn`` None, every turn in
+    ``history``, every call in ``tool_calls``. Both carry the scenario, expected outcome and system
+    role, and the conversation's metadata.
+    """
+    conv = conversation
+    turns = conv.turns
+    meta = dict(conv.metadata)
+    common: dict[str, Any] = {"conversation_id": conv.id, "scenario": conv.scenario,
+                              "expected_outcome": conv.expected_outcome, "system_role": conv.system_role}
+    out: list[Sample] = []
+    for k, pos in enumerate(conv.assistant_turns):
+        t = turns[pos]
+        user = next((i for i in range(pos - 1, -1, -1) if turns[i].role == "user"), None)
+        start = 0 if user is None else user + 1
+        exchange = turns[start:pos + 1]
+        contexts, ids_ = t.contexts, t.retrieved_ids
+        if contexts is None:
+            results = tuple(u.content for u in exchange if u.role == "tool" and u.content.strip())
+            contexts = results or None
+        out.append(Sample(
+            id=f"{conv.id}:{k}", question=None if user is None else turns[user].content, response=t.content,
+            contexts=contexts, retrieved_ids=ids_, reference=t.reference, metadata=meta, turn=k,
+            history=turns[:user] if user is not None else (), tool_calls=_calls(exchange),
+            reference_tool_calls=_reference_calls(exchange), **common,
+        ))
+    out.append(Sample(id=conv.id, metadata=meta, history=turns, tool_calls=_calls(turns),
+                      reference_tool_calls=conv.reference_tool_calls if conv.reference_tool_calls is not None
+                      else _reference_calls(turns), **common))
+    return out
+
+
+_TURN_FIELDS = ("conversation_id", "turn", "history", "tool_calls", "reference_tool_calls", "scenario",
+                "expected_outcome", "system_role")
+
+
+def _tool_call(value: Any) -> ToolCall:
+    m = row_mapping(value)
+    if m is None or not isinstance(m.get("name"), str):
+        raise FieldError("tool_calls", "a tool call must be an object with a name and args.")
+    args = m.get("args")
+    return ToolCall(m["name"], dict(args) if isinstance(args, Mapping) else {},
+                    None if m.get("id") is None else str(m["id"]))
+
+
+def _turn(value: Any) -> Turn:
+    m = row_mapping(value)
+    if m is None or not isinstance(m.get("role"), str):
+        raise FieldError("history", "each turn of the history must be an object with a role and content.")
+
+    def texts(key: str) -> tuple[str, ...] | None:
+        v = m.get(key)
+        return None if v is None else tuple(str(x) for x in v)
+
+    refc = m.get("reference_tool_calls")
+    return Turn(
+        role=m["role"], content=str(m.get("content") or ""), contexts=texts("contexts"),
+        retrieved_ids=texts("retrieved_ids"), reference=m.get("reference"),
+        tool_calls=tuple(_tool_call(c) for c in m.get("tool_calls") or ()),
+        reference_tool_calls=None if refc is None else tuple(_tool_call(c) for c in refc),
+        tool_call_id=m.get("tool_call_id"), name=m.get("name"),
+    )
+
+
+def split_turn_fields(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, Any]]:
+    """A row of a turn of a conversation, as ``Sample.to_dict`` and the exports write it: the
+    row without the turn's fields, and those fields read back (Turn / ToolCall). A row without
+    a ``conversation_id``, or with one but neither a ``turn`` nor a ``history`` list, is not a
+    turn (a single-turn row may have a ``conversation_id`` column: it stays metadata)."""
+    cid = raw.get("conversation_id")
+    turn = raw.get("turn")
+    if (isinstance(turn, float) and turn.is_integer()) or (isinstance(turn, str) and turn.strip().isdigit()):  # a pandas column with empty cells
+        turn = int(turn)
+    history = raw.get("history")
+    is_turn = isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0
+    if is_missing(cid) or not (is_turn or isinstance(history, (list, tuple))):
+        if all(k in raw and raw[k] is None for k in _TURN_FIELDS):  # Sample.to_dict of a single-turn sample
+            return {k: v for k, v in raw.items() if k not in _TURN_FIELDS}, {}
+        if not is_missing(cid) and "turn" in raw and is_missing(to_plain(turn)) and str(raw.get("id")) == str(cid):
+            # a conversation's own row of a CSV / Parquet export: its messages are not in it
+            raise FieldError("history", f"conversation '{cid}': a conversation's own row without its messages "
+                             "(a CSV or Parquet export holds only the turns' conversation_id and turn). Load "
+                             "the JSONL export or the conversations themselves to evaluate it again.")
+        return raw, {}
+    out: dict[str, Any] = {"conversation_id": str(cid), "turn": turn if is_turn else None}
+    try:
+        out["history"] = None if history is None else tuple(_turn(t) for t in history)
+        for key in ("tool_calls", "reference_tool_calls"):
+            v = raw.get(key)
+            out[key] = None if v is None else tuple(_tool_call(c) for c in v)
+    except TypeError:
+        raise FieldError("history", "the turn's history or tool calls are not lists of objects.") from None
+    for key in ("scenario", "expected_outcome", "system_role"):
+        out[key] = text(key, raw.get(key)) if not is_missing(raw.get(key)) else None
+    return {k: v for k, v in raw.items() if k not in _TURN_FIELDS}, out
 
 
 @dataclass(frozen=True)
@@ -223,10 +353,12 @@ def sample_from_mapping(
     when it has neither a question nor a reference. Raises FieldError for an unusable field.
     ``from_csv`` is kept for callers; every source is read by the same rules.
     """
+    raw, turn_fields = split_turn_fields(raw)
     got = read_row(raw)
     v = got.values
     sid = v["id"] or question_id(v["question"], v["reference"]) or f"row-{row if row is not None else 0}"
     sample = Sample(
+        **turn_fields,
         id=sid,
         question=v["question"],
         contexts=v["contexts"],
@@ -326,13 +458,32 @@ class Dataset:
         by_position: list[int] = []
         sources: dict[str, dict[str, None]] = {}
         for obj, rown in zip(rows, numbers):
-            raw = row_mapping(obj)
-            if raw is None:
+            conv = obj if isinstance(obj, Conversation) else None
+            raw = None if conv is not None else row_mapping(obj)
+            if conv is None and raw is None:
                 problems.append(RowProblem(
                     source, rown, None, f"expected an object with fields, got {type(obj).__name__}. "
                     'Each row must be an object such as {"question": "...", "response": "..."}.'))
                 continue
             try:
+                if conv is None and raw is not None and (shape := conversation_shape(raw)) is not None:
+                    conv = read_conversation(raw, shape)
+                    sources.setdefault("conversation", {})[shape] = None
+                if conv is not None:
+                    conv_samples = turn_samples(conv)
+                    clash = next((x.id for x in conv_samples if x.id in ids), None)
+                    if clash is not None:
+                        problems.append(RowProblem(
+                            source, rown, "id", f"conversation '{conv.id}': the id '{clash}' was already used by "
+                            f"row {ids[clash]}; ids must be unique. Give this conversation another id."))
+                        continue
+                    for x in conv_samples:
+                        ids[x.id] = rown
+                        explicit.add(x.id)
+                    samples.extend(conv_samples)
+                    continue
+                assert raw is not None
+                raw, turn_fields = split_turn_fields(raw)
                 got = read_row(raw)
             except FieldError as exc:
                 problems.append(RowProblem(source, rown, exc.field_name, exc.message))
@@ -345,7 +496,7 @@ class Dataset:
             sample = Sample(id=sid, question=v["question"], contexts=v["contexts"], response=v["response"],
                             reference=v["reference"], reference_contexts=v["reference_contexts"],
                             retrieved_ids=v["retrieved_ids"], relevant_ids=v["relevant_ids"],
-                            metadata=got.metadata)
+                            metadata=got.metadata, **turn_fields)
             for fname, note in got.notes:
                 problems.append(RowProblem(source, rown, fname, "warning: " + note))
             for name, src in got.sources.items():
@@ -398,6 +549,8 @@ class Dataset:
             return data
         if isinstance(data, (str, os.PathLike)):
             return cls.from_file(Path(data))
+        if isinstance(data, Conversation):
+            return cls.from_records([data], "<conversation>")
         kind = type(data).__name__
         if kind == "DataFrame" and hasattr(data, "to_dict"):
             return cls.from_pandas(data)
@@ -530,7 +683,14 @@ class Dataset:
             inner = data.get("results")
             if isinstance(inner, Mapping) and isinstance(inner.get("results"), list):
                 return cls.from_records(inner["results"], src)  # promptfoo eval --output results.json
-            # testCases: a DeepEval test run (.deepeval/.latest_test_run.json, TestRun by alias)
+            # testCases: a DeepEval test run (.deepeval/.latest_test_run.json, TestRun by alias),
+            # its conversations under conversationalTestCases, beside the single-turn cases or alone
+            convs = next((data[k] for k in ("conversationalTestCases", "conversational_test_cases")
+                          if isinstance(data.get(k), list)), None)
+            if convs is not None:
+                single: list[Any] = next((data[k] for k in ("testCases", "test_cases")
+                                          if isinstance(data.get(k), list)), [])
+                return cls.from_records([*single, *convs], src)
             for key in ("samples", "data", "rows", "records", "results", "test_cases", "testCases", "goldens"):
                 if isinstance(data.get(key), list):
                     return cls.from_records(data[key], src)

@@ -443,3 +443,29 @@ async def test_ray_client_addresses_are_refused() -> None:
         await run_samples_ray(samples, resolve_metrics(["faithfulness"], samples), judge=None,
                               settings=AnalysisSettings(), store=None, run_id="r", concurrency=1,
                               ray_address="ray://head:10001")
+
+
+async def test_conversations_score_each_level_on_ray_as_in_process(ray_cluster: None, tmp_path: Path) -> None:
+    """Turns and conversations: the workers give each sample the metrics of its level (a turn
+    metric on the turns, a conversation metric on the conversation), exactly as one process does."""
+    from tests.unit.test_conversation_engine import CONVS, TurnsMade
+
+    samples = Dataset.load(CONVS).samples
+    metrics = [*resolve_metrics(["exact_match"], samples), TurnsMade()]
+    local = await ragsight.aevaluate(CONVS, metrics, store=str(tmp_path / "local.db"), preflight=False,
+                                     show_progress=False)
+    st = Store(tmp_path / "ray.db")
+    judge = make_judge(scripted_provider()).for_run(cache=None)
+    run_id = new_run_id()
+    st.create_run(run_id, dataset="conversations", judge=judge.name, embedder=None,
+                  metrics=describe_metrics(metrics), config={}, metadata={}, samples=samples)
+    try:
+        await asyncio.wait_for(run_samples_ray(
+            samples, metrics, judge=judge, judge_spec=scripted_provider, base_url=None,
+            embedder_spec=TableEmbedder(), embedder_base_url=None, settings=settings_for(metrics, AnalysisSettings()),
+            store=st, run_id=run_id, concurrency=4, workers=2), RUN_TIMEOUT_S)
+    finally:
+        await judge.aclose()
+    got = st.scores(run_id)
+    assert got == Store(tmp_path / "local.db").scores(local.run_id)
+    assert set(got["a:0"]) == {"exact_match"} and set(got["a"]) == {"turns_made"}

@@ -29,11 +29,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("judge",),
     ("embed",),
-    ("sample", "_rows", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
+    ("sample", "conversation", "_conversations", "_rows", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
      "_retry", "_files", "_limiter", "_terminal"),
 )
 # Units of one layer that may import each other, as (importer, imported).
-SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("testing", "report"), ("sample", "_score"),
+SIDEWAYS = {("sample", "conversation"), ("sample", "_conversations"), ("_conversations", "conversation"),
+            ("_conversations", "_shapes"), ("_conversations", "_score"), ("report", "testset"), ("pipeline", "testset"), ("testing", "report"), ("sample", "_score"),
             ("sample", "errors"), ("sample", "_shapes"), ("sample", "_rows"), ("_rows", "_shapes"),
             ("_http", "errors"),
             ("_budget", "prompts"), ("prompts", "errors"), ("_score", "errors"), ("sample", "_text"),

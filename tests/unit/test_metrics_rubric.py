@@ -11,7 +11,7 @@ import pytest
 import ragsight
 from ragsight import Outcome, RetryPolicy, ScriptedProvider
 from ragsight.errors import ConfigError
-from ragsight.metrics import REGISTRY, resolve_metrics
+from ragsight.metrics import REGISTRY, metrics_of_run, resolve_metrics
 from ragsight.metrics.rubric import RubricMetric, register_rubric
 
 CRITERIA = "The response is polite and respectful to the user."
@@ -166,3 +166,70 @@ def test_registration_refuses_taken_names() -> None:
         register_rubric("faithfulness", CRITERIA, replace=True)
     with pytest.raises(ValueError, match="unknown group"):
         register_rubric("tone", CRITERIA, groups=["style"])
+
+
+def test_pass_fail_scale_scores_one_or_zero_with_its_own_prompt() -> None:
+    judge = ScriptedProvider({"rubric_pass_fail": lambda v: {"reason": "Polite.", "pass": "Monday" in v["data"]}})
+    metric = RubricMetric("polite", CRITERIA, scale="pass/fail",
+                          examples=[{"question": "Hi?", "response": "Go away.", "score": "fail", "reason": "Rude."}])
+    other = {**SAMPLE, "id": "s", "response": "No idea."}
+    result = ragsight.evaluate([SAMPLE, other], [metric], judge=judge)
+    assert result.scores["r"]["polite"].value == 1.0 and result.scores["s"]["polite"].value == 0.0
+    details = result.scores["r"]["polite"].evidence.details
+    assert details["scale"] == "pass/fail" and details["raw_score"] == "pass" and details["passed"] is True
+    assert result.scores["r"]["polite"].reason == "pass: Polite."
+    assert "Score:" not in judge.requests[0].messages[1].content
+    assert "Grade: Fail. Reason: Rude." in judge.requests[0].messages[1].content
+
+
+def test_pass_fail_answer_must_be_a_boolean() -> None:
+    judge = ScriptedProvider({"rubric_pass_fail": lambda v: {"reason": "x", "pass": "maybe"}})
+    result = ragsight.evaluate([SAMPLE], [RubricMetric("polite", CRITERIA, scale="pass/fail")], judge=judge)
+    assert result.scores["r"]["polite"].outcome is Outcome.FAILED
+
+
+def test_threshold_is_on_the_scale_and_recorded_in_the_evidence() -> None:
+    judge = judge_replying({"reason": "Fine.", "score": 3})
+    result = ragsight.evaluate([SAMPLE], [RubricMetric("politeness", CRITERIA, threshold=4)], judge=judge)
+    score = result.scores["r"]["politeness"]
+    assert score.value == 0.5
+    assert score.evidence.details["threshold"] == 4 and score.evidence.details["passed"] is False
+    assert score.reason == "3 on 1-5 (below threshold 4): Fine."
+    with pytest.raises(ValueError, match="off the scale"):
+        RubricMetric("politeness", CRITERIA, threshold=6)
+    with pytest.raises(ValueError, match="no meaning with scale pass/fail"):
+        RubricMetric("politeness", CRITERIA, scale="pass/fail", threshold=1)
+
+
+def test_definition_is_stored_and_rebuilds_the_same_rubric(tmp_path: Any) -> None:
+    examples = [{"question": "Hi?", "response": "Go away.", "score": 1, "reason": "Rude."}]
+    metric = RubricMetric("politeness", CRITERIA, scale=(0, 4), examples=examples, threshold=3)
+    store = str(tmp_path / "r.db")
+    ragsight.evaluate([SAMPLE], [metric], judge=judge_replying({"reason": "x", "score": 4}), store=store)
+    from ragsight.result import load_result
+    from ragsight.store import Store
+
+    with Store(store) as st:
+        (record,) = st.run(st.resolve_run("last")).metrics
+        assert record["params"]["definition"] == metric.definition()
+        assert record["params"]["definition_hash"] == metric.definition_hash
+        assert load_result(st, "last").metric_keys == ["politeness"]
+        (rebuilt,) = metrics_of_run(st.run(st.resolve_run("last")).metrics)
+    assert isinstance(rebuilt, RubricMetric) and rebuilt.definition() == metric.definition()
+    assert "politeness" not in REGISTRY  # nothing was registered to load it
+    changed = RubricMetric("politeness", CRITERIA + " Briefly.", scale=(0, 4), examples=examples, threshold=3)
+    assert changed.definition_hash != metric.definition_hash
+
+
+def test_load_rubrics_reads_a_toml_file_for_python_users(tmp_path: Any) -> None:
+    path = tmp_path / "rubrics.toml"
+    path.write_text('[rubrics.politeness]\ncriteria = "Polite."\nscale = [0, 10]\n'
+                    '[tool.ragsight.rubrics.tone]\ncriteria = "Calm."\nscale = "pass/fail"\nfields = ["response"]\n')
+    from ragsight.metrics import load_rubrics
+
+    tone, politeness = sorted(load_rubrics(path), key=lambda m: m.key, reverse=True)
+    assert (politeness.key, politeness.scale, tone.key, tone.pass_fail, tone.fields) == (
+        "politeness", (0, 10), "tone", True, ("response",))
+    path.write_text('[rubrics.politeness]\ncriteria = "Polite."\nscales = [0, 10]\n')
+    with pytest.raises(ConfigError, match=r"\[rubrics.politeness\]: unknown key 'scales' \(did you mean 'scale'\?\)"):
+        load_rubrics(path)

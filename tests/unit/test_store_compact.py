@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import ragsight.store
 from ragsight import Evidence, Outcome, Score
 from ragsight.judge import JudgeCall, Message
 from ragsight.sample import Sample, sample_from_mapping
@@ -90,7 +91,7 @@ def test_every_call_reads_back_byte_for_byte(tmp_path: Path) -> None:
              error="unusable output: no JSON object"),
     ]
     with Store(tmp_path / "runs.db") as st:
-        assert st.schema_version == 2
+        assert st.schema_version == LATEST_SCHEMA
         run = new_run(st, [sample(0)])
         st.save_sample(run, "s0", [score("faithfulness", 0.5)], [("s0", c) for c in calls])
     with Store(tmp_path / "runs.db") as st:  # a fresh connection: nothing from memory
@@ -197,7 +198,7 @@ def test_a_schema_1_store_is_converted_exactly(tmp_path: Path, answer_in_cache: 
     size_before = path.stat().st_size
 
     with Store(path) as st:
-        assert st.schema_version == 2
+        assert st.schema_version == LATEST_SCHEMA
         assert st.integrity_check() == "ok"
         tables = {r[0] for r in st.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert {"texts", "packs", "judge_calls", "scores", "samples", "cache"} <= tables
@@ -244,6 +245,10 @@ _json = st_.recursive(
     lambda inner: st_.lists(inner, max_size=4) | st_.dictionaries(
         st_.sampled_from(["$t", "$d", "a", "b", "long key " * 5]), inner, max_size=4),
     max_leaves=12)
+
+# the newest schema: the number of the last migration file
+LATEST_SCHEMA = max(int(p.name.split("_")[0]) for p in
+                    (Path(ragsight.store.__file__).parent / "migrations").glob("*.sql"))
 
 
 @given(_text)

@@ -63,6 +63,12 @@ class AnalysisSettings:
     # A response or reference that is one sentence of at most 25 words is its own claim, with no
     # extraction call (analyses/_claims.py); False always asks the judge to extract claims.
     own_claim: bool = True
+    # An alignment fitted from human labels ('ragsight align', docs/review.md): worked examples
+    # added to the claim-verdict prompts (fenced; the prompts' version becomes
+    # '<version>+<verdict_examples_tag>'), and the alignment's name, recorded with the run.
+    verdict_examples: str = ""
+    verdict_examples_tag: str = ""
+    alignment: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -21,7 +21,7 @@ from .._budget import FENCE_TOKENS, fit_for_judge
 from .._score import ClaimVerdict
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError
-from ..prompts import fence, load_prompt
+from ..prompts import Prompt, fence, load_prompt
 from ._calibrated import PRIOR_SOURCE, assess_claim, combine, needs_prior
 from ._signals import compute_signals, unfence
 from ._types import VerdictList, contexts_block, lenient_bool, numbered, refs, verdict_items
@@ -121,7 +121,7 @@ async def _by_json(
         return out
 
     ans = await judge.ask(
-        load_prompt("verify_claims"),
+        _aligned(sa, "verify_claims"),
         {"source": source, "claims": numbered("claims", claims), "claim_list": list(claims),
          "target": target},
         validate, count=n, max_tokens=64 + 60 * n, use_cache=sa.settings.use_cache,
@@ -136,6 +136,13 @@ async def _by_json(
     return VerdictList(target, verdicts, support, refs(ans))
 
 
+def _aligned(sa: SampleAnalyses, prompt_id: str) -> Prompt:
+    """The claim-verdict prompt, with an alignment's worked examples when the run has one."""
+    prompt = load_prompt(prompt_id)
+    s = sa.settings
+    return prompt.with_examples(s.verdict_examples, s.verdict_examples_tag or "aligned")
+
+
 def _signals(claim: str, texts: list[str]) -> dict[str, float]:
     sig = compute_signals(claim, texts)
     sig["p_signals"] = combine(None, sig)
@@ -147,7 +154,7 @@ async def _by_choices(
     chunks: list[str] | None,
 ) -> VerdictList:
     """Every input of the verdict is recorded in ``ClaimVerdict.signals``."""
-    prompt = load_prompt("verify_claim")
+    prompt = _aligned(sa, "verify_claim")
     thr = sa.settings.support_threshold
     calibrated = sa.settings.calibrated
     use_cache = sa.settings.use_cache

@@ -46,7 +46,7 @@ from ..report import fmt as _fmt
 from ..result import EvaluationResult, load_result
 from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
-from . import _judges, _report, _sweep, _testset, _traces
+from . import _judges, _labels, _report, _sweep, _testset, _traces
 from ._common import (
     DEFAULT_STORE,
     EXIT_FAILED,
@@ -63,6 +63,8 @@ from ._common import (
 )
 from ._common import add_store as _add_store
 from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
+from ._labels import aligned_settings
+from ._rubrics import register_cli_rubrics
 
 __all__ = ["main"]
 
@@ -132,6 +134,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="embedded judge: which verdicts get a written reason (default: unsupported)")
     ev.add_argument("--threshold", type=float, default=0.5,
                     help="embedded judge: P(Yes) at which a claim counts as supported (default 0.5)")
+    ev.add_argument("--alignment", metavar="FILE",
+                    help="judge claims with an alignment 'ragsight align' saved: its threshold and worked "
+                         "examples (see docs/review.md)")
     ev.add_argument("--repeats", type=int, default=1, metavar="N",
                     help="evaluate N times with different judge seeds (no cache) and report the "
                          "run-to-run spread of each metric")
@@ -142,19 +147,24 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--fail-over", action="append", default=[], metavar="METRIC=VALUE",
                     help="CI gate for a lower-is-better metric: exit 1 when its mean is above VALUE")
     ev.add_argument("--config", metavar="FILE",
-                    help="TOML file with a [tool.ragsight] table of thresholds (default: ./pyproject.toml)")
+                    help="TOML file with a [tool.ragsight] table of thresholds and rubrics (default: ./pyproject.toml)")
+    ev.add_argument("--rubric", action="append", default=[], metavar="FILE.toml",
+                    help="rubrics to use as metrics: [rubrics.NAME] tables (see docs/rubrics.md); repeatable")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_evaluate)
 
     sh = sub.add_parser("show", help="show a run's summary, or a sample's evidence trail",
                         epilog="examples:\n  ragsight show last\n  ragsight show last --sample ex-2\n"
-                               "  ragsight show 20260101-120000-ab12cd --sample ex-2 --calls",
+                               "  ragsight show 20260101-120000-ab12cd --sample ex-2 --calls\n"
+                               "  ragsight show last --conversation support-17",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     sh.add_argument("run", help="run id or 'last'")
     sh.add_argument("--sample", help="sample id: print its evidence trail")
     sh.add_argument("--metric", help="only this metric: with --sample its evidence, else its score "
                                      "on every sample, worst first")
     sh.add_argument("--calls", action="store_true", help="also print the judge calls (prompts and raw outputs)")
+    sh.add_argument("--conversation", metavar="ID", help="print a conversation turn by turn with each turn's "
+                                                           "scores and evidence")
     _add_store(sh)
     sh.set_defaults(func=cmd_show)
 
@@ -176,6 +186,7 @@ def _parser() -> argparse.ArgumentParser:
     _traces.register(sub)
     _sweep.register(sub)
     _judges.register(sub)
+    _labels.register(sub)
     return p
 
 
@@ -223,6 +234,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
+    register_cli_rubrics(args.config, args.rubric)  # checked before any call; --metrics NAME finds them
     thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
     metrics = _metric_specs(args.metrics)
     if args.resume:
@@ -245,6 +257,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     policy = RetryPolicy(max_attempts=args.max_retries + 1, call_timeout_s=args.timeout,
                          step_deadline_s=max(300.0, args.timeout * 3))
     settings = AnalysisSettings(explain=args.explain, support_threshold=args.threshold)
+    if args.alignment:
+        settings = aligned_settings(args.alignment, settings, metrics, notice=lambda t: say(err, t, markup=False))
     run_id = args.resume or new_run_id()
     progress = Progress()
 
@@ -381,7 +395,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
     """The run's summary, laid out for 80 columns: the table of metrics, the overall score
     with what it leaves out, judge spend, and every reason for a failure or a skip, whole."""
     c = console or out
-    table = compact_table(f"run {result.run_id}  ({len(result.samples)} samples, {result.status})")
+    table = compact_table(f"run {result.run_id}  ({result.describe_shape()}, {result.status})")
     table.add_column("metric", overflow="fold", min_width=12)
     for col in ("mean", "95% CI", "sd", "scored", "undet.", "failed", "skipped"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -391,6 +405,8 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                       str(s.counts["scored"]), str(s.counts["undetermined"]), str(s.counts["failed"]),
                       str(s.counts["skipped"]))
     c.print(table)
+    if result.conversations:
+        _print_conversation_summary(result, c)
     ov = result.overall_detail
     if ov.mean is not None and len(result.summary) > 1:
         clamped = f"; clamped to [0, 1]: {', '.join(ov.clamped)}" if ov.clamped else ""
@@ -430,6 +446,25 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
                 c.print(f"  ... and {len(groups) - 20} more kinds (ragsight show {result.run_id})")
 
 
+def _print_conversation_summary(result: EvaluationResult, c: Console) -> None:
+    """The turn metrics per conversation: the mean of each conversation's scored turns, then
+    the mean over conversations (a long conversation counts once), with the four outcomes."""
+    sh = result.shape
+    say(c, f"Per conversation ({sh['conversations']}): each one's mean over its scored turns, where the "
+        f"table above counts each of the {sh['turns']} assistant turns once:", markup=False)
+    table = compact_table(None)
+    table.add_column("metric", overflow="fold", min_width=12)
+    for col in ("mean", "95% CI", "scored", "undet.", "failed", "skipped"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for key, s in result.conversation_summary.items():
+        if not sum(s.counts.values()):
+            continue
+        table.add_row(key, _fmt(s.mean), _ci(s.ci_low, s.ci_high), str(s.counts["scored"]),
+                      str(s.counts["undetermined"]), str(s.counts["failed"]), str(s.counts["skipped"]))
+    c.print(table)
+    c.print(f"each conversation: ragsight show {result.run_id} --conversation ID", markup=False)
+
+
 # ---- show / runs / export ---------------------------------------------------------------------
 
 
@@ -437,6 +472,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _open_existing(args.store) as store:
         result = load_result(store, args.run)
         metric = _run_metric(result, args.metric) if args.metric else None
+        if args.conversation and not args.sample:
+            from ._conversation import print_conversation
+
+            print_conversation(result, args.conversation, metric, out)
+            return EXIT_OK
         if not args.sample:
             if metric is not None:
                 print_metric_scores(result, metric)
@@ -467,8 +507,11 @@ def print_metric_scores(result: EvaluationResult, metric: str, console: Console 
     """One metric on every sample of a run: failures first, then scores worst first."""
     c = console or out
     s = result.summary[metric]
+    level = result.levels.get(metric, "turn")
+    total = sum(1 for x in result.samples if (x.conversation_id is not None and x.turn is None) == (level != "turn"))
+    what = "samples" if not result.conversations else ("conversations" if level != "turn" else "samples and turns")
     c.print(f"{metric}{' ↓' if s.lower_is_better else ''} in run {result.run_id}: mean {_fmt(s.mean)} "
-            f"over {s.n} scored of {len(result.samples)} samples; failures first, then worst first",
+            f"over {s.n} scored of {total} {what}; failures first, then worst first",
             markup=False)
     table = compact_table()
     table.expand = True
@@ -496,6 +539,10 @@ def print_metric_scores(result: EvaluationResult, metric: str, console: Console 
 def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: str | None, calls: bool) -> None:
     s = next(x for x in result.samples if x.id == sample_id)
     out.rule(f"sample {s.id}  (run {result.run_id})")
+    if s.conversation_id is not None:
+        from ._conversation import print_history
+
+        print_history(s, result.run_id, out)
     if s.question:
         out.print(Text.assemble(("question: ", "bold"), s.question))
     for i, c in enumerate(s.contexts or (), start=1):

@@ -35,6 +35,7 @@ __all__ = ["GateResult", "Threshold", "check_gate", "check_resumed_gate", "gate_
 
 CONFIG_TABLE = "[tool.ragsight]"
 CONFIG_KEYS = ("fail-under", "fail-over")
+OTHER_KEYS = ("rubrics",)  # read elsewhere (cli/_rubrics.py)
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,10 @@ def _from_config(path: Path, explicit: bool) -> list[Threshold]:
         return []
     if not isinstance(table, Mapping):
         raise ConfigError(f"{path}: {CONFIG_TABLE} must be a table")
-    unknown = [k for k in table if k not in CONFIG_KEYS]
+    unknown = [k for k in table if k not in CONFIG_KEYS + OTHER_KEYS]
     if unknown:
         raise ConfigError(f"{path} {CONFIG_TABLE}: unknown key(s) {', '.join(unknown)}; "
-                          f"known: {', '.join(CONFIG_KEYS)}")
+                          f"known: {', '.join(CONFIG_KEYS + OTHER_KEYS)}")
     out = []
     for key in CONFIG_KEYS:
         values = table.get(key, {})

@@ -40,6 +40,7 @@ The first run is the baseline; every other run is compared with it on the sample
 p-values are Holm-adjusted over all the comparisons shown."""
 
 CALIBRATE_EPILOG = """examples:
+  ragsight calibrate last --label correct       # the labels in the store ('ragsight labels import')
   ragsight calibrate last --labels labels.jsonl --label correct
   ragsight calibrate last --labels labels.csv --label correct --metric faithfulness --threshold 0.7
   ragsight calibrate last --labels grades.csv --label grade --label-threshold 4 --json
@@ -118,7 +119,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         pair = (names[0], names[1])
     with _open_store(args.store) as store:
         result = load_result(store, args.run)
-    if is_pair_labels(args.labels):  # rows with id_1 and id_2: preferences between two samples
+    if args.labels is not None and is_pair_labels(args.labels):  # rows with id_1 and id_2: preferences between two samples
         pairs = calibrate_pairs(result, args.labels, args.label, metrics or None)
         if args.json:
             sys.stdout.write(json.dumps(pairs.to_dict(), indent=2, ensure_ascii=False) + "\n")
@@ -191,9 +192,11 @@ def register(subparsers: Any) -> None:
     )
     ca.add_argument("run", help="run id or 'last'")
     ca.add_argument(
-        "--labels", required=True, metavar="FILE", help="labels file: .jsonl, .json or .csv"
+        "--labels", metavar="FILE",
+        help="labels file: .jsonl, .json or .csv (default: the labels kept in the store)",
     )
-    ca.add_argument("--label", required=True, metavar="FIELD", help="the label field in the file")
+    ca.add_argument("--label", required=True, metavar="FIELD",
+                    help="the label field (in the file, or of the store's labels)")
     ca.add_argument(
         "--metric",
         action="append",

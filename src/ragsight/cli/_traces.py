@@ -69,5 +69,8 @@ def cmd_import_traces(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     result.write_jsonl(target)
     out.print(f"{_plural(len(result.rows), 'sample')} written to {target}.", markup=False)
+    if result.conversations:
+        out.print(f"  {_plural(result.conversations, 'conversation')} among them: the traces of one session, "
+                  "each trace a turn.", markup=False)
     out.print(f"Next: ragsight evaluate {target}", markup=False)
     return EXIT_OK

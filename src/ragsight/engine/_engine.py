@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._conversations import metric_level, sample_level
 from .._limiter import call_priority
 from .._score import Evidence, JudgeCallRef, Outcome, Score
 from ..analyses import AnalysisSettings, SampleAnalyses
@@ -26,7 +27,8 @@ from ..metrics import Metric
 from ..sample import Sample
 from ..store import Store
 
-__all__ = ["Progress", "SampleOutcome", "describe_metrics", "run_samples", "score_sample", "settings_for"]
+__all__ = ["Progress", "SampleOutcome", "describe_metrics", "metrics_for", "run_samples", "score_sample",
+           "settings_for"]
 
 @dataclass
 class Progress:
@@ -70,10 +72,19 @@ def _failed(metric: Metric, exc: BaseException) -> Score:
     )
 
 
+def metrics_for(sample: Sample, metrics: Sequence[Metric]) -> list[Metric]:
+    """The metrics of the sample's level: turn-level metrics score a single-turn sample or an
+    assistant turn, conversation-level metrics a conversation's own sample; neither is run
+    (nor counted) on the other level."""
+    level = sample_level(sample)
+    return [m for m in metrics if metric_level(m) == level]
+
+
 async def score_sample(
     sample: Sample, metrics: Sequence[Metric], judge: Judge | None, embedder: Embedder | None,
     settings: AnalysisSettings,
 ) -> tuple[Score, ...]:
+    metrics = metrics_for(sample, metrics)
     ctx = SampleAnalyses(sample, judge, embedder, settings)
 
     async def one(m: Metric) -> Score:
@@ -165,5 +176,10 @@ async def run_samples(
 
 
 def describe_metrics(metrics: Sequence[Metric]) -> list[dict[str, Any]]:
-    return [{"key": m.key, "name": m.name, "params": m.params(), "lower_is_better": m.lower_is_better}
-            for m in metrics]
+    out = []
+    for m in metrics:
+        d = {"key": m.key, "name": m.name, "params": m.params(), "lower_is_better": m.lower_is_better}
+        if metric_level(m) != "turn":  # a conversation-level metric says so (exports read it)
+            d["level"] = metric_level(m)
+        out.append(d)
+    return out

@@ -1,7 +1,8 @@
 """Production traces to samples: OpenTelemetry spans in the OpenInference conventions (as Phoenix,
 Arize and OpenLLMetry export them) and Langfuse's trace export.
 
-One sample per trace (one RAG request): the question, the documents the generator saw (text, id,
+One sample per trace (one RAG request), and one conversation per session of two traces or more
+(OpenInference ``session.id``, Langfuse ``sessionId``; see :func:`group_sessions`): the question, the documents the generator saw (text, id,
 score, metadata), the answer and the request's latency; the trace and span ids go to the
 sample's metadata so each score links back to its trace.
 
@@ -38,7 +39,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["TRACE_FORMATS", "TraceImport", "TraceProblem", "import_traces", "traces_from_records"]
+__all__ = ["TRACE_FORMATS", "TraceImport", "TraceProblem", "group_sessions", "import_traces", "traces_from_records"]
 
 TRACE_FORMATS = ("auto", "otlp", "spans", "langfuse")
 _QUESTION_KEYS = ("question", "query", "input", "user_input", "query_str", "prompt", "text")
@@ -76,6 +77,9 @@ class TraceImport:
     rows: list[dict[str, Any]] = field(default_factory=list)
     problems: list[TraceProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    conversations: int = 0  # sessions of two traces or more, each one row of turns
+    # per imported trace: its session (OpenInference session.id, Langfuse sessionId) and start
+    sessions: dict[str, tuple[str | None, float | None]] = field(default_factory=dict, repr=False)
 
     def write_jsonl(self, path: str | Path) -> Path:
         out = Path(path)
@@ -193,7 +197,52 @@ def traces_from_records(values: Sequence[Any], format: str = "auto", *, source: 
     else:
         spans = _otlp_spans(items, result) if fmt == "otlp" else _plain_spans(items, result)
         _openinference(spans, result)
+    group_sessions(result)
     return result
+
+
+def group_sessions(result: TraceImport) -> None:
+    """The traces of one session (two or more) as one conversation: a row of ``turns`` (each
+    trace's question as a user turn, its answer with its documents as the assistant turn), in
+    the order the traces started, with the session id as the conversation's id and each trace's
+    metadata under ``metadata.traces`` (turn k is trace k). A session of one trace stays a sample:
+    it has no earlier turn to read."""
+    by_session: dict[str, list[int]] = {}
+    for i, row in enumerate(result.rows):
+        session, _ = result.sessions.get(str(row.get("id")), (None, None))
+        if session is not None:
+            by_session.setdefault(session, []).append(i)
+    grouped = {sid: idx for sid, idx in by_session.items() if len(idx) > 1}
+    if not grouped:
+        return
+    first = {idx[0]: sid for sid, idx in grouped.items()}
+    members = {i for idx in grouped.values() for i in idx}
+    out: list[dict[str, Any]] = []
+    for i, row in enumerate(result.rows):
+        if i not in members:
+            out.append(row)
+            continue
+        if i not in first:
+            continue
+        sid = first[i]
+
+        def start(k: int) -> float:
+            t = result.sessions[str(result.rows[k]["id"])][1]
+            return t if t is not None else float("inf")
+
+        rows = [result.rows[k] for k in sorted(grouped[sid], key=lambda k: (start(k), k))]
+        turns: list[dict[str, Any]] = []
+        for r in rows:
+            turns.append({"role": "user", "content": r["question"]})
+            answer: dict[str, Any] = {"role": "assistant", "content": r.get("response") or "",
+                                      "contexts": r["contexts"]}
+            if "retrieved_ids" in r:
+                answer["retrieved_ids"] = r["retrieved_ids"]
+            turns.append(answer)
+        out.append({"id": sid, "turns": turns, "metadata": {
+            "session_id": sid, "trace_ids": [r["id"] for r in rows], "traces": [r["metadata"] for r in rows]}})
+        result.conversations += 1
+    result.rows = out
 
 
 # ---- spans -------------------------------------------------------------------------------------
@@ -472,6 +521,8 @@ def _openinference(spans: Sequence[_Span], result: TraceImport) -> None:
         row = _trace_row(trace_id, trace, result)
         if row is not None:
             result.rows.append(row)
+            session = next((str(v) for sp in trace if (v := sp.attributes.get("session.id")) not in (None, "")), None)
+            result.sessions[trace_id] = (session, trace[0].start)
 
 
 def _request_span(trace_id: str, trace: list[_Span], result: TraceImport) -> _Span:
@@ -662,6 +713,10 @@ def _langfuse(items: Sequence[Any], result: TraceImport) -> None:
         row = _langfuse_row(tid, entry["trace"], entry["observations"], result)
         if row is not None:
             result.rows.append(row)
+            session = entry["trace"].get("sessionId")
+            starts = [t for o in entry["observations"] if (t := _time(o.get("startTime"))) is not None]
+            start = _time(entry["trace"].get("timestamp")) or (min(starts) if starts else None)
+            result.sessions[tid] = (str(session) if session not in (None, "") else None, start)
 
 
 def _langfuse_row(trace_id: str, trace: Mapping[str, Any], observations: Sequence[Mapping[str, Any]],

@@ -58,6 +58,14 @@ _MIN_RESTORE_GAIN = 32
 _MIN_SAVE_TOKENS = 48
 _MAX_STATES = 6
 _MAX_STATE_BYTES = 512 * 1024 * 1024
+# Same prompt, same numbers. llama.cpp's CPU kernels for this model's quantization multiply the
+# prompt's rows in groups of 4; a row left over in a partial group goes another way and rounds
+# differently (logits up to 0.53 apart on one Qwen2.5 prompt evaluated whole vs split at token
+# 157). So a row's KV depends on where its evaluation began, and reusing a prefix of any length
+# made a verdict depend on which call came before (concurrency, cache hits, a resume). Every
+# evaluation therefore starts at a multiple of _ROW_GROUP, and only rows computed inside a full
+# group are reused: the numbers are then those of evaluating the prompt from its start.
+_ROW_GROUP = 4
 # Prompt-lookup drafts: match the last 3 (else 2) tokens, propose up to this many that followed.
 _DRAFT_NGRAM = (3, 2)
 _DRAFT_MAX = 8
@@ -95,7 +103,9 @@ class _PrefixStates:
     def __init__(self, max_states: int = _MAX_STATES, max_bytes: int = _MAX_STATE_BYTES) -> None:
         self.max_states = max_states
         self.max_bytes = max_bytes
-        self._items: list[tuple[Any, Any]] = []  # (tokens ndarray, ctypes buffer), most recent last
+        # (tokens ndarray, ctypes buffer), most recent last; the tokens are the state's reusable
+        # rows only (see _ROW_GROUP), its buffer may hold more, cut off when restored
+        self._items: list[tuple[Any, Any]] = []
         self.saves = 0
         self.restores = 0
 
@@ -108,11 +118,10 @@ class _PrefixStates:
                 best_i, best_n = i, n
         return best_i, best_n
 
-    def save(self, llama_cpp: Any, llm: Any) -> None:
+    def save(self, llama_cpp: Any, llm: Any, reusable: int) -> None:
         import ctypes
 
-        n = int(llm.n_tokens)
-        toks = llm.input_ids[:n].copy()
+        toks = llm.input_ids[:min(reusable, int(llm.n_tokens))].copy()
         # A saved state that is a prefix of this one is superseded by it.
         self._items = [it for it in self._items if _common_prefix(it[0], toks) < len(it[0])]
         size = int(llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0))
@@ -308,8 +317,12 @@ class LocalProvider:
     def _reuse_prefix(self, llm: Any, tokens: list[int]) -> int:
         """Keep the longest cached prefix of ``tokens`` (the live KV cache, or a saved state when
         that shares clearly more) and return its length; at least the last token stays to be
-        evaluated, so the logits are fresh."""
-        n_cached = int(llm.n_tokens)
+        evaluated, so the logits are fresh. The prefix kept is a multiple of _ROW_GROUP made of
+        reusable rows only, so what is evaluated next gives the numbers a fresh evaluation of
+        ``tokens`` gives, whatever came before."""
+        # the leading rows of the live KV cache computed in full groups (kept on the model, which
+        # every provider of this process loading the same file shares)
+        n_cached = min(int(llm.n_tokens), getattr(llm, "_ragsight_reusable", 0))
         prefix = _common_prefix(llm.input_ids[:n_cached], tokens) if n_cached else 0
         i, n_saved = self._states.best(tokens)
         if i >= 0 and n_saved - prefix >= _MIN_RESTORE_GAIN and self._states.restore(_import_llama(), llm, i):
@@ -317,6 +330,9 @@ class LocalProvider:
         elif i >= 0 and n_saved - prefix >= _MIN_RESTORE_GAIN:
             prefix = 0  # the restore failed and cleared the cache
         prefix = min(prefix, len(tokens) - 1, int(llm.n_tokens))
+        prefix -= prefix % _ROW_GROUP
+        # the rows evaluated next are reusable up to the last full group of the prompt
+        llm._ragsight_reusable = len(tokens) - len(tokens) % _ROW_GROUP
         llm.n_tokens = prefix
         llm._ctx.kv_cache_seq_rm(0, prefix, -1)
         llm._requires_eval = True
@@ -336,7 +352,7 @@ class LocalProvider:
         self.tokens_evaluated += n_tokens - prefix
         self.tokens_prompted += n_tokens
         if n_tokens - prefix >= _MIN_SAVE_TOKENS:
-            self._states.save(_import_llama(), llm)
+            self._states.save(_import_llama(), llm, llm._ragsight_reusable)
 
     def _choice_token_ids(self, llm: Any, choice: str) -> list[int]:
         ids: set[int] = set()

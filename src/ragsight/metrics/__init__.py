@@ -13,8 +13,9 @@ import inspect
 import math
 import re
 import warnings
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..sample import Sample
@@ -23,6 +24,8 @@ from .abstention import Abstention
 from .answer_correctness import AnswerCorrectness
 from .answer_relevancy import AnswerRelevancy
 from .answer_similarity import AnswerSimilarity
+from .citation_precision import CitationPrecision
+from .citation_recall import CitationRecall
 from .context_entity_recall import ContextEntityRecall
 from .context_precision import ContextPrecision, ContextPrecisionWithoutReference
 from .context_recall import ContextRecall
@@ -30,6 +33,9 @@ from .context_relevance import ContextRelevance
 from .factual_correctness import FactualCorrectness
 from .faithfulness import Faithfulness
 from .noise_sensitivity import NoiseSensitivity
+
+if TYPE_CHECKING:
+    from .rubric import RubricMetric
 
 __all__ = [
     "GROUPS",
@@ -39,6 +45,8 @@ __all__ = [
     "AnswerCorrectness",
     "AnswerRelevancy",
     "AnswerSimilarity",
+    "CitationPrecision",
+    "CitationRecall",
     "ContextEntityRecall",
     "ContextPrecision",
     "ContextPrecisionWithoutReference",
@@ -49,7 +57,9 @@ __all__ = [
     "Metric",
     "NoiseSensitivity",
     "default_metrics",
+    "load_rubrics",
     "metric_names",
+    "metrics_of_run",
     "register",
     "resolve_metrics",
 ]
@@ -69,7 +79,7 @@ def register(cls: type[Metric]) -> type[Metric]:
 for _cls in (
     Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithoutReference,
     ContextRecall, FactualCorrectness, AnswerCorrectness, AnswerSimilarity, NoiseSensitivity,
-    ContextRelevance, ContextEntityRecall, Abstention,
+    ContextRelevance, ContextEntityRecall, Abstention, CitationPrecision, CitationRecall,
 ):
     register(_cls)
 
@@ -202,6 +212,34 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
             raise ConfigError(f"no metric selected: {'; '.join(empty_groups)}")
         raise ConfigError("no metric selected; name at least one with --metrics")
     return out
+
+
+def metrics_of_run(records: Sequence[Mapping[str, Any]], samples: Sequence[Sample] = ()) -> list[Metric]:
+    """The metrics a stored run measured, from its metric records (``key``, ``name``,
+    ``params``): a rubric is rebuilt from the definition stored with the run (no registration
+    needed, in any process), every other metric is resolved by its key."""
+    from .rubric import RubricMetric
+
+    out: list[Metric] = []
+    for rec in records:
+        definition = (rec.get("params") or {}).get("definition")
+        if isinstance(definition, Mapping) and "criteria" in definition:
+            try:
+                out.append(RubricMetric.from_definition(definition, key=rec["key"]))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ConfigError(f"the run's rubric '{rec['key']}' cannot be rebuilt from the store: {exc}") from None
+        else:
+            out.extend(resolve_metrics([rec["key"]], samples))
+    return out
+
+
+def load_rubrics(path: str | Path, *, required: bool = True) -> list[RubricMetric]:
+    """The rubrics of a TOML file, as metrics to pass to ``evaluate`` (``[rubrics.NAME]`` or
+    ``[tool.ragsight.rubrics.NAME]`` tables; docs/rubrics.md). ConfigError names the key of a
+    table that cannot be used."""
+    from ._rubric_toml import load_rubrics as load
+
+    return load(path, required=required)
 
 
 def _check_params(cls: type[Metric], name: str, spec: str, params: dict[str, Any]) -> None:

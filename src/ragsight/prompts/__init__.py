@@ -103,6 +103,15 @@ class Prompt:
 
         return _PLACEHOLDER.sub(sub, template).strip()
 
+    def with_examples(self, block: str, tag: str) -> Prompt:
+        """A variant of this prompt with ``block`` (worked examples, their untrusted text already
+        fenced) appended to its system message, versioned ``<version>+<tag>``: its hash, and so
+        every cache key and recorded call, names the variant. ``block`` empty: this prompt."""
+        if not block.strip():
+            return self
+        return Prompt(self.id, f"{self.version}+{tag}", f"{self.system}\n\n{block.strip()}", self.user,
+                      self.schema, self.count_field)
+
     def placeholders(self) -> set[str]:
         return set(_PLACEHOLDER.findall(self.system)) | set(_PLACEHOLDER.findall(self.user))
 

@@ -3,9 +3,11 @@ repeated runs, and the statistics behind them (pure functions in ``ragsight._sta
 
 from .._repeats import RepeatReport, evaluate_repeats
 from .._stats import (
+    MIN_LABELS,
     ConcordanceRow,
     ConcordanceTable,
     ConditionalRate,
+    CorrectedEstimate,
     Correlations,
     GroupComparison,
     GroupStats,
@@ -16,6 +18,7 @@ from .._stats import (
     auroc,
     best_threshold,
     concordance_table,
+    corrected_estimate,
     correlations,
     expected_calibration_error,
     group_comparison,
@@ -23,10 +26,12 @@ from .._stats import (
     overall_score,
     paired_difference,
     pairs_to_detect,
+    ppi_mean,
     run_spread,
     summarize,
     threshold_metrics,
 )
+from ._align import Agreement, Alignment, AlignmentExample, align, load_alignment
 from ._calibrate import (
     CalibrationReport,
     MetricCalibration,
@@ -34,6 +39,7 @@ from ._calibrate import (
     calibrate,
     load_labels,
     print_calibration,
+    store_labels,
 )
 from ._compare import (
     Comparison,
@@ -52,6 +58,7 @@ from ._compare import (
 )
 from ._format import compact_table, fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
+from ._labels_io import LabelImport, export_labels, import_labels, label_rows
 from ._pairs import (
     PairAgreement,
     PairCalibrationReport,
@@ -62,14 +69,20 @@ from ._pairs import (
 from ._repeats_view import print_repeats
 
 __all__ = [
+    "MIN_LABELS",
+    "Agreement",
+    "Alignment",
+    "AlignmentExample",
     "CalibrationReport",
     "Comparison",
     "ConcordanceRow",
     "ConcordanceTable",
     "ConditionalRate",
+    "CorrectedEstimate",
     "Correlations",
     "GroupComparison",
     "GroupStats",
+    "LabelImport",
     "MetricCalibration",
     "MetricRow",
     "PairAgreement",
@@ -86,6 +99,7 @@ __all__ = [
     "SentenceMatch",
     "Summary",
     "ThresholdMetrics",
+    "align",
     "auroc",
     "best_matching_sentence",
     "best_threshold",
@@ -96,9 +110,11 @@ __all__ = [
     "compare",
     "compare_runs",
     "concordance_table",
+    "corrected_estimate",
     "correlations",
     "evaluate_repeats",
     "expected_calibration_error",
+    "export_labels",
     "fmt",
     "fmt_ci",
     "fmt_p",
@@ -106,12 +122,16 @@ __all__ = [
     "group_comparison",
     "harmonic_mean",
     "holm",
+    "import_labels",
     "is_pair_labels",
+    "label_rows",
+    "load_alignment",
     "load_labels",
     "load_runs",
     "overall_score",
     "paired_difference",
     "pairs_to_detect",
+    "ppi_mean",
     "print_calibration",
     "print_comparison",
     "print_pair_calibration",
@@ -119,6 +139,7 @@ __all__ = [
     "render_report",
     "run_spread",
     "save_html",
+    "store_labels",
     "summarize",
     "threshold_metrics",
     "write_report",

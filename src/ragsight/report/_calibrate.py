@@ -19,7 +19,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +29,7 @@ from rich.text import Text
 
 from .._score import Outcome
 from .._stats import (
+    MIN_LABELS,
     ConcordanceTable,
     ConditionalRate,
     Correlations,
@@ -37,6 +38,7 @@ from .._stats import (
     auroc,
     best_threshold,
     concordance_table,
+    corrected_estimate,
     correlations,
     expected_calibration_error,
     group_comparison,
@@ -44,9 +46,9 @@ from .._stats import (
 )
 from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
-from ..store import Store
+from ..store import ANY_METRIC, Label, Store
 from ._compare import MIN_PAIRED_SHARE, PoorPairingError
-from ._format import compact_table, fmt, fmt_p
+from ._format import compact_table, fmt, fmt_ci, fmt_p
 
 __all__ = [
     "CalibrationReport",
@@ -55,6 +57,7 @@ __all__ = [
     "calibrate",
     "load_labels",
     "print_calibration",
+    "store_labels",
 ]
 
 DEFAULT_PAIR = ("faithfulness", "factual_correctness")
@@ -85,6 +88,23 @@ class MetricCalibration:
     correlations: Correlations
     ece: float | None
     groups: GroupComparison | None
+    mean: float | None = None
+    """The judge's raw mean over every sample where the metric scored (not only the labelled)."""
+    n_labels: int = 0
+    """The labels the corrected mean rests on (labelled samples where the metric scored)."""
+    n_judged: int = 0
+    """The samples where the metric scored (the judge's mean is over these)."""
+    corrected_mean: float | None = None
+    """The mean corrected by the labels (PPI++, ``_stats.corrected_estimate``), on the metric's
+    scale; None where the labels are not on it (graded labels outside [0, 1], not binarised;
+    values outside [0, 1]) or fewer than 2."""
+    corrected_ci: tuple[float, float] | None = None
+    corrected_lambda: float | None = None
+    """The weight PPI++ gave the judge: 1 plain PPI, 0 the labels alone."""
+    labels_mean: float | None = None
+    """The labels' own mean (oriented to the metric's scale), for comparison."""
+    too_few_labels: bool = False
+    """Fewer than ``MIN_LABELS`` (10) labels: the corrected mean and its CI are rough."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +139,8 @@ class CalibrationReport:
     notes: tuple[str, ...]
     label_range: tuple[float, float] | None = None
     """The smallest and largest label value paired with a sample."""
+    labels_source: str = "file"
+    """Where the labels came from: "file" (a file, mapping or rows) or "store"."""
 
     @property
     def paired_share(self) -> float:
@@ -199,11 +221,13 @@ def _label_rows(rows: Sequence[Mapping[str, Any]], label_field: str, source: str
     has_field = False
     for n, row in enumerate(rows, start=1):
         key = next((k for k in ID_FIELDS if k in row and row[k] not in (None, "")), None)
-        if key is None:
+        turn_key = _turn_key(row)
+        if key is None and turn_key is None:
             raise InputError(
-                f"{source}, row {n}: no 'id' field; each label row needs the sample id"
+                f"{source}, row {n}: no 'id' field; each label row needs the sample id "
+                "(or, for a turn of a conversation, its conversation_id and turn)"
             )
-        sid = str(row[key])
+        sid: str = str(row[key]) if key is not None else turn_key  # type: ignore[assignment]
         if sid in out:
             raise InputError(f"{source}: id '{sid}' is labelled twice; ids must be unique")
         has_field = has_field or label_field in row
@@ -214,13 +238,94 @@ def _label_rows(rows: Sequence[Mapping[str, Any]], label_field: str, source: str
     return out
 
 
+class TurnLabel(str):
+    """A label's key that names a turn of a conversation (``conversation_id`` and ``turn``)
+    rather than a sample id; :func:`calibrate` finds the turn's sample in the run."""
+
+    conversation_id: str
+    turn: str
+
+
+def _turn_key(row: Mapping[str, Any]) -> TurnLabel | None:
+    cid, turn = row.get("conversation_id"), row.get("turn")
+    if cid in (None, "") or turn in (None, ""):
+        return None
+    try:
+        t = str(int(float(turn)))  # a CSV cell '1', a JSON 1 or 1.0
+    except (TypeError, ValueError):
+        return None
+    key = TurnLabel(f"conversation {cid} turn {t}")
+    key.conversation_id, key.turn = str(cid), t
+    return key
+
+
+def _turn_ids(raw: Mapping[str, Any], result: EvaluationResult) -> dict[str, Any]:
+    """Labels keyed by a turn (conversation id and turn) re-keyed by the turn's sample id in
+    the run; a turn the run does not have keeps its key (and pairs with nothing)."""
+    turns = {(s.conversation_id, str(s.turn)): s.id for s in result.samples
+             if s.conversation_id is not None and s.turn is not None}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(key, TurnLabel):
+            key = turns.get((key.conversation_id, key.turn), str(key))
+        out[key] = value
+    return out
+
+
 def load_labels(path: str | os.PathLike[str], label_field: str) -> dict[str, Any]:
     """Read a labels file (.jsonl, .json or .csv) into {sample id: raw label value}.
 
-    Each row needs an ``id`` (or ``sample_id``, ``qid``, ``question_id``) and ``label_field``.
+    Each row needs an ``id`` (or ``sample_id``, ``qid``, ``question_id``; for a turn of a
+    conversation, its ``conversation_id`` and ``turn`` do) and ``label_field``.
     """
     p = Path(path)
     return _label_rows(_rows(p), label_field, str(p))
+
+
+def store_labels(store: Store, run_id: str, label_field: str
+                 ) -> tuple[dict[str, float], dict[str, dict[str, float]], list[str]]:
+    """The store's sample labels of field ``label_field`` for a run's samples: ({sample id:
+    label of the whole sample}, {metric: {sample id: the metric's own label}}, notes). Claim
+    labels are not read here. Where several people labelled the same sample for the same metric,
+    the latest label counts (and a note says how often). Raises InputError when there is none."""
+    found = store.labels(run_id, field=label_field)
+    if not any(lb.claim is None for lb in found):
+        fields = sorted({lb.field for lb in store.labels(run_id)})
+        have = (f"its samples have labels {', '.join(repr(f) for f in fields)}" if fields
+                else "its samples have no labels")
+        raise InputError(
+            f"no sample labels '{label_field}' in {store.path} for run {run_id} ({have}"
+            f"{'; ' + str(len(found)) + ' claim labels' if found else ''}). Import a file with "
+            f"'ragsight labels import FILE --run {run_id} --label {label_field}', or pass --labels FILE."
+        )
+    return split_labels(found, label_field)
+
+
+def split_labels(labels: Sequence[Label], label_field: str
+                 ) -> tuple[dict[str, float], dict[str, dict[str, float]], list[str]]:
+    """Labels of one run (``Store.labels(run_id)``) as :func:`store_labels` gives them: the
+    sample labels of ``label_field`` by sample id, the whole sample's and each metric's own."""
+    sample_level = [lb for lb in labels if lb.claim is None and lb.field == label_field]
+    latest: dict[tuple[str, str], tuple[str, float]] = {}
+    several = set()
+    for lb in sample_level:
+        at = (lb.sample_id or "", lb.metric)
+        if at in latest:
+            several.add(at)
+            if lb.when < latest[at][0]:
+                continue
+        latest[at] = (lb.when, lb.value)
+    general: dict[str, float] = {}
+    own: dict[str, dict[str, float]] = {}
+    for (sid, metric), (_, value) in latest.items():
+        if metric == ANY_METRIC:
+            general[sid] = value
+        else:
+            own.setdefault(metric, {})[sid] = value
+    notes = [f"labels from the store ({len(sample_level)} of field '{label_field}')"]
+    if several:
+        notes.append(f"{len(several)} sample label(s) were given by several people: the latest counts")
+    return general, own, notes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,7 +343,7 @@ def _values(result: EvaluationResult, metric: str, oriented: bool) -> dict[str, 
 
 def calibrate(
     source: EvaluationResult | tuple[Store, str],
-    labels: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    labels: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]] | Sequence[Label] | None,
     label_field: str = "label",
     metrics: Sequence[str] | None = None,
     *,
@@ -253,7 +358,10 @@ def calibrate(
     """Measure how well a run's metric scores agree with human labels.
 
     ``source``: an :class:`EvaluationResult` or ``(store, run ref)``. ``labels``: a labels
-    file, a mapping {sample id: label}, or rows (mappings with ``id`` and ``label_field``).
+    file, a mapping {sample id: label}, rows (mappings with ``id`` and ``label_field``), or
+    None: the store's labels of field ``label_field`` for the run's samples (see
+    :func:`store_labels`; a metric's own labels take precedence over labels of the whole sample),
+    or those labels given as :class:`~ragsight.store.Label` objects (``Store.labels(run_id)``).
     ``metrics``: the metrics to check (default: all the run's). ``threshold``: where a score
     counts as a positive prediction (``score >= threshold``). ``pair``: the two metrics of the
     concordance table (default faithfulness and factual_correctness, skipped with a note when
@@ -266,14 +374,30 @@ def calibrate(
     :class:`PoorPairingError` unless ``allow_poor_pairing``.
     """
     result = source if isinstance(source, EvaluationResult) else load_result(*source)
-    if isinstance(labels, (str, os.PathLike)):
+    notes: list[str] = []
+    own: dict[str, dict[str, float]] = {}  # metric -> sample id -> the metric's own label
+    given = (list(labels) if isinstance(labels, Sequence) and not isinstance(labels, str) else [])
+    stored = labels is None or (bool(given) and isinstance(given[0], Label))
+    if stored and labels is not None:
+        raw, own, store_notes = split_labels([lb for lb in given if isinstance(lb, Label)], label_field)
+        notes.extend(store_notes)
+    elif labels is None:
+        if isinstance(source, EvaluationResult):
+            if not source.store_path:
+                raise ConfigError("this result has no store to read labels from; pass a labels file")
+            with Store(source.store_path) as store:
+                raw, own, store_notes = store_labels(store, result.run_id, label_field)
+        else:
+            raw, own, store_notes = store_labels(source[0], result.run_id, label_field)
+        notes.extend(store_notes)
+    elif isinstance(labels, (str, os.PathLike)):
         raw = load_labels(labels, label_field)
     elif isinstance(labels, Mapping):
         raw = {str(k): v for k, v in labels.items()}
     else:
-        raw = _label_rows(labels, label_field, "<labels>")
+        raw = _label_rows([r for r in given if isinstance(r, Mapping)], label_field, "<labels>")
 
-    notes: list[str] = []
+    raw = _turn_ids(raw, result)
     parsed: dict[str, float] = {}
     invalid: list[tuple[str, str]] = []
     for sid, value in raw.items():
@@ -291,14 +415,15 @@ def calibrate(
     known = set(sample_ids)
     unmatched = tuple(sid for sid in parsed if sid not in known)
     labelled = {sid: parsed[sid] for sid in sample_ids if sid in parsed}
-    unlabelled = len(sample_ids) - len(labelled)
-    if not labelled:
+    any_label = set(labelled).union(*own.values())
+    unlabelled = len(sample_ids) - len(any_label)
+    if not any_label:
         raise InputError(
             f"none of the {len(parsed)} labels matches a sample of run {result.run_id} by id "
             f"(label ids such as {', '.join(list(parsed)[:3]) or 'none'}; sample ids such as "
             f"{', '.join(sample_ids[:3])})"
         )
-    share = len(labelled) / len(parsed)
+    share = len(labelled) / len(parsed) if parsed else 1.0
     if share < MIN_PAIRED_SHARE and not allow_poor_pairing:
         raise PoorPairingError(
             f"only {len(labelled)} of {len(parsed)} labels ({share:.0%}) pair with a sample of run "
@@ -308,20 +433,23 @@ def calibrate(
             "(allow_poor_pairing=True) to measure the paired part anyway."
         )
 
-    values = set(labelled.values())
+    values = set(labelled.values()).union(*(m.values() for m in own.values()))
     kind: Literal["binary", "graded"] = "binary" if values <= {0.0, 1.0} else "graded"
-    binary: dict[str, bool] | None = None
+    binarise: Callable[[float], bool] | None = None
     if label_threshold is not None:
-        binary = {sid: v >= label_threshold for sid, v in labelled.items()}
+        cut = label_threshold
+        binarise = lambda v: v >= cut  # noqa: E731
     elif kind == "binary":
-        binary = {sid: v == 1.0 for sid, v in labelled.items()}
-    else:
+        binarise = lambda v: v == 1.0  # noqa: E731
+    binary = {sid: binarise(v) for sid, v in labelled.items()} if binarise else None
+    if binarise is None:
         notes.append(
             "labels are graded: only correlations are computed; binarise them with "
             "--label-threshold for AUROC, kappa, ECE, concordance and group statistics"
         )
-    n_pos = sum(binary.values()) if binary else 0
-    n_neg = len(binary) - n_pos if binary else 0
+    every = list(labelled.values()) + [v for m in own.values() for v in m.values()]
+    n_pos = sum(binarise(v) for v in every) if binarise else 0
+    n_neg = len(every) - n_pos if binarise else 0
 
     keys = list(metrics) if metrics else list(result.metric_keys)
     unknown = [k for k in keys if k not in result.summary]
@@ -330,21 +458,26 @@ def calibrate(
             f"run {result.run_id} has no metric {', '.join(unknown)}; "
             f"its metrics: {', '.join(result.metric_keys)}"
         )
+    strangers = sorted(set(own) - set(result.metric_keys))
+    if strangers:
+        notes.append(f"labels of metrics the run does not have were left out: {', '.join(strangers)}")
     lower = {k: s.lower_is_better for k, s in result.summary.items()}
     oriented = [k for k in keys if lower[k]]
     if oriented:
         notes.append(f"lower-is-better metrics enter as 1 - value: {', '.join(oriented)}")
 
     rows: list[MetricCalibration] = []
+    unscaled: list[str] = []
     for key in keys:
         vals = _values(result, key, lower[key])
-        ids = [sid for sid in labelled if sid in vals]
+        mine = {**labelled, **own[key]} if own.get(key) else labelled
+        ids = [sid for sid in sample_ids if sid in mine and sid in vals]
         x = [vals[sid] for sid in ids]
-        y = [labelled[sid] for sid in ids]
+        y = [mine[sid] for sid in ids]
         corr = correlations(x, y)
         au = at_t = best = at_best = ece = groups = None
-        if binary is not None:
-            yb = [binary[sid] for sid in ids]
+        if binarise is not None:
+            yb = [binarise(v) for v in y]
             au = auroc(x, yb)
             at_t = threshold_metrics(x, yb, threshold)
             best = best_threshold(x, yb)
@@ -356,12 +489,21 @@ def calibrate(
             groups = group_comparison(
                 [v for v, b in zip(x, yb) if b], [v for v, b in zip(x, yb) if not b], "greater"
             )
+        # the corrected mean: labels on the metric's 0-1 scale (binary, binarised or within
+        # [0, 1]) and the judge's values on it too
+        raw = _values(result, key, False)
+        ppi_labels = {sid: (1.0 if binarise(v) else 0.0) if binarise else v for sid, v in zip(ids, y)}
+        est = None
+        if all(0.0 <= v <= 1.0 for v in ppi_labels.values()) and all(0.0 <= v <= 1.0 for v in raw.values()):
+            est = corrected_estimate(raw, ppi_labels, lower_is_better=lower[key])
+        elif ids:
+            unscaled.append(key)
         rows.append(
             MetricCalibration(
                 key,
                 lower[key],
                 len(ids),
-                len(labelled) - len(ids),
+                len(mine) - len(ids),
                 au,
                 at_t,
                 best,
@@ -369,8 +511,22 @@ def calibrate(
                 corr,
                 ece,
                 groups,
+                mean=sum(raw.values()) / len(raw) if raw else None,
+                n_labels=len(ids),
+                n_judged=len(raw),
+                corrected_mean=est.corrected_mean if est else None,
+                corrected_ci=est.corrected_ci if est else None,
+                corrected_lambda=est.lam if est else None,
+                labels_mean=est.labels_mean if est else None,
+                too_few_labels=len(ids) < MIN_LABELS,
             )
         )
+    if unscaled:
+        notes.append(f"no corrected mean for {', '.join(unscaled)}: labels or values outside [0, 1] "
+                     "(binarise graded labels with --label-threshold)")
+    few = [f"{m.metric} ({m.n_labels})" for m in rows if m.too_few_labels]
+    if few:
+        notes.append(f"too few labels for a trustworthy corrected mean (fewer than {MIN_LABELS}): {', '.join(few)}")
 
     concordance: PairConcordance | None = None
     m1, m2 = pair or DEFAULT_PAIR
@@ -385,6 +541,10 @@ def calibrate(
             f"no concordance table: the run has no {' or '.join(missing)} "
             "(choose two metrics with --pair m1,m2)"
         )
+    elif binary is not None and (own.get(m1) or own.get(m2)):
+        notes.append(f"no concordance table: {m1} or {m2} has labels of its own, not one label per sample")
+    elif binary is not None and not binary:
+        notes.append("no concordance table: no labels of the whole sample (only per-metric ones)")
     elif binary is not None:
         v1, v2 = _values(result, m1, lower[m1]), _values(result, m2, lower[m2])
         ids = [sid for sid in labelled if sid in v1 and sid in v2]
@@ -399,8 +559,8 @@ def calibrate(
         label_kind=kind,
         binarised_at=label_threshold,
         threshold=threshold,
-        n_labels=len(parsed),
-        matched=len(labelled),
+        n_labels=len(any_label) if stored else len(parsed),
+        matched=len(any_label) if stored else len(labelled),
         unmatched_ids=unmatched,
         unlabelled=unlabelled,
         invalid=tuple(invalid),
@@ -410,11 +570,38 @@ def calibrate(
         concordance=concordance,
         notes=tuple(notes),
         label_range=(min(values), max(values)),
+        labels_source="store" if stored else "file",
     )
 
 
 # ---------------------------------------------------------------------------------------------
 # Terminal output
+
+
+def _print_corrected(report: CalibrationReport, c: Console) -> None:
+    """The means corrected by the labels (PPI), with how many labels each rests on."""
+    shown = [m for m in report.metrics if m.corrected_mean is not None]
+    if not shown:
+        return
+    tb = compact_table("Means corrected by the labels (PPI)")
+    for col in ("metric", "judge", "corrected", "95% CI", "labels", "λ"):
+        tb.add_column(col, justify="left" if col == "metric" else "right",
+                      **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
+    for m in shown:
+        low, high = m.corrected_ci if m.corrected_ci else (None, None)
+        tb.add_row(Text(m.metric + (" !" if m.too_few_labels else "")), fmt(m.mean), fmt(m.corrected_mean),
+                   fmt_ci(low, high), f"{m.n_labels}/{m.n_judged}", fmt(m.corrected_lambda, 2))
+    c.print(tb)
+    c.print("judge: the raw mean over every scored sample; corrected: that mean with the judge's "
+            "error on the labelled samples taken out (prediction-powered inference), with its 95% "
+            "CI; labels: labelled of scored samples; λ: the weight given to the judge (1 plain "
+            "PPI, 0 the labels alone).")
+    few = [m for m in shown if m.too_few_labels]
+    if few:
+        c.print(Text(
+            f"WARNING: too few labels: {', '.join(f'{m.metric} rests on {m.n_labels}' for m in few)} "
+            f"(fewer than {MIN_LABELS}). Those corrected means and CIs (marked !) are rough; "
+            "label more samples before relying on them.", style="bold red"))
 
 
 def rate_text(rate: ConditionalRate) -> str:
@@ -444,8 +631,10 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
                  else "graded labels, not binarised")
     else:
         kinds = f"{report.n_positive} with {f}=1, {report.n_negative} with {f}=0"
+    how = "from the store matched to" if report.labels_source == "store" else "paired with"
+    by = "content" if report.labels_source == "store" else "id"
     c.print(
-        f"{report.matched} of {report.n_labels} labels paired with a sample of the run by id "
+        f"{report.matched} of {report.n_labels} labels {how} a sample of the run by {by} "
         f"({kinds}); {report.unlabelled} sample(s) of the run have no label."
     )
     if report.unmatched_ids:
@@ -463,6 +652,8 @@ def print_calibration(report: CalibrationReport, console: Console | None = None)
         )
     for sid, why in report.invalid[:10]:
         c.print(Text(f"unreadable label for '{sid}': {why}", style="yellow"))
+
+    _print_corrected(report, c)
 
     t = report.threshold
     if any(m.auroc is not None or m.at_threshold is not None for m in report.metrics):

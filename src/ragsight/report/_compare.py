@@ -1,7 +1,7 @@
 """Comparing runs: configurations side by side, an experiment table, and paired differences.
 
 The first run is the baseline; every other run is compared with it on the samples both runs
-scored (joined by sample id). Each (metric, run) comparison is a paired difference with a
+scored (joined by sample id; a turn of a conversation by its conversation id and turn). Each (metric, run) comparison is a paired difference with a
 paired permutation p-value and the CI that inverts the same test (``_stats.paired_difference``:
 the CI excludes 0 exactly when the unadjusted p < 1 - confidence); the p-values of all
 comparisons in one report are Holm-adjusted together, so "significant" anywhere in the report
@@ -26,7 +26,7 @@ from rich.text import Text
 from .._stats import PairedDifference, paired_difference, pairs_to_detect
 from ..errors import ConfigError
 from ..result import EvaluationResult, load_result, overall_of
-from ..store import Store
+from ..store import Label, Store
 from ._format import (
     arrow,
     bar_scale,
@@ -67,6 +67,8 @@ class RunData:
     result: EvaluationResult
     config: Mapping[str, Any] = field(default_factory=dict)
     created_at: float | None = None
+    labels: tuple[Label, ...] = ()
+    """The human labels of the run's samples kept in the store (the report's corrected means)."""
 
     @property
     def run_id(self) -> str:
@@ -106,7 +108,11 @@ def load_runs(store: Store, refs: Sequence[str]) -> list[RunData]:
         ):
             if value is not None and key not in config:
                 config[key] = value
-        out.append(RunData(result, config, info.created_at))
+        for m in info.metrics:  # a rubric's definition: two runs may use one name for two rubrics
+            digest = (m.get("params") or {}).get("definition_hash")
+            if digest and f"rubric {m['key']}" not in config:
+                config[f"rubric {m['key']}"] = digest
+        out.append(RunData(result, config, info.created_at, tuple(store.labels(result.run_id))))
     return out
 
 
@@ -259,6 +265,20 @@ def _best(values: Sequence[float | None], lower_is_better: bool) -> tuple[int, .
     return tuple(i for i, v in enumerate(rounded) if v == target)
 
 
+def _pair_keys(result: EvaluationResult) -> dict[tuple[str, ...], str]:
+    """What pairs a sample with its counterpart in another run, mapped to its sample id: a turn
+    of a conversation by (conversation id, turn), a conversation by its id, any other sample
+    by its id. In sample order."""
+    out: dict[tuple[str, ...], str] = {}
+    for s in result.samples:
+        if s.conversation_id is not None:
+            key: tuple[str, ...] = ("turn", s.conversation_id, "" if s.turn is None else str(s.turn))
+        else:
+            key = ("id", s.id)
+        out[key] = s.id
+    return out
+
+
 def compare(
     runs: Sequence[RunData | EvaluationResult],
     *,
@@ -340,12 +360,12 @@ def compare(
         left_out.append((row.metric, "; ".join(whys)))
 
     base = data[0]
+    keyed = [_pair_keys(d.result) for d in data]  # pairing key -> sample id, per run
     pairing: list[Pairing] = []
     for j in range(1, len(data)):
-        other_ids = {t.id for t in data[j].result.samples}
         pairing.append(Pairing(
-            columns[0].label, columns[j].label, len(base.result.samples), len(other_ids),
-            sum(1 for s in base.result.samples if s.id in other_ids),
+            columns[0].label, columns[j].label, len(base.result.samples), len(keyed[j]),
+            sum(1 for k in keyed[0] if k in keyed[j]),
         ))
     poor = [pr for pr in pairing if pr.poor]
     if poor and not allow_poor_pairing:
@@ -359,17 +379,15 @@ def compare(
     raw: list[tuple[str, int, int, PairedDifference]] = []
     for j in range(1, len(data)):
         other = data[j]
-        shared_ids = [
-            s.id for s in base.result.samples if s.id in {t.id for t in other.result.samples}
-        ]
+        shared_ids = [k for k in keyed[0] if k in keyed[j]]
         for key in metrics:
             if key not in base.result.summary or key not in other.result.summary:
                 continue
             a_vals, b_vals = base.result.scored_values(key), other.result.scored_values(key)
-            ids = [sid for sid in shared_ids if sid in a_vals and sid in b_vals]
+            ids = [k for k in shared_ids if keyed[0][k] in a_vals and keyed[j][k] in b_vals]
             diff = paired_difference(
-                [a_vals[i] for i in ids],
-                [b_vals[i] for i in ids],
+                [a_vals[keyed[0][k]] for k in ids],
+                [b_vals[keyed[j][k]] for k in ids],
                 seed=seed,
                 n_perm=n_perm,
                 confidence=confidence,

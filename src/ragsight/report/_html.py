@@ -26,13 +26,17 @@ from typing import Any
 
 from .._files import strict_json
 from .._score import Outcome, Score
+from .._stats import MIN_LABELS
 from .._version import __version__
 from ..analyses import describe_signals
+from ..errors import RagsightError
 from ..judge import agreement_notice
 from ..result import EvaluationResult
 from ..sample import Sample
 from ..store import Store
+from ._calibrate import calibrate
 from ._compare import Comparison, RunData, ci_notes, compare, load_runs
+from ._conversations import conversations_section
 from ._evidence import Marks, SentenceMatch, best_matching_sentence
 from ._format import arrow, config_text, fmt, fmt_ci, fmt_p, fmt_signed
 from ._markup import e
@@ -72,9 +76,11 @@ svg .bar{fill:#7aa7e8}svg .axis{stroke:#57606a;stroke-width:1}svg .grid{stroke:#
 svg .mean{stroke:#b42318;stroke-width:2}svg .ci{fill:#b42318;fill-opacity:.14}
 svg .whisker{stroke:#1f2328;stroke-width:1.5}svg text{font-size:11px;fill:#1f2328;
 font-family:system-ui,sans-serif}svg .bestbar{fill:#2da44e}
-details.sample{border:1px solid var(--line);border-radius:6px;margin:.5rem 0;background:#fff}
-details.sample>summary{cursor:pointer;padding:.45rem .7rem;background:#f6f8fa;border-radius:6px}
-details.sample[open]>summary{border-bottom:1px solid var(--line);border-radius:6px 6px 0 0}
+details.sample,details.conversation{border:1px solid var(--line);border-radius:6px;margin:.5rem 0;background:#fff}
+details.sample>summary,details.conversation>summary{cursor:pointer;padding:.45rem .7rem;background:#f6f8fa;border-radius:6px}
+details.sample[open]>summary,details.conversation[open]>summary{border-bottom:1px solid var(--line);border-radius:6px 6px 0 0}
+ol.turns{list-style:none;padding:0}ol.turns li{margin:.3rem 0;overflow-wrap:anywhere}
+li.msg.turn{border-left:3px solid var(--line);padding-left:.5rem}li.msg.tool{color:#555;font-size:.9rem}
 .panel{padding:.3rem 1rem .8rem}
 .field{margin:.5rem 0}.field>b{display:block;font-size:.85rem;color:var(--muted);
 text-transform:uppercase;letter-spacing:.03em}
@@ -357,6 +363,52 @@ def _summary_table(result: EvaluationResult) -> str:
     return "".join(rows)
 
 
+def _corrected_section(run: RunData) -> str:
+    """Per label field kept in the store for the run's samples: each metric's mean corrected by
+    the labels (PPI), beside the raw mean, with the labels it rests on ("" without labels)."""
+    fields = sorted({lb.field for lb in run.labels if lb.claim is None})
+    parts = []
+    for name in fields:
+        try:
+            rep = calibrate(run.result, [lb for lb in run.labels if lb.field == name], name)
+        except RagsightError as exc:  # the report stands without this table, and says why
+            parts.append(f'<p class="note">No corrected means for the labels \'{e(name)}\': {e(exc)}</p>')
+            continue
+        rows = [m for m in rep.metrics if m.n_labels]
+        if not rows:
+            continue
+        parts.append(
+            f"<h3>Corrected by the labels '{e(name)}'</h3><table><thead><tr><th>metric</th>"
+            "<th>judge mean</th><th>corrected</th><th>95% CI</th><th>labels</th><th>λ</th>"
+            "</tr></thead><tbody>"
+        )
+        for m in rows:
+            low, high = m.corrected_ci if m.corrected_ci else (None, None)
+            flag = ' <span class="badge low">too few labels</span>' if m.too_few_labels else ""
+            parts.append(
+                f"<tr><td>{e(m.metric)}{flag}</td><td>{fmt(m.mean)}</td><td>{fmt(m.corrected_mean)}</td>"
+                f"<td>{fmt_ci(low, high)}</td><td>{m.n_labels} of {m.n_judged}</td>"
+                f"<td>{fmt(m.corrected_lambda, 2)}</td></tr>"
+            )
+        parts.append("</tbody></table>")
+        few = [m for m in rows if m.too_few_labels]
+        if few:
+            parts.append(
+                '<div class="warn"><strong>Too few labels:</strong> '
+                + e(", ".join(f"{m.metric} rests on {m.n_labels}" for m in few))
+                + f" (fewer than {MIN_LABELS}). Those corrected means and CIs are rough; label more "
+                "samples before relying on them.</div>"
+            )
+        parts.append(
+            '<p class="muted">judge mean: over every scored sample; corrected: that mean with the '
+            "judge's error on the labelled samples taken out (prediction-powered inference, PPI++), "
+            "with its 95% CI; λ: the weight given to the judge (1 plain PPI, 0 the labels alone). "
+            + e("; ".join(n for n in rep.notes if not n.startswith("labels from the store")))
+            + "</p>"
+        )
+    return "".join(parts)
+
+
 def _not_scored(result: EvaluationResult, prefix: str) -> str:
     groups: dict[tuple[str, str, str], list[int]] = {}
     index = {s.id: i for i, s in enumerate(result.samples)}
@@ -414,7 +466,7 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
     result = run.result
     prefix = f"r{number}"
     parts = [f'<section id="{prefix}"><h2>Run {e(result.run_id)}</h2>']
-    meta = [f"{len(result.samples)} samples", f"status {e(result.status)}"]
+    meta = [e(result.describe_shape()), f"status {e(result.status)}"]
     if run.created_at:
         meta.append(
             "created "
@@ -437,6 +489,7 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
         parts.append(f'<p class="note">{e(note)}</p>')
     parts.append("<h3>Summary</h3>")
     parts.append(_summary_table(result))
+    parts.append(_corrected_section(run))
     st = result.judge_stats
     if st:
 
@@ -505,6 +558,7 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
     else:
         parts.append("<p>No sample has a scored metric.</p>")
 
+    parts.append(conversations_section(result, prefix, {s.id: f"{prefix}-s{i}" for i, s in enumerate(result.samples)}))
     parts.append(f"<h3>Samples ({len(result.samples)}, worst first)</h3>")
     parts.append(
         '<p class="muted">Open a sample for its question, contexts (relevant ones marked), '

@@ -1,7 +1,15 @@
 """The SQLite run store and exports."""
 
-from ._export import FORMATS, INPUT_COLUMNS, export_run, flat_rows, input_columns
+from ._export import (
+    FORMATS,
+    INPUT_COLUMNS,
+    conversation_columns,
+    export_run,
+    flat_rows,
+    input_columns,
+)
+from ._labels import ANY_METRIC, Label, claim_key, sample_key
 from ._sqlite import RunInfo, SQLiteCallCache, Store
 
-__all__ = ["FORMATS", "INPUT_COLUMNS", "RunInfo", "SQLiteCallCache", "Store", "export_run", "flat_rows",
-           "input_columns"]
+__all__ = ["ANY_METRIC", "FORMATS", "INPUT_COLUMNS", "Label", "RunInfo", "SQLiteCallCache", "Store", "claim_key",
+           "conversation_columns", "export_run", "flat_rows", "input_columns", "sample_key"]

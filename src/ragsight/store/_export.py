@@ -17,12 +17,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._conversations import conversation_aggregates, sample_level
 from .._files import atomic_path, atomic_write, check_writable_target, strict_json
 from ..errors import ConfigError, MissingExtraError
 from ..sample import Sample
 from ._sqlite import Store
 
-__all__ = ["FORMATS", "INPUT_COLUMNS", "export_run", "flat_rows", "input_columns"]
+__all__ = ["FORMATS", "INPUT_COLUMNS", "conversation_columns", "export_run", "flat_rows", "input_columns"]
 
 FORMATS = ("jsonl", "csv", "parquet")
 INPUT_COLUMNS = ("question", "contexts", "response", "reference", "reference_contexts", "retrieved_ids",
@@ -52,18 +53,47 @@ def input_columns(sample: Sample, form: str = "python") -> dict[str, Any]:
     return out
 
 
+def conversation_columns(sample: Sample, form: str = "json") -> dict[str, Any]:
+    """A turn's place in its conversation: ``conversation_id`` and ``turn`` (None on the
+    conversation's own row); in JSON also what loads it back as a turn (``history``,
+    ``tool_calls``, ``reference_tool_calls``, ``scenario``, ``expected_outcome``, ``system_role``).
+    Empty for a single-turn sample."""
+    if sample.conversation_id is None:
+        return {}
+    d = sample.to_dict()
+    if form != "json":
+        return {"conversation_id": sample.conversation_id, "turn": sample.turn}
+    return {k: d[k] for k in ("conversation_id", "turn", "history", "tool_calls", "reference_tool_calls",
+                              "scenario", "expected_outcome", "system_role")}
+
+
+def _level_missing(sample: Sample, key: str, levels: Mapping[str, str]) -> bool:
+    """The metric is of the other level than the sample (a conversation metric on a turn's
+    row, a turn metric on a conversation's row): no score is expected there."""
+    return levels.get(key, "turn") != sample_level(sample)
+
+
 def flat_rows(store: Store, run_id: str, form: str = "text") -> list[dict[str, Any]]:
     """One flat row per sample: run_id, id, the inputs (see :func:`input_columns`), and
-    <metric>, <metric>__outcome, <metric>__reason columns."""
+    <metric>, <metric>__outcome, <metric>__reason columns. A run with conversations has one row
+    per assistant turn and one per conversation, with ``conversation_id`` and ``turn`` after
+    ``id``; a metric of the other level than the row is left empty (outcome "")."""
     info = store.run(run_id)
     scores = store.scores(run_id)
+    samples = store.samples(run_id)
+    levels = {m["key"]: str(m.get("level", "turn")) for m in info.metrics}
+    conv = any(s.conversation_id is not None for s in samples)
     rows = []
-    for s in store.samples(run_id):
-        row: dict[str, Any] = {"run_id": run_id, "id": s.id, **input_columns(s, form)}
+    for s in samples:
+        row: dict[str, Any] = {"run_id": run_id, "id": s.id}
+        if conv:
+            row.update({"conversation_id": s.conversation_id, "turn": s.turn})
+        row.update(input_columns(s, form))
         for key in info.metric_keys:
             sc = scores.get(s.id, {}).get(key)
             row[key] = sc.value if sc else None
-            row[f"{key}__outcome"] = sc.outcome.value if sc else "missing"
+            other = sc is None and _level_missing(s, key, levels)
+            row[f"{key}__outcome"] = sc.outcome.value if sc else ("" if other else "missing")
             row[f"{key}__reason"] = sc.reason if sc else ""
         rows.append(row)
     return rows
@@ -84,14 +114,19 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
     if fmt == "jsonl":
         info = store.run(run_id)
         scores = store.scores(run_id)
+        samples = store.samples(run_id)
+        levels = {m["key"]: str(m.get("level", "turn")) for m in info.metrics}
+        means = conversation_aggregates(samples, scores, [k for k in info.metric_keys if levels[k] == "turn"])
         with atomic_write(path) as f:
-            for s in store.samples(run_id):
+            for s in samples:
                 per: Mapping[str, Any] = scores.get(s.id, {})
                 obj = {
-                    "id": s.id, "run_id": run_id, **input_columns(s, "json"),
+                    "id": s.id, "run_id": run_id, **conversation_columns(s), **input_columns(s, "json"),
                     "scores": {k: per[k].to_dict() for k in info.metric_keys if k in per},
                     "evidence": {k: per[k].evidence.to_dict() for k in info.metric_keys if k in per},
                 }
+                if s.conversation_id is not None and s.turn is None:
+                    obj["turn_means"] = {k: v.to_dict() for k, v in means.get(s.conversation_id, {}).items()}
                 f.write(strict_json(obj) + "\n")
         return path
     if fmt == "csv":

@@ -45,6 +45,7 @@ from ._compact import (
     read_calls,
     step_key_db,
 )
+from ._labels import Label, add_labels, delete_label, read_labels, sample_key
 from ._texts import TextStore, long_strings
 
 __all__ = ["RunInfo", "SQLiteCallCache", "Store"]
@@ -380,10 +381,12 @@ class Store:
             fields = [s.to_dict() for s in samples[start:start + 64]]
             w.prefetch(t for f in fields for t in long_strings(f))
             self.conn.executemany(
-                "INSERT INTO samples (run_id, idx, sample_id, data) VALUES (?,?,?,?)",
-                [(run_id, i, s.id, self.texts.encode_json(f, w))
+                "INSERT INTO samples (run_id, idx, sample_id, data, conversation_id, turn) VALUES (?,?,?,?,?,?)",
+                [(run_id, i, s.id, self.texts.encode_json(f, w), s.conversation_id, s.turn)
                  for i, (s, f) in enumerate(zip(samples[start:start + 64], fields), start)],
             )
+            self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key) VALUES (?,?,?)",
+                                  [(run_id, s.id, sample_key(s)) for s in samples[start:start + 64]])
             w.finish()
             writers.append(w)
         return writers
@@ -554,6 +557,55 @@ class Store:
     def problems(self, run_id: str) -> list[RowProblem]:
         return [RowProblem(*r) for r in self.conn.execute(
             "SELECT source, row, field, message FROM problems WHERE run_id=? ORDER BY row", (run_id,))]
+
+    # ---- labels (store/_labels.py) -------------------------------------------------------------
+
+    def sample_keys(self, run_id: str) -> dict[str, str]:
+        """sample id -> content key (:func:`~ragsight.store.sample_key`) of the run's samples, in
+        sample order. A run written before labels existed has its keys computed and kept now."""
+        rows = self.conn.execute("SELECT p.sample_id, k.sample_key FROM samples p LEFT JOIN sample_keys k"
+                                 " ON k.run_id = p.run_id AND k.sample_id = p.sample_id WHERE p.run_id=?"
+                                 " ORDER BY p.idx", (run_id,)).fetchall()
+        if all(key is not None for _, key in rows):
+            return {sid: key for sid, key in rows}
+        keys = {s.id: sample_key(s) for s in self.samples(run_id)}
+        try:
+            with self._tx():
+                self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key)"
+                                      " VALUES (?,?,?)", [(run_id, sid, key) for sid, key in keys.items()])
+        except StoreError as exc:  # a read-only store: the keys are computed again next time
+            log.info("%s: sample keys of run %s not kept: %s", self.path, run_id, exc)
+        return keys
+
+    def add_labels(self, labels: Iterable[Label]) -> int:
+        """Add or replace labels (one per sample key, metric, claim, field and who), in one
+        transaction; returns how many were written. A bad label (empty key, metric or field, a
+        value that is not a finite number) raises InputError and writes none."""
+        with self._tx():
+            return add_labels(self.conn, labels)
+
+    def labels(self, run_id: str | None = None, *, metric: str | None = None, field: str | None = None,
+               sample_key: str | None = None) -> list[Label]:
+        """The stored labels, optionally of one metric, field or sample key. With ``run_id``: the
+        labels whose sample key is that of a sample of the run, in sample order, each naming that
+        run and that sample in ``run_id`` and ``sample_id`` (a label applies to every sample of the
+        run with the same content)."""
+        if run_id is not None:
+            self.sample_keys(run_id)  # a run older than the labels gets its keys
+        return read_labels(self.conn, run_id, metric, field, sample_key)
+
+    def delete_label(self, label: Label | str, metric: str | None = None, *, claim: str | None = None,
+                     field: str = "human", who: str = "") -> bool:
+        """Delete one label, given as a :class:`Label` (its value is not compared) or by its key
+        (sample key, metric, claim, field, who). True when there was one."""
+        if isinstance(label, Label):
+            key, metric, claim, field, who = label.sample_key, label.metric, label.claim, label.field, label.who
+        else:
+            key = label
+        if metric is None:
+            raise TypeError("delete_label needs the metric when the label is given by its sample key")
+        with self._tx():
+            return delete_label(self.conn, key, metric, claim, field, who)
 
     # ---- cache --------------------------------------------------------------------------------
 

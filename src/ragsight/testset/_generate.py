@@ -71,7 +71,9 @@ __all__ = [
     "related_chunks",
 ]
 
-QUESTION_TYPES = ("single_hop", "multi_context", "reasoning", "comparative", "out_of_scope")
+# follow_up: a two-turn conversation (a question, then a follow-up that needs the first turn);
+# not in the default mix: ask for it with --types (e.g. single_hop=0.7,follow_up=0.3)
+QUESTION_TYPES = ("single_hop", "multi_context", "reasoning", "comparative", "out_of_scope", "follow_up")
 PAIR_TYPES = ("multi_context", "comparative")
 
 DEFAULT_TYPES: Mapping[str, float] = {
@@ -358,6 +360,19 @@ class _Generated:
     question: str
     answer: str
     missing: str = ""
+    follow_up: str = ""
+    follow_up_answer: str = ""
+
+
+def _validate_follow_up(data: dict[str, Any]) -> _Generated:
+    first = _validate_qa(data)
+    q, a = data.get("follow_up"), data.get("follow_up_answer")
+    if not isinstance(q, str) or not q.strip():
+        raise OutputError('"follow_up" must be a non-empty string')
+    if not isinstance(a, str) or not a.strip():
+        raise OutputError('"follow_up_answer" must be a non-empty string')
+    return _Generated(first.question, first.answer, follow_up=" ".join(q.split()),
+                      follow_up_answer=" ".join(a.split()))
 
 
 def _validate_qa(data: dict[str, Any]) -> _Generated:
@@ -381,6 +396,8 @@ class _Outcome:
     reasons: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
+    follow_up: str = ""  # a follow_up conversation's second question and its reference
+    follow_up_reference: str = ""
 
 
 @dataclass
@@ -440,7 +457,8 @@ class _Run:
             "shared": ", ".join(neutralise(s) for s in spec.shared) or "-",
         }
         try:
-            answer = await self.generator.ask(prompt, values, _validate_qa, max_tokens=320)
+            validate = _validate_follow_up if spec.question_type == "follow_up" else _validate_qa
+            answer = await self.generator.ask(prompt, values, validate, max_tokens=480)
         except JudgeFailedError as exc:
             out.reasons.append("generation_failed")
             out.details["error"] = str(exc)
@@ -461,6 +479,14 @@ class _Run:
             self.settings.filter,
         )
         out.details.update(details)
+        if spec.question_type == "follow_up":  # the follow-up's answer is held to the same rules
+            out.follow_up, out.follow_up_reference = gen.follow_up, gen.follow_up_answer
+            more, fdetails = deterministic_checks(spec.question_type, gen.follow_up, gen.follow_up_answer,
+                                                  [c.text for c in chunks], self.settings.filter)
+            out.details["follow_up_grounding"] = fdetails.get("grounding")
+            reasons = list(dict.fromkeys([*reasons, *more]))
+            if normalise_question(gen.follow_up) == normalise_question(gen.question):
+                reasons.append("duplicate")
         if reasons:
             out.reasons.extend(reasons)
             return out
@@ -656,6 +682,17 @@ def _row(
     ):
         if key in o.details:
             meta[key] = o.details[key]
+    if o.spec.question_type == "follow_up":  # a conversation: ragsight answer holds it turn by turn
+        meta["follow_up_grounding"] = o.details.get("follow_up_grounding")
+        return {
+            "id": _row_id(o.question + "\x1f" + o.follow_up, o.spec.chunk_ids, o.spec.question_type),
+            "turns": [{"role": "user", "content": o.question}, {"role": "assistant", "reference": o.reference},
+                      {"role": "user", "content": o.follow_up},
+                      {"role": "assistant", "reference": o.follow_up_reference}],
+            "reference_contexts": [c.text for c in o.contexts],
+            "relevant_ids": ids,
+            "metadata": meta,
+        }
     return {
         "id": _row_id(o.question, o.spec.chunk_ids, o.spec.question_type),
         "question": o.question,

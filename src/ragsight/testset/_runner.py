@@ -262,12 +262,26 @@ class CallableTarget:
             raise ConfigError(f"target '{spec}': '{attr}' is not callable")
         return cls(fn, spec)
 
-    async def __call__(self, question: str) -> TargetReply:
+    def _takes_history(self) -> bool:
+        try:
+            params = inspect.signature(self.fn).parameters
+        except (TypeError, ValueError):
+            return True
+        return "history" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+    async def __call__(self, question: str, history: Sequence[Mapping[str, Any]] | None = None) -> TargetReply:
+        kwargs = dict(self.config)
+        if history is not None:
+            if not self._takes_history():
+                raise TargetError(f"{self.name} takes no 'history' argument; a conversation's turns need it: "
+                                  "def answer(question, history): ... (history: the earlier messages, each "
+                                  "{'role', 'content'})", retryable=False)
+            kwargs["history"] = [dict(m) for m in history]
         try:
             if inspect.iscoroutinefunction(self.fn):
-                result = await self.fn(question, **self.config)
+                result = await self.fn(question, **kwargs)
             else:
-                result = await asyncio.to_thread(self.fn, question, **self.config)
+                result = await asyncio.to_thread(self.fn, question, **kwargs)
                 if inspect.isawaitable(result):
                     result = await result
         except TargetError:
@@ -381,12 +395,16 @@ class HttpTarget:
             )
         return self._client
 
-    async def __call__(self, question: str) -> TargetReply:
+    async def __call__(self, question: str, history: Sequence[Mapping[str, Any]] | None = None) -> TargetReply:
         body: dict[str, Any] = {}
+        earlier = [dict(m) for m in history] if history is not None else None
         if self.template is not None:
-            body = fill_template(self.template, {**self.config, "question": question})
+            body = fill_template(self.template, {**self.config, "question": question,
+                                                 **({"history": earlier} if earlier is not None else {})})
         else:
             set_path(body, self.fields.request, question)
+            if earlier is not None:
+                body["history"] = earlier
             if self.config:
                 body["config"] = self.config
         try:
@@ -453,7 +471,7 @@ class CommandTarget:
         self.timeout = timeout
         self.fields = fields or HttpFields()
 
-    async def __call__(self, question: str) -> TargetReply:
+    async def __call__(self, question: str, history: Sequence[Mapping[str, Any]] | None = None) -> TargetReply:
         try:
             # its own process group: at the time-out the command and every child it started are
             # killed together (a child holding stdout would otherwise outlive it, and hold the call)
@@ -467,6 +485,8 @@ class CommandTarget:
         except (OSError, ValueError) as exc:
             raise TargetError(f"{self.name}: cannot start ({exc})", retryable=False) from exc
         message: dict[str, Any] = {"question": question}
+        if history is not None:
+            message["history"] = [dict(m) for m in history]
         if self.config:
             message["config"] = self.config
         payload = json.dumps(message).encode()
@@ -584,6 +604,13 @@ def read_testset(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{p}, line {n}: not valid JSON ({exc.msg}).") from exc
+        if isinstance(row, dict) and isinstance(row.get("turns"), list):
+            users = [t for t in row["turns"] if isinstance(t, dict) and t.get("role") == "user"]
+            if not users or not all(isinstance(t.get("content"), str) and t["content"].strip() for t in users):
+                raise InputError(f"{p}, line {n}: a conversation needs 'turns' with user messages "
+                                 '({"role": "user", "content": "..."}), each with text.')
+            rows.append(row)
+            continue
         q = row.get("question", row.get("user_input")) if isinstance(row, dict) else None
         if not isinstance(q, str) or not q.strip():
             raise InputError(f"{p}, line {n}: the row has no 'question' text.")
@@ -611,6 +638,7 @@ async def _call_with_retries(
     retries: int,
     backoff: float,
     rng: random.Random,
+    history: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[TargetReply | None, str | None, int, float]:
     """(reply, error, attempts, seconds of the last attempt), with the shared retry rule
     (``ragsight._retry``): the target's Retry-After, else exponential from ``backoff``, capped at
@@ -621,7 +649,8 @@ async def _call_with_retries(
         nonlocal last_start
         last_start = time.monotonic()
         try:
-            reply: TargetReply = await asyncio.wait_for(target(question), timeout=timeout)
+            call = target(question) if history is None else target(question, history)
+            reply: TargetReply = await asyncio.wait_for(call, timeout=timeout)
         except asyncio.TimeoutError:
             raise TargetError(f"{getattr(target, 'name', 'target')}: no answer within {timeout:g} s",
                               retryable=True) from None
@@ -684,6 +713,55 @@ def _out_row(
     return out
 
 
+async def _converse(row: Mapping[str, Any], target: Any, name: str, timeout: float, retries: int,
+                    backoff: float, rng: random.Random) -> dict[str, Any]:
+    """A conversation of the test set, turn by turn: each user message is sent with the history
+    so far (every earlier message as ``{"role", "content"}``), the reply becomes the assistant's
+    turn (with its contexts), and an assistant turn written in the test set after that user
+    message gives its reference (``reference``, ``reference_tool_calls``). A failed turn ends the
+    conversation there; ``metadata.error`` names it."""
+    made: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    per_turn: list[dict[str, Any]] = []
+    error: str | None = None
+    latency = 0.0
+    planned = [t for t in row["turns"] if isinstance(t, Mapping)]
+    for i, t in enumerate(planned):
+        if t.get("role") != "user":
+            continue
+        question = str(t["content"])
+        start = time.monotonic()
+        reply, err, attempts, seconds = await _call_with_retries(target, question, timeout, retries, backoff, rng,
+                                                                 history=list(history))
+        latency += seconds
+        made.append({"role": "user", "content": question})
+        history.append({"role": "user", "content": question})
+        k = len(per_turn)
+        per_turn.append({"latency_s": round(seconds, 4), "elapsed_s": round(time.monotonic() - start, 4),
+                         "attempts": attempts, "error": err})
+        if reply is None:
+            error = f"turn {k}: {err}"
+            break
+        answer: dict[str, Any] = {"role": "assistant", "content": reply.answer}
+        if reply.contexts is not None:
+            answer["contexts"] = list(reply.contexts)
+        if reply.context_ids is not None:
+            answer["retrieved_ids"] = list(reply.context_ids)
+        nxt = planned[i + 1] if i + 1 < len(planned) else None
+        if nxt is not None and nxt.get("role") == "assistant":
+            for key in ("reference", "reference_tool_calls"):
+                if nxt.get(key) is not None:
+                    answer[key] = nxt[key]
+        made.append(answer)
+        history.append({"role": "assistant", "content": reply.answer})
+    out: dict[str, Any] = {k: v for k, v in row.items() if k not in ("turns", "metadata")}
+    meta = dict(row.get("metadata") or {})
+    meta.update({"target": name, "error": error, "latency_s": round(latency, 4), "turns": per_turn})
+    out["turns"] = made
+    out["metadata"] = meta
+    return out
+
+
 async def arun(
     rows: Sequence[Mapping[str, Any]],
     target: Any,
@@ -706,6 +784,13 @@ async def arun(
 
     async def one(row: Mapping[str, Any]) -> dict[str, Any]:
         nonlocal done
+        if isinstance(row.get("turns"), list):
+            async with sem:
+                out_row = await _converse(row, target, name, timeout, retries, backoff, rng)
+            done += 1
+            if progress is not None:
+                progress(done, len(rows))
+            return out_row
         question = str(row.get("question", row.get("user_input")))
         async with sem:
             start = time.monotonic()

@@ -1,0 +1,210 @@
+"""Two runs on the same samples: the paired permutation test and the CI that inverts it, and
+the fewest pairs that can show a difference."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ._common import (
+    _BOOT_CHUNK,
+    Floats,
+    _check_confidence,
+    _check_positive,
+    _floats,
+    _format_p,
+    _same_length,
+)
+
+__all__ = ["EXACT_PERMUTATION_MAX", "PairedDifference", "paired_difference", "pairs_to_detect"]
+
+
+EXACT_PERMUTATION_MAX = 16
+"""The permutation test enumerates all sign flips when at most this many pairs differ."""
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Two runs compared on the same samples: ``diff`` is mean(b - a), so positive means B is
+    higher than A.
+
+    ``p_value`` is a two-sided paired permutation (sign-flip) test of "the differences are
+    symmetric about 0"; ``exact`` says whether it enumerated every sign assignment (at most 16
+    pairs) or drew Monte Carlo flips (p = (1 + hits) / (1 + n_perm)). ``ci_low``/``ci_high``
+    invert that same test (the shifts it does not reject at 1 - ``confidence``), so the CI
+    excludes 0 exactly when ``p_value < 1 - confidence``. Both ends are ``None`` when the
+    interval is unbounded: too few pairs for the test to reject anything (at most 5 at 95%).
+    The CI is unadjusted: it speaks for this one comparison, not for a family of them.
+    """
+
+    n: int
+    mean_a: float | None
+    mean_b: float | None
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    p_value: float | None
+    exact: bool
+
+    @property
+    def ci_excludes_zero(self) -> bool:
+        """Whether the CI lies wholly on one side of 0 (never when it is unbounded)."""
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_low > 0 or self.ci_high < 0
+
+    def verdict(
+        self,
+        *,
+        higher_is_better: bool = True,
+        alpha: float = 0.05,
+        names: tuple[str, str] = ("A", "B"),
+    ) -> str:
+        """Say which run is better, e.g. ``"B is better (p=0.003)"``.
+
+        A difference counts when ``p_value < alpha``; otherwise the verdict is
+        ``"no significant difference (p=...)"``. ``names`` labels run A and run B.
+        """
+        if self.p_value is None or self.diff is None:
+            return "not enough paired samples to compare"
+        p_text = _format_p(self.p_value)
+        if self.p_value >= alpha or self.diff == 0:
+            return f"no significant difference ({p_text})"
+        b_wins = (self.diff > 0) == higher_is_better
+        return f"{names[1] if b_wins else names[0]} is better ({p_text})"
+
+
+def _flip_intervals(
+    d: npt.NDArray[np.float64], rng: np.random.Generator, n_perm: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], bool]:
+    """The sign-flip reference set of ``d``, as one interval of shifts per sign assignment.
+
+    A sign assignment flips the differences in a set F and keeps the rest K. Testing the shift
+    ``d0`` (the differences ``d - d0`` are symmetric about 0), the assignment is at least as
+    extreme as the observed one, ``|sum_K(d - d0) - sum_F(d - d0)| >= |sum(d - d0)|``, exactly
+    when ``sum_F(d - d0) * sum_K(d - d0) <= 0``, i.e. when ``d0`` lies between mean(d over F) and
+    mean(d over K) (the whole line when F or K is empty). Every such interval holds mean(d),
+    so p(d0) = (number of intervals holding d0) / (number of assignments) falls away from
+    mean(d) on both sides and the shifts not rejected form one interval.
+
+    The assignments are all 2**n when n <= EXACT_PERMUTATION_MAX (exact), else the identity
+    plus ``n_perm`` random ones (p = (1 + hits) / (1 + n_perm) at every shift). Returns the
+    lower and upper ends of the intervals and whether the set is exact.
+    """
+    n = d.shape[0]
+    total = float(np.sum(d))
+    tol = 1e-9 * float(np.sum(np.abs(d)))  # a subset sum this close to 0 is 0 (rounding)
+    exact = n <= EXACT_PERMUTATION_MAX
+    if exact:
+        codes = np.arange(2**n, dtype=np.int64)[:, None]
+        flips = ((codes >> np.arange(n, dtype=np.int64)) & 1).astype(np.float64)
+        sum_f, count_f = flips @ d, flips.sum(axis=1)
+    else:
+        sum_f = np.empty(n_perm + 1, dtype=np.float64)
+        count_f = np.empty(n_perm + 1, dtype=np.float64)
+        sum_f[0] = count_f[0] = 0.0  # the observed assignment itself
+        batch = max(1, _BOOT_CHUNK // n)
+        for start in range(0, n_perm, batch):
+            k = min(batch, n_perm - start)
+            flips = rng.integers(0, 2, size=(k, n)).astype(np.float64)
+            sum_f[1 + start : 1 + start + k] = flips @ d
+            count_f[1 + start : 1 + start + k] = flips.sum(axis=1)
+    sum_k, count_k = total - sum_f, n - count_f
+    sum_f[np.abs(sum_f) <= tol] = 0.0
+    sum_k[np.abs(sum_k) <= tol] = 0.0
+    whole = (count_f == 0) | (count_k == 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_f = np.where(whole, 0.0, sum_f / np.where(whole, 1.0, count_f))
+        mean_k = np.where(whole, 0.0, sum_k / np.where(whole, 1.0, count_k))
+    centre = float(np.mean(d))
+    # min/max with the mean itself: every interval holds it in floating point too, which is
+    # what makes "0 lies in the CI" and "p >= 1 - confidence" the same statement.
+    low = np.where(whole, -np.inf, np.minimum(np.minimum(mean_f, mean_k), centre))
+    high = np.where(whole, np.inf, np.maximum(np.maximum(mean_f, mean_k), centre))
+    return low, high, exact
+
+
+def _count_for(alpha: float, size: int) -> int:
+    """The fewest hits k out of ``size`` with k / size >= alpha (the test does not reject)."""
+    k = max(0, math.ceil(alpha * size) - 1)
+    while k / size < alpha:
+        k += 1
+    return k
+
+
+def _inverted_ci(
+    low: npt.NDArray[np.float64], high: npt.NDArray[np.float64], alpha: float
+) -> tuple[float | None, float | None]:
+    """The shifts d0 with p(d0) >= alpha: [k-th smallest low end, k-th largest high end]."""
+    k = max(1, _count_for(alpha, low.shape[0]))
+    lo = float(np.partition(low, k - 1)[k - 1])
+    hi = float(-np.partition(-high, k - 1)[k - 1])
+    return (lo if math.isfinite(lo) else None), (hi if math.isfinite(hi) else None)
+
+
+def pairs_to_detect(n: int, comparisons: int, alpha: float) -> int | None:
+    """None when an exact two-sided sign-flip test on ``n`` pairs can reach ``alpha`` after
+    Holm's adjustment over ``comparisons`` tests; else the fewest pairs at which it could. The
+    smallest p of the exact test is 2 / 2**n, and Holm multiplies the smallest p by the number
+    of comparisons, so below that many pairs "no significant difference" says nothing about the
+    data, whatever the scores."""
+    m = max(1, comparisons)
+    if m * 2 / 2**n < alpha:
+        return None
+    need = n
+    while m * 2 / 2**need >= alpha:
+        need += 1
+    return need
+
+
+def paired_difference(
+    a: Floats,
+    b: Floats,
+    seed: int = 0,
+    n_perm: int = 10000,
+    confidence: float = 0.95,
+) -> PairedDifference:
+    """Compare run B with run A on the same samples (``a[i]`` and ``b[i]`` score sample i).
+
+    ``diff`` = mean(b - a). The p-value is a two-sided paired permutation test: under "no
+    difference" the sign of each per-sample difference is a coin flip, and p is the share of
+    sign assignments whose |sum| is at least the observed one. Every assignment is enumerated
+    when there are at most 16 pairs (exact; the smallest attainable p is 2 / 2**n), otherwise
+    ``n_perm`` random ones (generator seeded with ``seed``) with the +1 correction.
+
+    The CI inverts that same test: it holds every shift d0 for which the test of "the
+    differences are symmetric about d0" (the same sign assignments applied to ``d - d0``) gives
+    p >= 1 - ``confidence`` (Ernst 2004, "Permutation methods: a basis for exact inference";
+    the ends are means of subsets of the differences, as in Hartigan 1969). So the CI excludes
+    0 exactly when p < 1 - confidence: the interval and the unadjusted test cannot disagree. A
+    percentile bootstrap could (with 14 pairs of which 4 differ it excluded 0 at p = 0.125).
+    When no shift can be rejected (at most 5 pairs at 95%: p >= 2 / 2**n > 0.05) the interval
+    is unbounded and both ends are ``None``.
+    """
+    _check_confidence(confidence)
+    _check_positive("n_perm", n_perm)
+    xa = _floats(a, "a")
+    xb = _floats(b, "b")
+    _same_length("a", xa, "b", xb)
+    n = xa.shape[0]
+    if n == 0:
+        return PairedDifference(0, None, None, None, None, None, confidence, None, False)
+    d = xb - xa
+    low, high, exact = _flip_intervals(d, np.random.default_rng(seed), n_perm)
+    p_value = int(np.count_nonzero((low <= 0.0) & (high >= 0.0))) / low.shape[0]
+    ci_low, ci_high = _inverted_ci(low, high, round(1.0 - confidence, 12))
+    return PairedDifference(
+        n=n,
+        mean_a=float(np.mean(xa)),
+        mean_b=float(np.mean(xb)),
+        diff=float(np.mean(d)),
+        ci_low=ci_low,
+        ci_high=ci_high,
+        confidence=confidence,
+        p_value=p_value,
+        exact=exact,
+    )

@@ -1,0 +1,40 @@
+"""citation_precision = citations whose cited chunk supports a claim they are attached to /
+all citations of the response (ALCE-style).
+
+A citation is a (sentence, chunk) pair: a marker in or right after a sentence covers the claims
+extracted from that sentence, and it supports when the claim-by-chunk verdicts of the shared
+verdict step find the chunk supporting at least one of them. A marker that names no chunk (out
+of range, an unknown id, unreadable) is a citation that supports nothing. A response that cites
+nothing is ``undetermined`` (there is no citation to be precise about); see citation_recall for
+the claims left without support.
+"""
+
+from __future__ import annotations
+
+from .._score import Evidence, Score
+from ..analyses import Need, SampleAnalyses
+from ._base import Metric
+from ._citations import citation_table, details
+
+__all__ = ["CitationPrecision"]
+
+
+class CitationPrecision(Metric):
+    name = "citation_precision"
+    requires = ("response", "contexts")
+    needs_judge = True
+    needs = frozenset({Need.RESPONSE_VS_CONTEXTS, Need.CHUNK_SUPPORT})
+    groups = frozenset({"generation", "reference-free"})
+
+    async def compute(self, ctx: SampleAnalyses) -> Score:
+        check, claims, verdicts = await citation_table(ctx)
+        ev = Evidence(claims=check.verdicts, calls=claims.refs + verdicts.refs, details=details(check))
+        n = len(check.citations)
+        if n == 0:
+            return Score.undetermined(self.key, "the response cites nothing", ev)
+        if check.n_claims == 0:
+            return Score.undetermined(self.key, "the response makes no factual claims", ev)
+        ok = sum(c["supports"] for c in check.citations)
+        bad = sum("problem" in c and c["chunk"] is None for c in check.citations)
+        note = f" ({bad} name no chunk)" if bad else ""
+        return Score.scored(self.key, ok / n, f"{ok} of {n} citations support their claim{note}", ev)

@@ -1,0 +1,37 @@
+"""citation_recall = claims with at least one citation whose chunk supports them / all claims of
+the response (ALCE-style).
+
+Every claim the shared extraction finds in the response needs support; it carries the citations
+of the sentence it was extracted from (see citation_precision), and it counts when the
+claim-by-chunk verdicts find one of those chunks supporting it. A response that cites nothing
+scores 0 when it makes claims; a response without claims is ``undetermined``.
+"""
+
+from __future__ import annotations
+
+from .._score import Evidence, Score
+from ..analyses import Need, SampleAnalyses
+from ._base import Metric
+from ._citations import citation_table, details
+
+__all__ = ["CitationRecall"]
+
+
+class CitationRecall(Metric):
+    name = "citation_recall"
+    requires = ("response", "contexts")
+    needs_judge = True
+    needs = frozenset({Need.RESPONSE_VS_CONTEXTS, Need.CHUNK_SUPPORT})
+    groups = frozenset({"generation", "reference-free"})
+
+    async def compute(self, ctx: SampleAnalyses) -> Score:
+        check, claims, verdicts = await citation_table(ctx)
+        ev = Evidence(claims=check.verdicts, calls=claims.refs + verdicts.refs, details=details(check))
+        n = check.n_claims
+        if n == 0:
+            return Score.undetermined(self.key, "the response makes no factual claims", ev)
+        ok = sum(r["supported_by_a_citation"] for r in check.claims)
+        if not check.citations:
+            return Score.scored(self.key, 0.0, f"the response cites nothing: 0 of {n} claims carry a "
+                                               "supporting citation", ev)
+        return Score.scored(self.key, ok / n, f"{ok} of {n} claims carry a supporting citation", ev)

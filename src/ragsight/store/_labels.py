@@ -1,0 +1,153 @@
+"""Human labels kept in the store: a person's (or another tool's) judgement of a sample or of
+one claim verdict, for one metric.
+
+A label refers to its sample by the sample's *content* (:func:`sample_key`: question, contexts,
+response, reference), not by run or row, so the labels given on one run apply to every run of
+the same data. A claim label refers to its claim by the claim's text (:func:`claim_key`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import InputError
+from ..sample import Sample
+
+__all__ = ["ANY_METRIC", "Label", "claim_key", "sample_key"]
+
+ANY_METRIC = "*"
+"""The metric of a label that judges the whole sample (it stands for every metric of it)."""
+
+
+@dataclass(frozen=True)
+class Label:
+    """One label. ``claim`` is None for a sample label (the metric's verdict on the sample), or
+    the :func:`claim_key` of the claim whose verdict it judges. ``metric`` is a metric's key,
+    or :data:`ANY_METRIC` for a label of the whole sample. ``value``: 1 right / 0 wrong for
+    a claim label; for a sample label, 1/0 or a grade. ``field`` names the kind of label
+    ("human", "expert"...), ``who`` the person; ``when`` (ISO 8601 UTC) is filled on write when
+    empty. ``run_id``/``sample_id`` say where the label was given; labels read for a run name
+    that run's sample instead (see :meth:`ragsight.store.Store.labels`)."""
+
+    sample_key: str
+    metric: str
+    value: float
+    field: str = "human"
+    claim: str | None = None
+    who: str = ""
+    when: str = ""
+    run_id: str | None = None
+    sample_id: str | None = None
+    note: str | None = None
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (tuple, list)):
+        return [_text(v) for v in value]
+    return value
+
+
+def sample_key(sample: Sample) -> str:
+    """The content key of a sample: a hash of its question, contexts, response and reference
+    (outer white space ignored), and for a turn of a conversation its history, never of its id,
+    row or run. Two runs of the same data give their samples the same keys, so labels follow the
+    content."""
+    basis: dict[str, Any] = {name: _text(getattr(sample, name))
+                             for name in ("question", "contexts", "response", "reference")}
+    history = getattr(sample, "history", None)
+    if history:  # a turn of a conversation: the same question after other turns is another sample
+        basis["history"] = [t.to_dict() for t in history]
+    digest = hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False).encode())
+    return "s-" + digest.hexdigest()[:20]
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def claim_key(text: str) -> str:
+    """The key of a claim's text (white space runs collapsed, case kept)."""
+    digest = hashlib.sha256(_SPACE.sub(" ", text).strip().encode())
+    return "c-" + digest.hexdigest()[:16]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _checked(label: Label, n: int) -> Label:
+    if not isinstance(label, Label):
+        raise InputError(f"label {n}: expected a Label, got {type(label).__name__}")
+    where = f"label {n} ({label.metric or '?'} of sample {label.sample_id or label.sample_key or '?'})"
+    for name in ("sample_key", "metric", "field"):
+        value = getattr(label, name)
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"{where}: '{name}' is empty")
+    if isinstance(label.value, bool) or not isinstance(label.value, (int, float)) or not math.isfinite(label.value):
+        raise InputError(f"{where}: value {label.value!r} is not a finite number")
+    if label.claim is not None and not label.claim:
+        raise InputError(f"{where}: 'claim' is an empty key (None means a sample label)")
+    return label if label.when else replace(label, when=now_iso())
+
+
+_UPSERT = (
+    "INSERT INTO labels (sample_key, metric, claim, field, who, value, made_at, run_id, sample_id, note)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT (sample_key, metric, claim, field, who) DO UPDATE SET"
+    " value=excluded.value, made_at=excluded.made_at, run_id=excluded.run_id,"
+    " sample_id=excluded.sample_id, note=excluded.note"
+)
+
+
+def add_labels(conn: sqlite3.Connection, labels: Iterable[Label]) -> int:
+    rows = []
+    for n, label in enumerate(labels, start=1):
+        lb = _checked(label, n)
+        rows.append((lb.sample_key, lb.metric, lb.claim or "", lb.field, lb.who, float(lb.value), lb.when,
+                     lb.run_id, lb.sample_id, lb.note))
+    conn.executemany(_UPSERT, rows)
+    return len(rows)
+
+
+_COLUMNS = "l.sample_key, l.metric, l.value, l.field, l.claim, l.who, l.made_at, l.run_id, l.sample_id, l.note"
+
+
+def _label(row: Sequence[Any]) -> Label:
+    key, metric, value, field, claim, who, when, run_id, sample_id, note = row
+    return Label(key, metric, float(value), field, claim or None, who, when, run_id, sample_id, note)
+
+
+def read_labels(conn: sqlite3.Connection, run_id: str | None, metric: str | None, field: str | None,
+                key: str | None) -> list[Label]:
+    where, args = [], []
+    for column, value in (("l.metric", metric), ("l.field", field), ("l.sample_key", key)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    if run_id is None:
+        q = f"SELECT {_COLUMNS} FROM labels l"
+        order = " ORDER BY l.sample_key, l.metric, l.claim, l.field, l.who"
+    else:
+        q = (f"SELECT {_COLUMNS.replace('l.run_id, l.sample_id', 'k.run_id, k.sample_id')} FROM labels l"
+             " JOIN sample_keys k ON k.sample_key = l.sample_key JOIN samples p"
+             " ON p.run_id = k.run_id AND p.sample_id = k.sample_id")
+        where.insert(0, "k.run_id = ?")
+        args.insert(0, run_id)
+        order = " ORDER BY p.idx, l.metric, l.claim, l.field, l.who"
+    if where:
+        q += " WHERE " + " AND ".join(where)
+    return [_label(r) for r in conn.execute(q + order, args).fetchall()]
+
+
+def delete_label(conn: sqlite3.Connection, key: str, metric: str, claim: str | None, field: str, who: str) -> bool:
+    cur = conn.execute("DELETE FROM labels WHERE sample_key=? AND metric=? AND claim=? AND field=? AND who=?",
+                       (key, metric, claim or "", field, who))
+    return bool(cur.rowcount)
