@@ -125,9 +125,10 @@ def test_an_interrupted_sweep_keeps_the_answers_it_got(
 ) -> None:
     world(tmp_path, monkeypatch)
     (tmp_path / "rag_count.py").write_text(
-        "import os\ndef answer(question, top_k):\n"
+        "import os, signal, time\ndef answer(question, top_k):\n"
         "    open('asked.txt', 'a').write(question + '\\n')\n"
-        "    if os.path.exists('stop') and 'pet' in question:\n        raise KeyboardInterrupt\n"
+        "    if os.path.exists('stop') and 'pet' in question:  # Ctrl-C while this question is asked\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n        time.sleep(1)\n"
         "    return {'answer': 'One bag.', 'contexts': ['x'] * top_k}\n", "utf-8")
     spec = sweep_file(tmp_path, "rag_count:answer", extra="concurrency = 1", grid="top_k = [1]")
     (tmp_path / "stop").write_text("")
