@@ -3,7 +3,10 @@
 Before the first judge call, a run checks everything it will need (its *preflight*): the store
 path can be written, the optional packages of the chosen metrics are installed, the judge
 answers a ping, and the embedder embeds one text. A failed preflight raises before anything is
-written (no store file is created). ``evaluate()`` runs the async core on an event loop of its
+written (no store file is created). The pings of a new run (in this process) go on while its
+first samples are judged: nothing is written, to the store or to the judge cache, until they
+have passed, and when one fails the samples in flight are cancelled and what they got is
+dropped, so the run leaves nothing behind, as when the pings came first. ``evaluate()`` runs the async core on an event loop of its
 own: in this thread, or, when this thread already runs a loop (Jupyter, an async web app), in a
 worker thread, so it works in a notebook without ``nest_asyncio``; ``await aevaluate(...)``
 is the direct form there.
@@ -207,25 +210,37 @@ async def _aevaluate(
             check_store_path(path)
             if path != ":memory:" and Path(path).exists():
                 st = Store(path)
+        # In this process the pings go on while the first samples are judged (_Gate); a Ray
+        # run pings first, as its workers make their own judges.
+        concurrent = opts.preflight and opts.backend == "local"
         try:
-            parts = await _prepare(chosen, opts, notice)
+            parts = await _prepare(chosen, opts, notice, ping=not concurrent)
         except BaseException:
             if own_store and st is not None:
                 st.close()
             raise
         try:
-            if st is None:
+            if st is None and not concurrent:
                 st = Store(path or ":memory:")
         except BaseException:
             await parts.aclose()
             raise
+        made: list[Store] = []
+
+        def new_store() -> Store:
+            made.append(Store(path or ":memory:"))
+            return made[0]
+
         try:
             return await _run(st, run_id or new_run_id(), ds.samples, ds.problems, ds.source, chosen,
                               opts, parts, settings=settings or AnalysisSettings(),
-                              metadata=metadata or {}, progress=counters, fresh=True)
+                              metadata=metadata or {}, progress=counters, fresh=True,
+                              ping=_ping(parts) if concurrent else None,
+                              new_store=new_store if st is None else None)
         finally:
             if own_store:
-                st.close()
+                for opened in ([st] if st is not None else made):
+                    opened.close()
 
 
 def _display_mode(show: bool | str | None, given: bool) -> str | None:
@@ -295,6 +310,7 @@ class _Parts:
     embedder: Any
     embedder_spec: Any
     embedder_url: str | None
+    embedder_users: tuple[str, ...] = ()
 
     async def aclose(self) -> None:
         if self.judge is not None:
@@ -343,10 +359,12 @@ async def preflight_embedder(emb: Any, users: Sequence[str]) -> None:
 
 
 async def _prepare(chosen: Sequence[Metric], opts: RunOptions, notice: Any,
-                   check: Callable[[Judge | None, Any], None] | None = None) -> _Parts:
+                   check: Callable[[Judge | None, Any], None] | None = None,
+                   ping: bool = True) -> _Parts:
     """Build the judge and the embedder the chosen metrics need and check them (the
-    preflight; ``check`` first, before any call). Nothing is written; on failure whatever was
-    opened is closed."""
+    preflight; ``check`` first, before any call). With ``ping`` False the judge and embedder
+    are not called yet: the caller runs :func:`_ping` itself. Nothing is written; on failure
+    whatever was opened is closed."""
     if opts.preflight:
         check_packages(chosen)
     need_judge = any(m.needs_judge for m in chosen)
@@ -355,39 +373,133 @@ async def _prepare(chosen: Sequence[Metric], opts: RunOptions, notice: Any,
                         max_concurrency=opts.judge_concurrency, api_version=opts.api_version)
              if need_judge else None)
     emb_spec, emb_url = _embedder_choice(opts, judge, notice)
-    parts = _Parts(judge, None, emb_spec, emb_url)
+    parts = _Parts(judge, None, emb_spec, emb_url, tuple(need_embedder))
     try:
         if need_embedder:
             parts.embedder = make_embedder(emb_spec, base_url=emb_url, notice=notice)
         if check is not None:
             check(judge, parts.embedder)
-        if opts.preflight:
-            if judge is not None:
-                await judge.provider.preflight()
-            if parts.embedder is not None:
-                await preflight_embedder(parts.embedder, need_embedder)
+        if opts.preflight and ping:
+            await _ping(parts)
     except BaseException:
         await parts.aclose()
         raise
     return parts
 
 
+async def _ping(parts: _Parts) -> None:
+    """Ping the judge and embed one text, at the same time; the first failure is raised (the
+    judge's when both fail) and the other ping is cancelled."""
+    pings = []
+    if parts.judge is not None:
+        pings.append(asyncio.ensure_future(parts.judge.provider.preflight()))
+    if parts.embedder is not None:
+        pings.append(asyncio.ensure_future(preflight_embedder(parts.embedder, parts.embedder_users)))
+    try:
+        while pings:
+            await asyncio.wait(pings, return_when=asyncio.FIRST_EXCEPTION)
+            for p in pings:
+                if p.done() and p.exception() is not None:
+                    raise p.exception()  # type: ignore[misc]
+            pings = [p for p in pings if not p.done()]
+    finally:
+        for p in pings:
+            p.cancel()
+        await asyncio.gather(*pings, return_exceptions=True)
+
+
+class _HeldCache:
+    """The run's judge cache while its preflight goes on: finished steps are kept in memory
+    (and an existing store's cache is read) until :meth:`open`, which writes them to the store
+    and hands every later call to it. A failed preflight leaves no cache entry."""
+
+    def __init__(self, store: Store | None) -> None:
+        self._readable = store
+        self._held: dict[str, dict[str, Any]] = {}
+        self._target: SQLiteCallCache | None = None
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        if self._target is not None:
+            return await self._target.get(key)
+        if key in self._held:
+            return self._held[key]
+        return self._readable.cache_get(key) if self._readable is not None else None
+
+    async def put(self, key: str, entry: dict[str, Any]) -> None:
+        if self._target is not None:
+            await self._target.put(key, entry)
+        else:
+            self._held[key] = entry
+
+    def open(self, store: Store) -> None:
+        self._target = SQLiteCallCache(store)
+        for key, entry in self._held.items():
+            store.cache_put(key, entry)
+        self._held.clear()
+
+
+class _Gate:
+    """Holds a new run's writes while its preflight (``ping``, started at once) goes on. When it
+    passes, the run is opened in the store (``open_run``) at once; :meth:`wait` returns that
+    store, or raises the preflight's error when it failed."""
+
+    def __init__(self, ping: Coroutine[Any, Any, None], open_run: Callable[[], Store]) -> None:
+        self.store: Store | None = None
+
+        async def ping_then_open() -> None:
+            await ping
+            self.store = open_run()
+
+        self._task = asyncio.ensure_future(ping_then_open())
+
+    async def wait(self) -> Store:
+        await asyncio.shield(self._task)
+        assert self.store is not None
+        return self.store
+
+    async def settle(self) -> None:
+        """After the run stopped early: wait for the preflight, raising its error when it failed
+        (that says more than what stopped the run). Once it passed the run is open, and so is
+        recorded with its status."""
+        try:
+            await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            if not self._task.cancelled():
+                raise
+
+    async def close(self) -> None:
+        if not self._task.done():
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
 # ---- the run ------------------------------------------------------------------------------
 
 
 async def _run(
-    st: Store, run_id: str, samples: Sequence[Sample], problems: Sequence[RowProblem], source: str,
-    chosen: Sequence[Metric], opts: RunOptions, parts: _Parts, *, settings: AnalysisSettings,
-    metadata: Mapping[str, Any], progress: Progress | None, fresh: bool,
+    st: Store | None, run_id: str, samples: Sequence[Sample], problems: Sequence[RowProblem],
+    source: str, chosen: Sequence[Metric], opts: RunOptions, parts: _Parts, *,
+    settings: AnalysisSettings, metadata: Mapping[str, Any], progress: Progress | None, fresh: bool,
+    ping: Coroutine[Any, Any, None] | None = None, new_store: Callable[[], Store] | None = None,
 ) -> EvaluationResult:
+    """Run the samples. With ``ping`` (a new run's preflight, not yet done) the samples start at
+    once and the run is opened in the store (made by ``new_store`` when ``st`` is None) only when
+    the preflight has passed; until then the judge cache is held in memory."""
     judge_spec, cache, base_url = opts.judge, opts.cache, opts.base_url
     backend = opts.backend
     emb = parts.embedder
     judge = None
+    held: _HeldCache | None = None
+    in_memory = (st is None and new_store is None) or (st is not None and st.path == ":memory:")
     if parts.judge is not None:
         # A fresh wrapper for this run (its cache, stats and memo); a Judge passed in is not changed.
-        judge = parts.judge.for_run(
-            cache=(SQLiteCallCache(st) if st.path != ":memory:" else MemoryCallCache()) if cache else None)
+        run_cache: Any = None
+        if cache and ping is not None and not in_memory:
+            run_cache = held = _HeldCache(st)
+        elif cache:
+            run_cache = MemoryCallCache() if in_memory or st is None else SQLiteCallCache(st)
+        judge = parts.judge.for_run(cache=run_cache)
+    gate: _Gate | None = None
     try:
         _check_generator(samples, judge)
         settings = settings_for(chosen, replace_cache(settings, cache))
@@ -412,31 +524,49 @@ async def _run(
             "backend": backend,
             "api_version": opts.api_version,
         }
-        if fresh:
-            st.create_run(run_id, dataset=source, judge=judge.name if judge else None,
-                          embedder=emb.name if emb else None, metrics=describe_metrics(chosen),
-                          config=config, metadata=dict(metadata), samples=samples, problems=problems)
-        else:
-            st.acquire(run_id)
-        # What earlier processes of this run paid; the heartbeat adds this process's spend as it
-        # goes (stats_now), so a kill loses at most the last second of it.
-        prev = {} if fresh else st.run(run_id).stats
+        prev: dict[str, Any] = {}
 
         def stats_now() -> dict[str, Any]:
             current = judge.stats.to_dict() if judge else {}
             return _merge_stats(prev, current) if prev else current
 
-        done = st.finished_samples(run_id)
-        if not fresh:  # a resumed run asks its failed samples again (the cache keeps what worked)
-            done -= st.failed_samples(run_id)
+        def open_run() -> Store:
+            nonlocal st, prev
+            if st is None:
+                assert new_store is not None
+                st = new_store()
+            if held is not None:
+                held.open(st)
+            if fresh:
+                st.create_run(run_id, dataset=source, judge=judge.name if judge else None,
+                              embedder=emb.name if emb else None, metrics=describe_metrics(chosen),
+                              config=config, metadata=dict(metadata), samples=samples, problems=problems)
+            else:
+                st.acquire(run_id)
+                # What earlier processes of this run paid; the heartbeat adds this process's spend
+                # as it goes (stats_now), so a kill loses at most the last second of it.
+                prev = st.run(run_id).stats
+            if progress is not None:
+                progress.run_id = run_id
+            st.start_heartbeat(run_id, stats_now)
+            return st
+
+        if ping is not None:
+            gate = _Gate(ping, open_run)
+            ping = None
+            done: set[str] = set()
+        else:
+            open_run()
+            assert st is not None
+            done = st.finished_samples(run_id)
+            if not fresh:  # a resumed run asks its failed samples again (the cache keeps what worked)
+                done -= st.failed_samples(run_id)
         todo = [s for s in samples if s.id not in done]
         if progress is not None:
             progress.total = len(samples)
             progress.done = len(done)
-            progress.run_id = run_id
             progress.judge_stats = judge.stats if judge is not None else None
         status = "interrupted"
-        st.start_heartbeat(run_id, stats_now)
         try:
             if backend == "ray":
                 from .engine import run_samples_ray
@@ -449,16 +579,32 @@ async def _run(
                 )
             else:
                 await run_samples(todo, chosen, judge=judge, embedder=emb, settings=settings, store=st,
-                                  run_id=run_id, concurrency=conc, progress=progress, keep_results=False)
+                                  run_id=run_id, concurrency=conc, progress=progress, keep_results=False,
+                                  opened=gate.wait if gate is not None else None)
+            if gate is not None:
+                await gate.wait()  # a run with no sample to judge still has its preflight pass
             status = "completed"
+        except BaseException as exc:
+            # Stopped before its preflight was over: the preflight's own error says more (a bad
+            # key refused the first calls too); once it passed, the run is recorded with its
+            # status. Ctrl-C writes nothing more.
+            if gate is not None and gate.store is None and isinstance(exc, Exception):
+                await gate.settle()
+            raise
         finally:
-            st.stop_heartbeat()
-            stats = stats_now()
-            st.finish_run(run_id, status, stats)
+            if gate is not None:
+                await gate.close()
+            if st is not None and (gate is None or gate.store is not None):
+                st.stop_heartbeat()
+                stats = stats_now()
+                st.finish_run(run_id, status, stats)
+        assert st is not None
         scores = st.scores(run_id)
         return EvaluationResult(run_id, samples, chosen, scores, stats, st.problems(run_id),
                                 None if st.path == ":memory:" else st.path, status, config)
     finally:
+        if ping is not None:  # stopped before the samples started: the preflight never began
+            ping.close()
         if judge is not None:
             await judge.aclose()
         await parts.aclose()

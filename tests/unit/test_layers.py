@@ -18,6 +18,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ragsight"
 # Highest first. A unit is a package (folder) or a top-level module of ragsight.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
+    ("view",),
     ("sweep",),
     ("report", "testset", "pipeline", "integrations", "testing", "pytest_plugin"),
     ("_repeats",),

@@ -46,7 +46,7 @@ from ..report import fmt as _fmt
 from ..result import EvaluationResult, load_result
 from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
-from . import _judges, _labels, _report, _sweep, _testset, _traces
+from . import _judges, _labels, _report, _sweep, _testset, _traces, _view
 from ._common import (
     DEFAULT_STORE,
     EXIT_FAILED,
@@ -187,6 +187,7 @@ def _parser() -> argparse.ArgumentParser:
     _sweep.register(sub)
     _judges.register(sub)
     _labels.register(sub)
+    _view.register(sub)
     return p
 
 

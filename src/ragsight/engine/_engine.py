@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -122,12 +122,16 @@ async def run_samples(
     progress: Progress | None = None,
     on_sample: Callable[[SampleOutcome], None] | None = None,
     keep_results: bool = True,
+    opened: Callable[[], Awaitable[Store]] | None = None,
 ) -> dict[str, tuple[Score, ...]]:
     """Evaluate ``samples``; each finished sample is saved before the next result is reported.
     The scores are returned by sample id; ``keep_results=False`` returns nothing and keeps
     nothing in memory (the store has them: a long run's memory stays flat).
 
     Cancellation (Ctrl-C) stops the samples in flight; everything finished is already saved.
+    With ``opened``, the samples are saved in the store it returns, awaited before each save:
+    it holds the writes of a run whose preflight is still going on (the store may not exist
+    yet), and raises, which stops the run, when that preflight fails.
     """
     settings = settings_for(metrics, settings)
     results: dict[str, tuple[Score, ...]] = {}
@@ -140,8 +144,9 @@ async def run_samples(
         # first, and a sample's chain of calls does not queue behind later samples' first calls
         with record_calls(calls.append), call_priority(position):
             scores = await score_sample(sample, metrics, judge, embedder, settings)
-        if store is not None:
-            store.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
+        st = await opened() if opened is not None else store
+        if st is not None:
+            st.save_sample(run_id, sample.id, scores, [(sample.id, c) for c in calls])
         if keep_results:
             results[sample.id] = scores
         if progress is not None:
@@ -152,9 +157,9 @@ async def run_samples(
                 progress.on_update(progress)
         if on_sample is not None:
             on_sample(SampleOutcome(sample.id, scores))
-        if store is not None and time.monotonic() - last_beat > 20:
+        if st is not None and time.monotonic() - last_beat > 20:
             last_beat = time.monotonic()
-            store.heartbeat(run_id)
+            st.heartbeat(run_id)
 
     # ``concurrency`` workers take the samples in order: a task per sample in flight, not per
     # sample of the run (a million samples made a million waiting tasks, some 3 GB)

@@ -39,6 +39,7 @@ from ._calibrate import (
     calibrate,
     load_labels,
     print_calibration,
+    split_labels,
     store_labels,
 )
 from ._compare import (
@@ -56,7 +57,8 @@ from ._compare import (
     load_runs,
     print_comparison,
 )
-from ._format import compact_table, fmt, fmt_ci, fmt_p, fmt_signed
+from ._evidence import Marks
+from ._format import compact_table, config_text, fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
 from ._labels_io import LabelImport, export_labels, import_labels, label_rows
 from ._pairs import (
@@ -83,6 +85,7 @@ __all__ = [
     "GroupComparison",
     "GroupStats",
     "LabelImport",
+    "Marks",
     "MetricCalibration",
     "MetricRow",
     "PairAgreement",
@@ -110,6 +113,7 @@ __all__ = [
     "compare",
     "compare_runs",
     "concordance_table",
+    "config_text",
     "corrected_estimate",
     "correlations",
     "evaluate_repeats",
@@ -139,6 +143,7 @@ __all__ = [
     "render_report",
     "run_spread",
     "save_html",
+    "split_labels",
     "store_labels",
     "summarize",
     "threshold_metrics",

@@ -57,6 +57,7 @@ __all__ = [
     "calibrate",
     "load_labels",
     "print_calibration",
+    "split_labels",
     "store_labels",
 ]
 
