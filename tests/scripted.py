@@ -17,6 +17,8 @@ from ragsight.judge import ScriptedProvider
 @dataclass
 class RagScript:
     claims: dict[str, list[str]] = field(default_factory=dict)  # text -> claims
+    # text -> claims when asked again about claims not found in it (extract_claims_recheck)
+    recheck: dict[str, list[str]] = field(default_factory=dict)
     # (claim, target) -> supported; target is "contexts", "reference", "response" or "chunk:N"
     verdicts: dict[tuple[str, str], bool] = field(default_factory=dict)
     chunk_relevance: dict[str, list[bool]] = field(default_factory=dict)  # question -> per chunk
@@ -37,6 +39,12 @@ class RagScript:
             if text not in self.claims:
                 raise AssertionError(f"script has no claims for {text!r}")
             return {"claims": self.claims[text]}
+
+        def extract_claims_recheck(v: Mapping[str, Any]) -> Any:
+            text = v["raw_text"]
+            if text not in self.recheck:
+                raise AssertionError(f"script has no re-asked claims for {text!r}")
+            return {"claims": self.recheck[text]}
 
         def verify_claims(v: Mapping[str, Any]) -> Any:
             target = v["target"]
@@ -68,6 +76,7 @@ class RagScript:
 
         return {
             "extract_claims": extract_claims,
+            "extract_claims_recheck": extract_claims_recheck,
             "verify_claims": verify_claims,
             "chunk_relevance": chunk_relevance,
             "generate_questions": generate_questions,

@@ -197,6 +197,8 @@ async def _aevaluate(
         if resume is not None:
             return await _resume(store, resume, opts, progress=counters, notice=notice)
         ds = Dataset.load(data)
+        if (misnamed := ds.misnamed_message()) is not None:
+            raise ConfigError(misnamed)
         if not ds.samples:
             details = "; ".join(g.line() for g in group_problems(ds.errors)[:5])  # one per kind
             raise ConfigError(f"no usable sample in {ds.source}" + (f": {details}" if details else ""))
@@ -870,6 +872,25 @@ def _shutdown(loop: asyncio.AbstractEventLoop) -> None:
         loop.close()
 
 
+@contextlib.contextmanager
+def _ctrl_c_interrupts_the_wait() -> Any:
+    """Under ``asyncio.run`` (Python 3.11+), SIGINT's handler is the runner's, which only cancels
+    its main task, and that task is blocked in this very wait: the first Ctrl-C did nothing (issue
+    30). While the wait lasts, Ctrl-C raises KeyboardInterrupt here, as it does outside asyncio.
+    An application's own handler is left alone."""
+    runner = getattr(asyncio, "Runner", None)
+    handler = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    owner = getattr(getattr(handler, "func", handler), "__self__", None)  # a partial of Runner._on_sigint
+    if runner is None or not isinstance(owner, runner):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
 def _run_in_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     box: dict[str, Any] = {}
     ready = threading.Event()
@@ -894,7 +915,8 @@ def _run_in_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     # Waited for with an Event, not Thread.join(): a KeyboardInterrupt that lands inside join()
     # can leave the thread marked stopped while it still runs (CPython, bpo-45274's fix).
     try:
-        finished.wait()
+        with _ctrl_c_interrupts_the_wait():
+            finished.wait()
     except KeyboardInterrupt:
         # Interrupting the notebook's kernel: stop the run the way Ctrl-C does in a terminal,
         # and wait for it to save what it finished (a second interrupt stops waiting).

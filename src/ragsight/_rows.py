@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -186,6 +187,20 @@ def _without_result_columns(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k not in drop} if drop else dict(raw)
 
 
+_TEXTS_NAME = re.compile(r"chunk|passage|context|retriev|snippet|excerpt|^docs$|^documents$|_docs$|_documents$")
+
+
+_PANDAS_INDEX = re.compile(r"|Unnamed: \d+")
+
+
+def _holds_texts(key: str, value: Any) -> bool:
+    """Whether an unknown column looks like the retrieved chunks: a list of texts (at least one
+    with a space: sentences, not ids), or text under a name such as 'passages' or 'docs'."""
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return any(" " in v.strip() for v in value) or bool(_TEXTS_NAME.search(key))
+    return isinstance(value, str) and " " in value.strip() and bool(_TEXTS_NAME.search(key))
+
+
 def read_row(raw: Mapping[str, Any]) -> RowFields:
     """Read one row into ragsight's fields. Raises FieldError for an unusable field."""
     for key in raw:
@@ -219,6 +234,8 @@ def read_row(raw: Mapping[str, Any]) -> RowFields:
     metas: list[tuple[str, Any]] = []
     for key, value in items.items():
         key_s = str(key)
+        if _PANDAS_INDEX.fullmatch(key_s):
+            continue  # the unnamed index column pandas writes (to_csv) and reads back ("Unnamed: 0")
         nk = norm_key(key_s)
         synthetic = _SYNTHETIC.get(key_s)
         name = synthetic[0] if synthetic else overrides.get(key_s) or ALIAS_TO_FIELD.get(nk)
@@ -226,9 +243,15 @@ def read_row(raw: Mapping[str, Any]) -> RowFields:
             extra[key_s] = value
             if nk not in KNOWN_FOREIGN and not nk.startswith("attributes."):
                 close = difflib.get_close_matches(nk, list(ALIAS_TO_FIELD), n=1, cutoff=0.8)
-                if close:
+                meant = "contexts" if _holds_texts(nk, value) else ALIAS_TO_FIELD[close[0]] if close else None
+                if meant is not None and not any(ALIAS_TO_FIELD.get(norm_key(k)) == meant for k in items):
+                    out.misnamed.append((key_s, meant))  # evaluate() stops on it
+                if meant == "contexts" and not close:
+                    out.notes.append((key_s, f"unknown field '{key_s}' holds texts, kept in metadata; did "
+                                      "you mean 'contexts'?"))
+                elif close:
                     out.notes.append((key_s, f"unknown field '{key_s}' kept in metadata; did you mean "
-                                      f"'{close[0]}'?"))
+                                      f"'{close[0] if meant != 'contexts' else 'contexts'}'?"))
             continue
         if name == "metadata":
             metas.append((key_s, value))

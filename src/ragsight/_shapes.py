@@ -164,6 +164,9 @@ class RowFields:
     notes: list[tuple[str, str]] = field(default_factory=list)  # (field, warning)
     sources: dict[str, str] = field(default_factory=dict)  # canonical field -> the row's key
     shape: str = "ragsight"
+    # unknown columns that most likely mean a field the row lacks: (column, field); evaluate()
+    # stops on them before a run is made
+    misnamed: list[tuple[str, str]] = field(default_factory=list)
 
 
 def norm_key(key: Any) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "overall_entry",
     "overall_of",
     "summarize_scores",
+    "truncation_note",
 ]
 
 
@@ -219,10 +220,11 @@ class EvaluationResult:
         """'12 samples', or '3 conversations, 7 assistant turns' and the single-turn samples beside them."""
         sh = self.shape
         if not sh["conversations"] and not sh["turns"]:
-            return f"{len(self.samples)} samples"
+            return f"{len(self.samples)} sample{'s' if len(self.samples) != 1 else ''}"
         out = f"{sh['conversations']} conversation{'s' if sh['conversations'] != 1 else ''}, " \
               f"{sh['turns']} assistant turn{'s' if sh['turns'] != 1 else ''}"
-        return out + (f" + {sh['single']} single-turn samples" if sh["single"] else "")
+        return out + (f" + {sh['single']} single-turn sample{'s' if sh['single'] != 1 else ''}"
+                      if sh["single"] else "")
 
     @property
     def overall_detail(self) -> Overall:
@@ -338,3 +340,26 @@ def load_result(store: Store, ref: str) -> EvaluationResult:
     metrics = metrics_of_run(info.metrics, samples)
     return EvaluationResult(run_id, samples, metrics, store.scores(run_id), info.stats,
                             store.problems(run_id), store.path, info.status, info.config)
+
+
+def truncation_note(result: EvaluationResult) -> str | None:
+    """One sentence when texts were cut to fit the judge's window (the summary and the report
+    say it): how many samples, and the largest cut. None when nothing was cut."""
+    samples: set[str] = set()
+    largest: tuple[int, str, str, int, int] | None = None
+    for sid, per in result.scores.items():
+        for score in per.values():
+            for t in score.evidence.details.get("truncated") or ():
+                if not isinstance(t, dict):
+                    continue
+                samples.add(sid)
+                tokens, kept = int(t.get("tokens", 0)), int(t.get("kept", 0))
+                if largest is None or tokens - kept > largest[0]:
+                    largest = (tokens - kept, sid, str(t.get("field", "")), tokens, kept)
+    if largest is None:
+        return None
+    _, sid, where, tokens, kept = largest
+    n = len(samples)
+    return (f"cut to fit the judge's window: {n} sample{'s' if n != 1 else ''}; the largest cut: {where} "
+            f"of sample {sid}, {tokens:,} tokens to {kept:,}. The scores that read a cut text list it "
+            "under 'truncated' (ragsight show RUN --sample ID).")

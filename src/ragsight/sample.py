@@ -410,6 +410,10 @@ class Dataset:
         self.problems: list[RowProblem] = list(problems)
         self.source = source
         self.sources: dict[str, tuple[str, ...]] = {}
+        # unknown columns that most likely mean a field no row has (column -> field), and every
+        # column the rows had: evaluate() stops on them before a run is made
+        self.misnamed: dict[str, str] = {}
+        self.columns: tuple[str, ...] = ()
         seen: set[str] = set()
         for s in self.samples:
             if s.id in seen:
@@ -434,6 +438,19 @@ class Dataset:
                 return s
         raise KeyError(sample_id)
 
+    def misnamed_message(self) -> str | None:
+        """What to rename when an unknown column most likely means a field no row has, else None."""
+        if not self.misnamed:
+            return None
+        what = "; ".join(
+            f"'{col}' holds texts: name it 'contexts' (the retrieved chunks)" if meant == "contexts"
+            else f"'{col}': did you mean '{meant}'?" for col, meant in self.misnamed.items())
+        found = ", ".join(self.columns[:12]) + (", ..." if len(self.columns) > 12 else "")
+        return (f"{self.source}: unknown column(s): {what}. Columns found: {found}. The columns ragsight "
+                "reads: id, question, contexts, response, reference, reference_contexts, retrieved_ids, "
+                "relevant_ids, metadata (other tools' names work too: user_input, retrieved_contexts, "
+                "answer, ground_truth...). Rename the column; nothing was run.")
+
     @property
     def errors(self) -> list[RowProblem]:
         """Problems that made a row unusable (the row is not in the data set)."""
@@ -457,6 +474,8 @@ class Dataset:
         explicit: set[str] = set()
         by_position: list[int] = []
         sources: dict[str, dict[str, None]] = {}
+        misnamed: dict[str, str] = {}
+        columns: dict[str, None] = {}
         for obj, rown in zip(rows, numbers):
             conv = obj if isinstance(obj, Conversation) else None
             raw = None if conv is not None else row_mapping(obj)
@@ -499,6 +518,9 @@ class Dataset:
                             metadata=got.metadata, **turn_fields)
             for fname, note in got.notes:
                 problems.append(RowProblem(source, rown, fname, "warning: " + note))
+            for column, meant in got.misnamed:
+                misnamed.setdefault(column, meant)
+            columns.update((str(k), None) for k in raw)
             for name, src in got.sources.items():
                 sources.setdefault(name, {})[src] = None
             has_explicit_id = v["id"] is not None
@@ -528,6 +550,7 @@ class Dataset:
                 "them by position only. Give each row an id to pair them safely."))
         ds = cls(samples, problems, source)
         ds.sources = {name: tuple(srcs) for name, srcs in sources.items()}
+        ds.misnamed, ds.columns = misnamed, tuple(columns)
         for g in group_problems(p for p in problems if p.message.startswith("warning:")):
             warnings.warn(g.line(), SampleWarning, stacklevel=2)
         return ds

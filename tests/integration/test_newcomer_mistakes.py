@@ -65,7 +65,7 @@ def test_resume_last_with_nothing_to_resume_says_so_and_needs_no_judge(
     assert code == 0, out + err
     assert f"Run {run_id} is already complete: nothing to resume." in " ".join(err.split())
     assert "ping" not in err and "Traceback" not in out + err
-    assert f"run {run_id}  (1 samples, completed)" in out
+    assert f"run {run_id}  (1 sample, completed)" in out
     assert "faithfulness" in out
 
 

@@ -56,9 +56,9 @@ def test_out_of_scope_rows_through_the_cli(tmp_path: Path, capsys: pytest.Captur
                          "context_recall,context_precision,abstention(method=judge)", "--quiet"])
     output = " ".join(capsys.readouterr().out.split())
     assert code == 0, output
-    assert ("skipped context_recall on 2 sample(s): out-of-scope question: no relevant context to retrieve "
+    assert ("skipped context_recall on 2 samples: out-of-scope question: no relevant context to retrieve "
             "(see abstention)") in output
-    assert "skipped context_precision on 2 sample(s): out-of-scope question" in output
+    assert "skipped context_precision on 2 samples: out-of-scope question" in output
     assert len(asked) == 3 and all("<response>" in a for a in asked)
     with Store(store) as st:
         scores = st.scores(st.runs()[0].id)

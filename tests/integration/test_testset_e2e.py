@@ -44,28 +44,26 @@ def test_generate_run_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str
     store = str(tmp_path / "ragsight.db")
     ts, ev, res = tmp_path / "ts.jsonl", tmp_path / "eval.jsonl", tmp_path / "results.jsonl"
 
-    assert (
-        cli.main(
-            [
-                "generate",
-                str(docs),
-                "--size",
-                "2",
-                "--out",
-                str(ts),
-                "--store",
-                store,
-                "--types",
-                "single_hop=1",
-                "--attempts",
-                "2",
-                "--timeout",
-                "900",
-            ]
-        )
-        == 0
+    code = cli.main(
+        [
+            "generate",
+            str(docs),
+            "--size",
+            "2",
+            "--out",
+            str(ts),
+            "--store",
+            store,
+            "--types",
+            "single_hop=1",
+            "--attempts",
+            "2",
+            "--timeout",
+            "900",
+        ]
     )
     rows = [json.loads(line) for line in ts.read_text("utf-8").splitlines()]
+    assert code == (0 if rows else 1)  # a generate that writes nothing exits 1
     rejected = [
         json.loads(line)
         for line in (tmp_path / "ts.rejected.jsonl").read_text("utf-8").splitlines()

@@ -162,11 +162,11 @@ def test_cli_ceiling_and_the_summary_line_a_person_reads(tmp_path: Path, capsys:
     out = capsys.readouterr().out
     assert code == 0
     assert gate.peak <= 3 and gate.refused > 0
-    line = next(ln for ln in out.splitlines() if "calls refused as overloaded" in ln)
+    line = next(ln for ln in out.splitlines() if "refused as overloaded" in ln)
     # the limit's lowest and highest: cut to 3 or less; the highest is the start (a ceiling of 12
     # starts at 8) or more, when calls succeeded (and the limit grew) before the first refusal,
-    # as on a loaded machine (this line then said "limit 2-10 of 12")
-    m = re.fullmatch(rf"judge: {gate.refused} calls refused as overloaded, 0 timed out; limit (\d+)-(\d+) of 12", line)
+    # as on a loaded machine (this line then said "2 to 10 calls at once (of 12)")
+    m = re.fullmatch(rf"judge: {gate.refused} refused as overloaded, 0 timed out; (\d+) to (\d+) calls at once \(of 12\)", line)
     assert m is not None, line
     assert int(m.group(1)) <= 3
     assert len(line) <= 80

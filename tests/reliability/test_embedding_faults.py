@@ -86,7 +86,7 @@ def test_a_broken_vector_is_a_failed_embedding_with_its_cause(
         assert reason.startswith("embedding failed:"), reason
         assert CAUSES[fault] in reason, reason
     # the summary counts them under their kind
-    assert "failed answer_similarity on 3 sample(s): embedding failed" in " ".join(captured.out.split())
+    assert "failed answer_similarity on 3 samples: embedding failed" in " ".join(captured.out.split())
     for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines():
         strict_loads(line)
 

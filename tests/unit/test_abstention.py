@@ -104,6 +104,7 @@ DOCS_DO_NOT_SAY = "The documents do not say."
 MADE_UP_POLICY = "The company does not allow dogs to bring to the office."
 MIXED = "The documents do not say, but most offices allow small dogs on Fridays."
 GERMAN = "Die Dokumente enthalten dazu keine Angaben."
+ITALIAN = "I documenti non lo specificano."
 REFERRAL = "I don't know; the People team would be the right people to ask."
 
 
@@ -114,24 +115,27 @@ def dogs(qid: str, response: str) -> dict[str, Any]:
 
 def test_the_detector_decides_clean_declines_and_the_judge_the_others() -> None:
     # the embedded judge's P(Yes) to "does it give an answer?"
-    p_answers = {MADE_UP_POLICY: 0.81, MIXED: 0.91, GERMAN: 0.2}
+    p_answers = {MADE_UP_POLICY: 0.81, MIXED: 0.91, ITALIAN: 0.2}
     judge = ScriptedProvider(choice_handlers={"declines": lambda v: next(
         p for text, p in p_answers.items() if text in v["response"])})
     rows = [dogs("plain", DOCS_DO_NOT_SAY), dogs("made-up", MADE_UP_POLICY), dogs("mixed", MIXED),
-            dogs("german", GERMAN), dogs("referral", REFERRAL)]
+            dogs("german", GERMAN), dogs("italian", ITALIAN), dogs("referral", REFERRAL)]
     result = ragsight.evaluate(rows, ["abstention"], judge=judge)
     got = {sid: (s["abstention"].value, s["abstention"].reason) for sid, s in result.scores.items()}
     assert got == {
-        "plain": (1.0, "declined an out-of-scope question (decline phrases: documents do not say)"),
+        "plain": (1.0, 'declined an out-of-scope question (decline phrases: "do not say")'),
         "made-up": (0.0, "answered an out-of-scope question (judge: P(declines)=0.19)"),
         "mixed": (0.0, "answered an out-of-scope question (judge: P(declines)=0.09)"),
-        "german": (1.0, "declined an out-of-scope question (judge: P(declines)=0.80)"),
-        "referral": (1.0, "declined an out-of-scope question (decline phrases: I don't know)"),
+        # German, French and Spanish declines are read by the detector too (issue 30)
+        "german": (1.0, 'declined an out-of-scope question (decline phrases: "keine Angaben", '
+                        '"Dokumente enthalten dazu keine")'),
+        "italian": (1.0, "declined an out-of-scope question (judge: P(declines)=0.80)"),
+        "referral": (1.0, """declined an out-of-scope question (decline phrases: "I don't know")"""),
     }
     # the judge was asked three times: no decline phrase, a decline phrase beside an answer, and
-    # a response the detector cannot read; never for the two clean declines
+    # a response the detector cannot read (Italian); never for the three clean declines
     assert sorted(r.variables["response"] for r in judge.calls_for("declines")) == sorted(
-        [f"<response>\n{t}\n</response>" for t in (MADE_UP_POLICY, MIXED, GERMAN)])
+        [f"<response>\n{t}\n</response>" for t in (MADE_UP_POLICY, MIXED, ITALIAN)])
     ev = {sid: s["abstention"].evidence for sid, s in result.scores.items()}
     assert ev["plain"].details == {
         "out_of_scope": True, "scope": "all", "method": "combined", "detector": "declines",
@@ -146,7 +150,8 @@ def test_the_detector_decides_clean_declines_and_the_judge_the_others() -> None:
         ["decline", "The documents do not say"], ["content", "most offices allow small dogs on Fridays"]]
     assert ev["mixed"].details["p_declines"] == pytest.approx(0.09)
     assert [c.prompt_id for c in ev["mixed"].calls] == ["declines"]
-    assert ev["german"].details["detector"] == "not_english" and ev["german"].details["decided_by"] == "judge"
+    assert ev["italian"].details["detector"] == "not_english" and ev["italian"].details["decided_by"] == "judge"
+    assert ev["german"].details["detector"] == "declines" and ev["german"].details["decided_by"] == "detector"
     assert ev["referral"].details["clauses"] == [["decline", "I don't know"],
                                                  ["referral", "the People team would be the right people to ask"]]
 
@@ -174,7 +179,18 @@ def test_a_remote_judge_decides_the_mixed_case_with_its_reason() -> None:
     ("The documents say claims are due within 30 days.", "none"),
     ("Leeds staff get 25 days; the documents do not say how many Porto staff get.", "mixed"),
     ("I'm not sure, but I believe it's business casual.", "mixed"),
-    ("Les documents ne le précisent pas.", "not_english"),
+    ("Les documents ne le précisent pas.", "declines"),
+    ("Ich weiß es nicht.", "declines"),
+    ("Leider geht aus den Dokumenten nicht hervor, wie lange die Frist ist.", "declines"),
+    ("Lo siento, no tengo información sobre eso.", "declines"),
+    ("No lo sé.", "declines"),
+    # answers with a negative in German, French and Spanish are not declines
+    ("Das Frühstück ist nicht enthalten.", "not_english"),
+    ("L'assurance ne couvre pas les bagages.", "not_english"),
+    ("El billete no incluye equipaje.", "none"),
+    ("No se permiten mascotas.", "none"),
+    ("Die Dokumente nennen keine Frist, aber üblich sind 20 Tage.", "mixed"),
+    ("I documenti non lo specificano.", "not_english"),
     ("   ", "empty"),
 ])
 def test_the_detectors_verdicts(response: str, verdict: str) -> None:

@@ -90,9 +90,9 @@ def test_the_shortcut_can_be_turned_off() -> None:
 
 def test_a_hedge_still_goes_to_the_judge_and_may_have_no_claim() -> None:
     s = RagScript()
-    s.claims["I am not sure."] = []
+    s.claims["That is hard to say."] = []  # ("I am not sure." is a decline: the detector reads it)
     judge = s.judge()
-    res = ragsight.evaluate([{"id": "s", "contexts": [CONTEXT], "response": "I am not sure."}], ["faithfulness"],
+    res = ragsight.evaluate([{"id": "s", "contexts": [CONTEXT], "response": "That is hard to say."}], ["faithfulness"],
                             judge=judge)
     assert res.scores["s"]["faithfulness"].outcome is Outcome.UNDETERMINED
     assert len(judge.calls_for("extract_claims")) == 1

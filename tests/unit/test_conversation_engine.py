@@ -54,7 +54,7 @@ def test_each_level_scores_its_own_samples_and_the_counts_stay_honest(tmp_path: 
     assert res.summary["exact_match"].counts == {"scored": 3, "undetermined": 0, "failed": 0, "skipped": 2}
     assert res.summary["turns_made"].counts == {"scored": 2, "undetermined": 0, "failed": 0, "skipped": 0}
     assert res.shape == {"conversations": 2, "turns": 4, "single": 1}
-    assert res.describe_shape() == "2 conversations, 4 assistant turns + 1 single-turn samples"
+    assert res.describe_shape() == "2 conversations, 4 assistant turns + 1 single-turn sample"
     # per conversation: the mean of its scored turns, with the four outcomes counted
     a, b = res.conversations["a"]["exact_match"], res.conversations["b"]["exact_match"]
     assert (a.outcome, a.value) == (Outcome.SCORED, 0.5)
@@ -81,7 +81,7 @@ def test_a_single_turn_run_is_unchanged_by_conversations(tmp_path: Path) -> None
     res = evaluate([{"id": "s", "question": "q", "response": "a", "reference": "a"}], ["exact_match"],
                    store=tmp_path / "r.db", show_progress=False)
     assert res.conversations == {} and res.conversation_summary == {}
-    assert res.describe_shape() == "1 samples"
+    assert res.describe_shape() == "1 sample"
     assert set(res.records()[0]) == {"id", "run_id", "scores", "question", "contexts", "response", "reference",
                                      "reference_contexts", "retrieved_ids", "relevant_ids", "metadata"}
 

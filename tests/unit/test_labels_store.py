@@ -112,10 +112,10 @@ def test_an_older_store_gets_the_labels_tables_and_its_runs_their_keys(tmp_path:
     path = tmp_path / "old.db"
     with Store(path) as st:
         new_run(st, [sample(0), sample(1)], "old")
-    with sqlite3.connect(path) as con:  # back to a store of schema 2, before labels
+    with sqlite3.connect(path) as con:  # back to a store of schema 3, before labels
         con.execute("DROP TABLE labels")
         con.execute("DROP TABLE sample_keys")
-        con.execute("PRAGMA user_version = 2")
+        con.execute("PRAGMA user_version = 3")
     with Store(path) as st:
         assert st.schema_version >= 4
         keys = st.sample_keys("old")

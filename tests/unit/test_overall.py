@@ -130,7 +130,7 @@ def test_a_metric_failed_everywhere_is_named_in_the_overall_with_its_cause() -> 
     text = " ".join(text_of(print_summary, result).split())
     assert "LEFT OUT of the overall: answer_similarity: failed on all 2 samples" in text
     # the cause is shown whole, not cut at its first ':'
-    assert ("failed answer_similarity on 2 sample(s): internal error: ConnectionError: embedding server "
+    assert ("failed answer_similarity on 2 samples: internal error: ConnectionError: embedding server "
             "at http://10.0.0.9:8000: connection refused") in text
     html = render_report([result])
     assert "The overall leaves out 1 metric(s) with no mean" in html

@@ -178,7 +178,7 @@ async def test_single_hop_row_has_every_field(corpus: Corpus) -> None:
     assert meta["testset_generator"] == "scripted:gen-model"
     assert meta["testset_critic"] == "scripted:critic-model"
     assert meta["seed"] == 3
-    assert meta["prompts"] == {"testset_single_hop": "1", "testset_critique": "1", "styles": "1"}
+    assert meta["prompts"] == {"testset_single_hop": "1", "testset_critique": "2", "styles": "1"}
     assert row["id"].startswith("ts-")
     # the reference's facts are in the reference context, and the check measured it
     assert meta["grounding"] == 1.0

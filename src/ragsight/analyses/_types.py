@@ -63,6 +63,10 @@ class AnalysisSettings:
     # A response or reference that is one sentence of at most 25 words is its own claim, with no
     # extraction call (analyses/_claims.py); False always asks the judge to extract claims.
     own_claim: bool = True
+    # Non-answers (issue 30): extracted claims not found in the text are asked once more, then
+    # dropped (analyses/_claims.py); a decline gets no faithfulness and zero answer relevancy.
+    # False keeps the behaviour before (for bench/nonanswer_check.py's before/after figures).
+    nonanswers: bool = True
     # An alignment fitted from human labels ('ragsight align', docs/review.md): worked examples
     # added to the claim-verdict prompts (fenced; the prompts' version becomes
     # '<version>+<verdict_examples_tag>'), and the alignment's name, recorded with the run.
@@ -88,6 +92,7 @@ class ClaimList:
     source: str  # "response" | "reference"
     claims: tuple[str, ...]
     refs: tuple[JudgeCallRef, ...] = ()
+    dropped: tuple[str, ...] = ()  # extracted, but not found in the text even when asked again
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ Exit status (the same for every sub-command):
   (``--fail-under``/``--fail-over``, or ``[tool.ragsight]`` in pyproject.toml), and every
   metric scored (or found undetermined) at least one sample. Counted failures of single
   samples do not change it.
-- 1: ``evaluate`` ran, but a threshold was missed or a metric failed or was skipped on every
-  sample; ``answer``: every call to the system under test failed.
+- 1: ``evaluate`` ran, but a threshold was missed, a metric failed or was skipped on every
+  sample, or input rows could not be used (unless ``--allow-bad-rows``); ``answer``: every call
+  to the system under test failed; ``generate``: no question passed the filter.
 - 2: the input or the configuration is unusable (bad flag, unknown metric, unreadable data,
   a preflight that failed: judge or embedder unreachable, missing package, store not
   writable); nothing was evaluated, and no store file was created.
@@ -43,7 +44,7 @@ from ..errors import ConfigError, RagsightError
 from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
 from ..report import fmt as _fmt
-from ..result import EvaluationResult, load_result
+from ..result import EvaluationResult, load_result, truncation_note
 from ..sample import group_problems
 from ..store import FORMATS, Store, export_run
 from . import _judges, _labels, _report, _sweep, _testset, _traces, _view
@@ -57,6 +58,7 @@ from ._common import (
     close_name,
     err,
     out,
+    piped_at_80,
     say,
     shell_command,
     show_warning,
@@ -150,6 +152,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="TOML file with a [tool.ragsight] table of thresholds and rubrics (default: ./pyproject.toml)")
     ev.add_argument("--rubric", action="append", default=[], metavar="FILE.toml",
                     help="rubrics to use as metrics: [rubrics.NAME] tables (see docs/rubrics.md); repeatable")
+    ev.add_argument("--allow-bad-rows", action="store_true",
+                    help="exit 0 even when input rows could not be used (they are listed; default: exit 1)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_evaluate)
 
@@ -163,6 +167,8 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--metric", help="only this metric: with --sample its evidence, else its score "
                                      "on every sample, worst first")
     sh.add_argument("--calls", action="store_true", help="also print the judge calls (prompts and raw outputs)")
+    sh.add_argument("--full", action="store_true",
+                    help=f"with --sample: print every text whole (contexts are cut at {ELIDE_CHARS} characters)")
     sh.add_argument("--conversation", metavar="ID", help="print a conversation turn by turn with each turn's "
                                                            "scores and evidence")
     _add_store(sh)
@@ -300,8 +306,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"cannot write the --out file {args.out} ({exc}); the run is saved in "
                                 f"{args.store}: 'ragsight export {result.run_id} --store {args.store}'") from None
         out.print(f"Per-sample results: {args.out}", soft_wrap=True)
-    print_evidence_hint(result, args.store)
     gate = check_gate(result, thresholds)
+    print_evidence_hint(result, args.store, metric=_failing_metric(result, thresholds))
     if gate.lines:
         out.print(Text("gate:", style="bold"))
         for ok, line in gate.lines:
@@ -312,8 +318,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         else:  # no threshold was set: say what failed, not a gate the user never gave
             err.print(f"error: a metric has no score on any sample (exit status {EXIT_FAILED}; "
                       "see FAILED above)", markup=False)
-        return EXIT_FAILED
-    return EXIT_OK
+    dropped = [p for p in result.problems if not p.message.startswith("warning:")]
+    bad_rows = bool(dropped) and not args.allow_bad_rows
+    if bad_rows:
+        say(err, f"error: {_count(len(dropped), 'input row')} could not be used and "
+                 f"{'was' if len(dropped) == 1 else 'were'} not evaluated (listed above); exit status "
+                 f"{EXIT_FAILED}. Fix the rows, or pass --allow-bad-rows to accept the run without them.",
+            markup=False)
+    return EXIT_FAILED if gate.failed or bad_rows else EXIT_OK
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 sample', '2 samples', '2 retries': a count with its noun in the right number."""
+    if n == 1:
+        return f"{n:,} {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+    return f"{n:,} {plural}"
 
 
 def _check_resume_gate(resume: str, store_path: str, thresholds: Sequence[Threshold]) -> None:
@@ -331,12 +351,14 @@ def _resume_command(run_id: str, store: str) -> str:
     return shell_command(args)
 
 
-def print_evidence_hint(result: EvaluationResult, store: str, console: Console | None = None) -> None:
-    """Where the run is saved, and the command that shows the evidence of its lowest score.
-    The command is printed whole on a line of its own (never wrapped by the printer)."""
+def print_evidence_hint(result: EvaluationResult, store: str, console: Console | None = None,
+                        metric: str | None = None) -> None:
+    """Where the run is saved, and the command that shows the evidence of its lowest score (of
+    ``metric`` when given: the metric that failed the gate). The command is printed whole on a
+    line of its own (never wrapped by the printer)."""
     c = console or out
     c.print(f"Run {result.run_id} saved in {store}.", soft_wrap=True, markup=False)
-    worst = result.worst()
+    worst = result.worst() if metric is None else _worst_of(result, metric)
     if worst is None:
         return
     sid, metric, value = worst
@@ -346,6 +368,26 @@ def print_evidence_hint(result: EvaluationResult, store: str, console: Console |
     c.print(f"Evidence of the lowest score ({metric} {value:.3f} on sample {sid}):",
             soft_wrap=True, markup=False)
     c.print(f"  {shell_command(cmd)}", soft_wrap=True, markup=False)
+
+
+def _worst_of(result: EvaluationResult, metric: str) -> tuple[str, str, float] | None:
+    """The sample with the worst score of one metric (the highest of a lower-is-better one)."""
+    values = result.scored_values(metric)
+    if not values:
+        return result.worst()
+    lower = result.summary[metric].lower_is_better if metric in result.summary else False
+    order = [s.id for s in result.samples if s.id in values]
+    sid = (max if lower else min)(order, key=lambda i: values[i])
+    return sid, metric, values[sid]
+
+
+def _failing_metric(result: EvaluationResult, thresholds: Sequence[Threshold]) -> str | None:
+    """The first gated metric whose mean misses its threshold, else None."""
+    for t in thresholds:
+        s = result.summary.get(t.metric)
+        if s is not None and s.mean is not None and not (s.mean >= t.value if t.kind == "under" else s.mean <= t.value):
+            return t.metric
+    return None
 
 
 def _evaluate_repeats(args: argparse.Namespace, data: Any, metrics: str | None) -> int:
@@ -385,8 +427,10 @@ def concurrency_note(stats: dict[str, Any]) -> str | None:
     c = stats.get("concurrency") if stats else None
     if not isinstance(c, dict) or not (c.get("overloads") or c.get("timeouts")):
         return None
-    text = (f"judge: {c.get('overloads', 0)} calls refused as overloaded, {c.get('timeouts', 0)} timed "
-            f"out; limit {c.get('min_limit')}-{c.get('max_limit')} of {c.get('ceiling')}")
+    lo, hi, ceiling = c.get("min_limit"), c.get("max_limit"), c.get("ceiling")
+    at_once = _count(int(hi), 'call') if lo == hi and hi is not None else f"{lo} to {hi} calls"
+    text = (f"judge: {c.get('overloads', 0)} refused as overloaded, {c.get('timeouts', 0)} timed out; "
+            f"{at_once} at once (of {ceiling})")
     if c.get("paused_s"):
         text += f", paused {c['paused_s']:.1f} s as asked"
     return text
@@ -419,19 +463,24 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
             say(c, Text(f"LEFT OUT of the overall: {key}: {why}", style="bold red"))
     st = result.judge_stats
     if st:
-        c.print(f"judge: {st.get('calls', 0)} calls, {st.get('cache_hits', 0)} cache hits, "
+        # without a cache, a step asked again in the run is answered from its memory: not a cache hit
+        hits = ("repeat answered from memory" if result.config.get("cache") is False else "cache hit")
+        c.print(f"judge: {_count(st.get('calls', 0), 'call')}, {_count(st.get('cache_hits', 0), hits)}, "
                 f"{st.get('prompt_tokens', 0):,} prompt + {st.get('completion_tokens', 0):,} completion tokens")
-        c.print(f"       {st.get('retries', 0)} retries, {st.get('reasks', 0)} re-asks, "
-                f"{st.get('failed_steps', 0)} failed steps")
+        c.print(f"       {_count(st.get('retries', 0), 'retry')}, {_count(st.get('reasks', 0), 're-ask')}, "
+                f"{_count(st.get('failed_steps', 0), 'failed step')}")
         note = concurrency_note(st)
         if note is not None:
             c.print(note, markup=False)
+    cut = truncation_note(result)
+    if cut is not None:
+        say(c, Text(cut, style="yellow"))
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
-            c.print(f"skipped {key} on {n} sample(s): {reason}", markup=False)
+            c.print(f"skipped {key} on {_count(n, 'sample')}: {reason}", markup=False)
         shown = sorted(s.fail_reasons.items(), key=lambda kv: -kv[1])
         for reason, n in shown[:REASONS_SHOWN]:
-            c.print(Text.assemble(("failed", "red"), f" {key} on {n} sample(s): {reason}"))
+            c.print(Text.assemble(("failed", "red"), f" {key} on {_count(n, 'sample')}: {reason}"))
         if len(shown) > REASONS_SHOWN:
             rest = sum(n for _, n in shown[REASONS_SHOWN:])
             c.print(f"failed {key} on {rest} more sample(s) for {len(shown) - REASONS_SHOWN} other "
@@ -490,7 +539,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise RagsightError(f"run {result.run_id} has no sample '{args.sample}'"
                                 f"{close_name(args.sample, ids)}; its samples: {', '.join(ids[:10])}"
                                 + ("..." if len(ids) > 10 else ""))
-        print_trail(store, result, sample.id, metric, args.calls)
+        print_trail(store, result, sample.id, metric, args.calls, full=args.full)
     return EXIT_OK
 
 
@@ -537,7 +586,22 @@ def print_metric_scores(result: EvaluationResult, metric: str, console: Console 
             soft_wrap=True, markup=False)
 
 
-def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: str | None, calls: bool) -> None:
+ELIDE_CHARS = 300
+"""``show --sample`` prints a context (or a long response) up to this many characters; ``--full``
+prints it whole."""
+
+
+def _elided(text: str, full: bool) -> str:
+    if full or len(text) <= ELIDE_CHARS:
+        return text
+    cut = text[:ELIDE_CHARS].rsplit(" ", 1)[0]
+    return f"{cut} … ({len(text) - len(cut):,} more characters; --full shows them)"
+
+
+def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: str | None, calls: bool,
+                full: bool = False) -> None:
+    """A sample's evidence: the question, each metric's verdicts, then the texts (contexts and a
+    long response cut at ELIDE_CHARS characters unless ``full``), then the judge calls."""
     s = next(x for x in result.samples if x.id == sample_id)
     out.rule(f"sample {s.id}  (run {result.run_id})")
     if s.conversation_id is not None:
@@ -546,13 +610,20 @@ def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: 
         print_history(s, result.run_id, out)
     if s.question:
         out.print(Text.assemble(("question: ", "bold"), s.question))
-    for i, c in enumerate(s.contexts or (), start=1):
-        out.print(Text.assemble((f"context {i}: ", "bold"), c))
+    _print_scores(result, s.id, metric)
+    out.rule("texts")
     if s.response:
-        out.print(Text.assemble(("response: ", "bold"), s.response))
+        out.print(Text.assemble(("response: ", "bold"), _elided(s.response, full)))
     if s.reference:
-        out.print(Text.assemble(("reference: ", "bold"), s.reference_text or ""))
-    for key, score in result.scores.get(s.id, {}).items():
+        out.print(Text.assemble(("reference: ", "bold"), _elided(s.reference_text or "", full)))
+    for i, c in enumerate(s.contexts or (), start=1):
+        out.print(Text.assemble((f"context {i}: ", "bold"), _elided(c, full)))
+    if calls:
+        _print_calls(store, result, s.id)
+
+
+def _print_scores(result: EvaluationResult, sample_id: str, metric: str | None) -> None:
+    for key, score in result.scores.get(sample_id, {}).items():
         if metric and key != metric:
             continue
         out.rule(f"{key}")
@@ -573,16 +644,18 @@ def print_trail(store: Store, result: EvaluationResult, sample_id: str, metric: 
         for ref in score.evidence.calls:
             tag = " (cache)" if ref.cached else ""
             out.print(Text(f"  judge step {ref.prompt_id} v{ref.prompt_version}{tag}  key {ref.key[:12]}", style="dim"))
-    if calls:
-        out.rule("judge calls")
-        for row in store.judge_calls(result.run_id, sample_id=s.id):
-            out.print(Text(f"{row['prompt_id']} v{row['prompt_version']} attempt {row['attempt']} "
-                           f"{row['prompt_tokens']}+{row['completion_tokens']} tok {row['latency_s']:.2f}s"
-                           f"{' cached' if row['cached'] else ''}{' ERROR ' + row['error'] if row['error'] else ''}",
-                           style="bold"))
-            for m in row["messages"]:
-                out.print(Text(f"[{m['role']}] {m['content']}", style="dim"))
-            out.print(Text(f"[output] {row['raw_output']}"))
+
+
+def _print_calls(store: Store, result: EvaluationResult, sample_id: str) -> None:
+    out.rule("judge calls")
+    for row in store.judge_calls(result.run_id, sample_id=sample_id):
+        out.print(Text(f"{row['prompt_id']} v{row['prompt_version']} attempt {row['attempt']} "
+                       f"{row['prompt_tokens']}+{row['completion_tokens']} tok {row['latency_s']:.2f}s"
+                       f"{' cached' if row['cached'] else ''}{' ERROR ' + row['error'] if row['error'] else ''}",
+                       style="bold"))
+        for m in row["messages"]:
+            out.print(Text(f"[{m['role']}] {m['content']}", style="dim"))
+        out.print(Text(f"[output] {row['raw_output']}"))
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -592,9 +665,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from rich.padding import Padding
 
-    with _open_existing(args.store) as store:
+    with _open_existing(args.store) as store, piped_at_80(out):
         runs = store.runs()
-        out.print(f"{len(runs)} run(s) in {args.store}, newest first:", markup=False)
+        out.print(f"{_count(len(runs), 'run')} in {args.store}, newest first:", markup=False)
         for r in runs:
             n = store.conn.execute("SELECT COUNT(*) FROM samples WHERE run_id=?", (r.id,)).fetchone()[0]
             created = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")

@@ -4,11 +4,12 @@ small helpers of its messages."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 import shlex
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -27,6 +28,7 @@ __all__ = [
     "close_name",
     "err",
     "out",
+    "piped_at_80",
     "say",
     "shell_command",
 ]
@@ -47,6 +49,24 @@ def _width() -> int | None:
 
 err = guard(Console(stderr=True, highlight=False))
 out = guard(Console(highlight=False, width=_width()))
+
+PIPED_TABLE_WIDTH = 80  # what 'runs' and 'compare' are laid out for in a pipe or a log
+
+
+@contextlib.contextmanager
+def piped_at_80(console: Console | None = None) -> Iterator[None]:
+    """Lay out for 80 columns while a table-shaped output goes to a pipe or a file (a terminal
+    keeps its own width, and $COLUMNS is obeyed): 'ragsight runs | less' reads like the screen."""
+    c = console or out
+    if c.is_terminal or os.environ.get("COLUMNS", "").isdigit() or c.width <= PIPED_TABLE_WIDTH:
+        yield
+        return
+    before = c.width
+    c.width = PIPED_TABLE_WIDTH
+    try:
+        yield
+    finally:
+        c.width = before
 
 
 def add_store(p: argparse.ArgumentParser) -> None:

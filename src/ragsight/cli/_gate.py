@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..metrics import resolve_metrics
+from ..metrics import check_threshold, resolve_metrics
 from ..result import EvaluationResult
 
 __all__ = ["GateResult", "Threshold", "check_gate", "check_resumed_gate", "gate_metrics", "gate_thresholds"]
@@ -122,6 +122,8 @@ def _from_config(path: Path, explicit: bool) -> list[Threshold]:
                               f"e.g. {key} = {{ faithfulness = 0.8 }}")
         source = f"{path.name} {CONFIG_TABLE} {key}"
         for metric, value in values.items():
+            if isinstance(value, bool):  # TOML true is not a threshold (float(True) would be 1.0)
+                raise ConfigError(f"{source} {metric}: the threshold must be a number, not {value!r}")
             out.append(Threshold(str(metric), _number(value, f"{source} {metric}"), key[5:], source))
     return out
 
@@ -139,7 +141,8 @@ def gate_thresholds(fail_under: Sequence[str], fail_over: Sequence[str],
     chosen.update({(t.metric.lower(), t.kind): t for t in flags})
     out = []
     for t in chosen.values():
-        metric = resolve_metrics([t.metric])[0]  # ConfigError with a close name on a typo
+        # a typo gets the close name; 80 for 0.8 is refused ("did you mean 0.8?")
+        metric, _ = check_threshold(t.metric, t.value, f"{t.source} {t.metric}={t.value:g}")
         if metric.lower_is_better and t.kind == "under":
             raise ConfigError(f"{t.source} {t.metric}: lower is better for {metric.key}; gate it with "
                               f"fail-over (--fail-over {metric.key}={t.value:g}: fail when above)")

@@ -23,7 +23,7 @@ from ..report import (
 )
 from ..result import load_result
 from ..store import Store
-from ._common import EXIT_OK, out
+from ._common import EXIT_OK, out, piped_at_80
 from ._common import add_store as _add_store
 
 __all__ = ["register"]
@@ -102,7 +102,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store:
         runs = load_runs(store, args.runs)
     cmp = compare(runs, alpha=args.alpha, seed=args.seed, allow_poor_pairing=args.allow_poor_pairing)
-    print_comparison(cmp, out)
+    with piped_at_80(out):
+        print_comparison(cmp, out)
     return EXIT_OK
 
 

@@ -272,12 +272,29 @@ def cmd_generate(args: argparse.Namespace) -> int:
     gs, cs = result.generator_stats, result.critic_stats
     spend = _spend(gs) + (f"; critic {_spend(cs)}" if cs else "")
     out.print(f"generator {spend}; {result.seconds:.1f} s")
+    if _embedded(generator) and _embedded(critic) and result.rows:
+        out.print(
+            f"[bold yellow]read every row of {args.out} before you use it:[/bold yellow] the "
+            "generator and the critic are the small embedded model, which writes and accepts "
+            "wrong references; a stronger --critic (or --judge) catches more"
+        )
+    if not result.rows:
+        err.print(
+            f"error: no question passed the filter ({result.candidates} candidates; reasons in "
+            f"{rej}); try more documents, --attempts, or a stronger --judge"
+        )
+        return EXIT_FAILED
     if len(result.rows) < args.size:
         err.print(
             f"[yellow]only {len(result.rows)} of {args.size} questions passed the filter; "
             "try more documents, --attempts, or a stronger --judge[/yellow]"
         )
     return 0
+
+
+def _embedded(judge: Any) -> bool:
+    """Whether a judge is the embedded llama.cpp model (its name starts with ``local:``)."""
+    return str(getattr(judge, "name", "")).startswith("local:")
 
 
 def _spend(st: Mapping[str, Any]) -> str:

@@ -99,14 +99,27 @@ async def score_sample(
 
     scores = tuple(await asyncio.gather(*(one(m) for m in metrics)))
     if ctx.truncations:
-        # Over-long text was cut to fit the judge: every judged score of the sample says so.
-        cuts = [t.to_dict() for t in dict.fromkeys(ctx.truncations)]
-        scores = tuple(
-            replace(s, evidence=replace(s.evidence, details={**s.evidence.details, "truncated": cuts}))
-            if s.evidence.calls else s
-            for s in scores
-        )
+        # Over-long text was cut to fit the judge: every judged score that reads a cut field says so.
+        cuts = list(dict.fromkeys(ctx.truncations))
+        by_key = {m.key: m for m in metrics}
+        scores = tuple(_mark_truncated(s, by_key.get(s.metric), cuts) for s in scores)
     return scores
+
+
+def _mark_truncated(score: Score, metric: Metric | None, cuts: Sequence[Any]) -> Score:
+    """``score`` with ``details["truncated"]``: the cuts of the fields its metric reads (a cut
+    of the contexts is not on answer_relevancy, which reads the question and the response)."""
+    if not score.evidence.calls:
+        return score
+    reads: set[str] = set()
+    if metric is not None:
+        reads.update(metric.requires)
+        for group in metric.requires_any:
+            reads.update(group)
+    mine = [t.to_dict() for t in cuts if metric is None or t.field.split("[", 1)[0] in reads]
+    if not mine:
+        return score
+    return replace(score, evidence=replace(score.evidence, details={**score.evidence.details, "truncated": mine}))
 
 
 async def run_samples(

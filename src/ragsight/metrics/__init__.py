@@ -9,6 +9,7 @@ exactly as given.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import inspect
 import math
 import re
@@ -56,6 +57,7 @@ __all__ = [
     "Faithfulness",
     "Metric",
     "NoiseSensitivity",
+    "check_threshold",
     "default_metrics",
     "load_rubrics",
     "metric_names",
@@ -166,6 +168,7 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
     out: list[Metric] = []
     seen: set[str] = set()
     empty_groups: list[str] = []
+    not_installed: dict[str, list[str]] = {}  # extra -> metrics of 'all' or a group left out
     unknown = [name for name in (parse_spec(x.strip())[0] for x in specs if x.strip()
                                  and x.strip().lower() not in ("default", "core", "all", *GROUPS))
                if name not in REGISTRY]
@@ -190,6 +193,7 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
             members = [REGISTRY[n] for n in sorted(REGISTRY) if spec == "all" or spec in REGISTRY[n].groups]
             fitting = [m for m in (cls() for cls in members)
                        if not samples or any(m.missing(s) is None for s in samples)]
+            fitting = _installed(fitting, spec, not_installed)
             for m in fitting:
                 add(m)
             if members and not fitting:
@@ -205,6 +209,10 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
             raise ConfigError(f"metric '{spec}': {exc}") from exc
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
+    if not_installed:
+        left = "; ".join(f"{', '.join(dict.fromkeys(keys))} (pip install 'ragsight[{extra}]')"
+                         for extra, keys in not_installed.items())
+        warnings.warn(f"left out, their optional package is not installed: {left}", UserWarning, stacklevel=2)
     if empty_groups and out:
         warnings.warn(f"{'; '.join(empty_groups)}; the other metrics run", UserWarning, stacklevel=2)
     if not out:
@@ -303,3 +311,43 @@ def default_metrics(samples: Sequence[Sample]) -> list[Metric]:
         if any(abstain.missing(s) is None for s in samples):
             chosen.append(abstain)
     return chosen or candidates
+
+
+def check_threshold(spec: str, value: Any, where: str | None = None) -> tuple[Metric, float]:
+    """The one check of a threshold on a metric's scores (``assert_scores``, the CLI's
+    ``--fail-under``/``--fail-over`` and ``[tool.ragsight]``): the metric (a typo gets the close
+    name) and the value as a float. A ConfigError when the value is not a finite number (a
+    boolean is not one) or lies outside the range of scores (-1 to 1; "80" gets "did you mean
+    0.8?"), since every sample would then fail, or pass, whatever it scored. ``where`` names the
+    threshold in the message (default: ``threshold for 'SPEC'``)."""
+    place = where or f"threshold for {spec!r}"
+    metric = resolve_metrics([spec])[0]
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise ConfigError(f"{place} must be a number, not {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{place} must be a number, not {value!r}")
+    if not math.isfinite(value):  # every comparison with NaN is false: every sample would pass
+        raise ConfigError(f"{place} is {value!r}; give a number between 0 and 1")
+    if not -1.0 <= value <= 1.0:  # scores are fractions (cosine metrics: -1 to 1)
+        hint = f"; did you mean {value / 100:g}?" if 1 < value <= 100 else ""
+        what = f"threshold {value:g} for {spec!r}" if where is None else f"{where}: the threshold {value:g}"
+        raise ConfigError(f"{what} is outside the range of its scores (0 to 1), so every sample would "
+                          f"fail, or pass, whatever it scored{hint}")
+    return metric, float(value)
+
+
+def _installed(metrics: list[Metric], spec: str, left_out: dict[str, list[str]]) -> list[Metric]:
+    """The metrics of ``all`` or a group whose optional packages are installed; the others are
+    noted in ``left_out`` (extra -> keys), not chosen (a metric named on its own is kept, and the
+    run's preflight names the extra to install)."""
+    kept = []
+    for m in metrics:
+        missing = [extra for module, extra in m.packages if importlib.util.find_spec(module) is None]
+        if missing:
+            left_out.setdefault(missing[0], []).append(m.key)
+        else:
+            kept.append(m)
+    return kept

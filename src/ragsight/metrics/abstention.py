@@ -31,6 +31,7 @@ clauses, the judge's P or reason when asked, and which of them decided.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,6 +148,101 @@ class DeclineSignals:
     #               "not_english": not English (the detector does not read it); "empty"
     matched: tuple[str, ...]  # the names of the patterns that matched
     clauses: tuple[tuple[str, str], ...]  # (kind, text) per clause: decline, referral, meta, filler, content
+    quotes: tuple[str, ...] = ()  # the words of the response they matched, in order
+
+    def quoted(self) -> str:
+        """The matched words, quoted, for a reason a person reads: '"do not say", "no idea"'."""
+        return ", ".join(f'"{q}"' for q in self.quotes) or ", ".join(self.matched)
+
+
+# German, French and Spanish declines: the phrases a decline is made of, read after accents are
+# folded ("weiß" -> "weiss" is spelt both ways below). A response in these languages declines when
+# every clause is such a phrase or an apology; any other clause makes it "mixed" (the judge reads it).
+_DE_DOCS = r"(?:dokumente?n?|unterlagen|texte?n?|quellen?|kontext|handbuch|auszuge?n?|passagen?)"
+_FR_DOCS = r"(?:documents?|textes?|sources?|passages?|extraits?|contexte|manuel|informations?\s+fournies)"
+_ES_DOCS = r"(?:documentos?|textos?|fuentes?|pasajes?|extractos?|contexto|manual|informacion\s+proporcionada)"
+OTHER_DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("de: weiss nicht", r"\bwei(?:ss|ß)\s+(?:ich\s+)?(?:es\s+|das\s+)?(?:leider\s+)?nicht\b|\bkeine\s+ahnung\b"),
+    ("de: keine angaben",
+     r"\bkeine(?:rlei|n)?\s+(?:genauen\s+|naheren\s+|weiteren\s+|konkreten\s+)?(?:angaben?|informationen?|auskunft|"
+     r"antwort|hinweise?)\b"),
+    ("de: nicht erwahnt",
+     r"\bnicht\s+(?:\w+\s+)?(?:erwahnt|angegeben|genannt|beschrieben|aufgefuhrt|beantwortet|dokumentiert|"
+     r"bekannt|ersichtlich|zu\s+entnehmen)\b"),
+    ("de: kann nicht beantworten",
+     r"\b(?:kann|konnen|koennen|konnte)\s+(?:ich\s+|wir\s+)?(?:\w+\s+){0,3}?nicht\s+(?:\w+\s+)?"
+     r"(?:beantworten|sagen|finden|feststellen|bestimmen|bestatigen)\b"),
+    ("de: die dokumente sagen nichts",
+     rf"\bgeht\s+(?:daraus\s+|aus\s+\w+\s+{_DE_DOCS}\s+)?nicht\s+hervor\b|"
+     rf"\b{_DE_DOCS}\b[^.;:!?]{{0,40}}?\b(?:sagen|enthalten|erwahnen|nennen|steht|stehen)\s+(?:daruber\s+|dazu\s+)?"
+     r"(?:nichts|keine)\b|\bsteht\s+(?:dort\s+|darin\s+|daruber\s+|dazu\s+)*nichts\b"),
+    ("fr: je ne sais pas", r"\bje\s+ne\s+(?:le\s+)?sais\s+pas\b|\baucune\s+idee\b"),
+    ("fr: aucune information",
+     r"\b(?:aucune?|pas\s+(?:assez\s+|suffisamment\s+)?d['e]\s*)\s*(?:\w+\s+)?"
+     r"(?:informations?|indications?|precisions?|reponses?|mentions?)\b"),
+    ("fr: ne precise pas",
+     r"\bne\s+(?:le\s+|l'|la\s+)?(?:mentionnent|mentionne|precisent|precise|disent|dit|indiquent|indique)\s+pas\b|"
+     rf"\b{_FR_DOCS}\b[^.;:!?]{{0,40}}?\bne\s+(?:\w+\s+)?(?:contiennent|contient|fournissent|fournit|couvrent|"
+     r"couvre|donnent|donne|permettent|permet|parlent|parle|abordent|aborde|traitent|traite)\s+(?:pas|rien)\b|"
+     r"\bn['e]\s*(?:est|sont)\s+pas\s+(?:\w+\s+)?(?:mentionnee?s?|precisee?s?|indiquee?s?|specifiee?s?|connue?s?)\b"),
+    ("fr: ne peux pas repondre",
+     r"\b(?:je\s+)?ne\s+(?:peux|puis|pouvons|peut)\s+pas\s+(?:\w+\s+)?(?:repondre|dire|determiner|trouver|"
+     r"confirmer|preciser)\b|\bimpossible\s+de\s+(?:\w+\s+)?(?:repondre|dire|savoir|determiner|trouver)\b"),
+    ("fr: rien dans les documents",
+     rf"\bne\s+(?:dit|disent|mentionne|mentionnent|precise|precisent|indique|indiquent)\s+rien\b|"
+     rf"\brien\s+(?:dans|sur\s+ce\s+point\s+dans)\s+(?:les\s+|le\s+|ces\s+|mes\s+)?{_FR_DOCS}"),
+    ("es: no lo se", r"\bno\s+lo\s+se\b|\bno\s+se\s*(?:$|[.,!])|\bno\s+se\s+(?:la\s+respuesta|nada)\b|\bni\s+idea\b"),
+    ("es: no hay informacion",
+     r"\b(?:no\s+(?:tengo|hay|dispongo\s+de|tenemos|encuentro|encontre)|ninguna?)\s+"
+     r"(?:suficiente\s+|ninguna?\s+|esa\s+|dicha\s+|mas\s+)?(?:informacion|respuesta|mencion|indicacion)\b"),
+    ("es: no se menciona",
+     r"\bno\s+(?:se\s+|lo\s+|la\s+)?(?:menciona|mencionan|especifica|especifican|indica|indican|dice|dicen|"
+     r"detalla|detallan|precisa|precisan|aclara|aclaran)\b|"
+     rf"\b{_ES_DOCS}\b[^.;:!?]{{0,40}}?\bno\s+(?:\w+\s+)?(?:contiene|contienen|incluye|incluyen|proporciona|"
+     r"proporcionan|habla|hablan|cubre|cubren|trata|tratan)\b|"
+     r"\bno\s+(?:esta|estan)\s+(?:\w+\s+)?(?:especificad[oa]s?|indicad[oa]s?|mencionad[oa]s?|claro)\b"),
+    ("es: no puedo responder",
+     r"\bno\s+(?:puedo|podemos|es\s+posible|se\s+puede)\s+(?:\w+\s+)?(?:responder|contestar|decir|"
+     r"determinar|saber|confirmar|precisar|encontrar)\b"),
+)
+_OTHER_DECLINE = [(name, re.compile(p, re.I)) for name, p in OTHER_DECLINE_PATTERNS]
+_OTHER_FILLER = re.compile(
+    r"^(?:leider|tut\s+mir\s+leid|es\s+tut\s+mir\s+leid|entschuldigung|bedauerlicherweise|"
+    r"(?:je\s+suis\s+)?desolee?|malheureusement|pardon|"
+    r"lo\s+siento|lo\s+lamento|lamentablemente|desafortunadamente|perdon|disculpe?)\W*$", re.I)
+_OTHER_SPLIT = re.compile(r"[.;:!?]+(?:\s+|$)|\s[-–—]\s|,?\s+(?=(?:aber|jedoch|mais|cependant|pero|sin\s+embargo)\b)",
+                          re.I)
+
+
+def _fold_accents(text: str) -> str:
+    s = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in s if not unicodedata.combining(ch))
+
+
+def _detect_other(text: str) -> DeclineSignals:
+    """The detector for a response in German, French or Spanish (see OTHER_DECLINE_PATTERNS)."""
+    clauses: list[tuple[str, str]] = []
+    matched: list[str] = []
+    quotes: list[str] = []
+    for raw in _OTHER_SPLIT.split(_fold_accents(text)):
+        clause = raw.strip(" ,")
+        if not clause:
+            continue
+        found = [(name, m.group(0).strip()) for name, rx in _OTHER_DECLINE if (m := rx.search(clause))]
+        hits = [name for name, _ in found]
+        if hits:
+            matched.extend(h for h in hits if h not in matched)
+            quotes.extend(q for _, q in found if q not in quotes)
+            clauses.append(("decline", clause))
+        elif _OTHER_FILLER.match(clause):
+            clauses.append(("filler", clause))
+        else:
+            clauses.append(("content", clause))
+    kinds = {k for k, _ in clauses}
+    if "decline" not in kinds:
+        return DeclineSignals("not_english", (), ())
+    return DeclineSignals("mixed" if "content" in kinds else "declines", tuple(matched), tuple(clauses),
+                          tuple(quotes))
 
 
 def _words(text: str) -> list[str]:
@@ -161,14 +257,17 @@ def is_english(text: str) -> bool:
 
 
 def detect_declines(response: str) -> DeclineSignals:
-    """The phrase detector: English patterns of a decline, read clause by clause."""
+    """The phrase detector: patterns of a decline, read clause by clause (English; German, French
+    and Spanish by a shorter list, :data:`OTHER_DECLINE_PATTERNS`; another language:
+    ``not_english``)."""
     text = response.replace("’", "'").strip()
     if not text:
         return DeclineSignals("empty", (), ())
     if not is_english(text):
-        return DeclineSignals("not_english", (), ())
+        return _detect_other(text)
     clauses: list[tuple[str, str]] = []
     matched: list[str] = []
+    quotes: list[str] = []
     pieces: list[tuple[str, bool]] = []
     for sentence in _SENTENCE.split(text):
         if _BUT_NOT.search(sentence):
@@ -179,10 +278,13 @@ def detect_declines(response: str) -> DeclineSignals:
         clause = _CONTRAST_HEAD.sub("", raw.strip()).strip(" ,")
         if not clause:
             continue
-        hits = ["mentions X but not Y"] if but_not else [name for name, rx in _DECLINE if rx.search(clause)]
+        found = ([("mentions X but not Y", clause)] if but_not else
+                 [(name, m.group(0).strip()) for name, rx in _DECLINE if (m := rx.search(clause))])
+        hits = [name for name, _ in found]
         if hits:
             kind = "decline"
             matched.extend(h for h in hits if h not in matched)
+            quotes.extend(q for _, q in found if q not in quotes)
         elif FILLER.match(clause):
             kind = "filler"
         elif REFERRAL.search(clause):
@@ -194,12 +296,16 @@ def detect_declines(response: str) -> DeclineSignals:
         clauses.append((kind, clause))
     kinds = {k for k, _ in clauses}
     if "decline" not in kinds:
+        # a short Spanish or French text can read as English by its function words ("no", "a")
+        other = _detect_other(text)
+        if other.verdict != "not_english":
+            return other
         verdict = "none"
     elif "content" in kinds:
         verdict = "mixed"
     else:
         verdict = "declines"
-    return DeclineSignals(verdict, tuple(matched), tuple(clauses))
+    return DeclineSignals(verdict, tuple(matched), tuple(clauses), tuple(quotes))
 
 
 
@@ -241,7 +347,7 @@ class Abstention(Metric):
         calls: Any = ()
         if self.method == "combined" and signals.verdict == "declines":
             declined, decided_by = True, "detector"
-            why = f"decline phrases: {', '.join(signals.matched)}"
+            why = f"decline phrases: {signals.quoted()}"
         else:
             ans, declined, p, reason = await self._ask_judge(ctx)
             calls = refs(ans)

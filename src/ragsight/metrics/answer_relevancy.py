@@ -1,6 +1,8 @@
 """answer_relevancy = mean cosine(question, q_i) over N questions generated from the response.
 
-A noncommittal response ("I don't know") scores 0.
+A noncommittal response ("I don't know") scores 0: one the abstention metric's phrase detector
+reads as a decline (English, German, French, Spanish) with no judge call, else one the judge
+calls noncommittal while it writes the questions.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
 from ._base import Metric
+from .abstention import detect_declines
 
 __all__ = ["AnswerRelevancy"]
 
@@ -21,6 +24,8 @@ class AnswerRelevancy(Metric):
     core = True
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
+        if (declined := _declined(ctx, self.key)) is not None:
+            return declined
         gen = await ctx.generated_questions()
         question = ctx.sample.question or ""
         vecs = await ctx.embed([question, *gen.questions], kind="query")
@@ -38,3 +43,15 @@ class AnswerRelevancy(Metric):
         value = sum(sims) / len(sims)
         value = min(1.0, max(-1.0, value))
         return Score.scored(self.key, value, f"mean similarity of {len(sims)} generated questions", ev)
+
+
+def _declined(ctx: SampleAnalyses, key: str) -> Score | None:
+    """0 for a response the decline detector reads as a decline (no judge call), else None."""
+    if not ctx.settings.nonanswers:
+        return None
+    signals = detect_declines(ctx.sample.response or "")
+    if signals.verdict != "declines":
+        return None
+    details = {"noncommittal": True, "decided_by": "detector", "matched": list(signals.matched)}
+    return Score.scored(key, 0.0, f"the response is noncommittal: it declines ({signals.quoted()})",
+                        Evidence(details=details))

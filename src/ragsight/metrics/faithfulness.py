@@ -3,16 +3,23 @@
 ``form``: ``count`` counts the claims judged supported; ``expected`` sums P(supported), so the
 score is the mean P(supported) of the claims (the expected share); ``auto`` (default) is
 ``expected`` when every verdict has a probability (the embedded judge), else ``count``.
+
+A response that declines ("I don't know", "The documents do not say ...", in English, German,
+French or Spanish, by the abstention metric's phrase detector) makes no factual claim about the
+subject: ``undetermined``, with no judge call. In a response that answers, a claim that only says
+what the documents do not contain is set aside (listed in the evidence), not judged unsupported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from .._score import Evidence, Score
+from .._score import ClaimVerdict, Evidence, Score
 from ..analyses import Need, SampleAnalyses
 from ._base import Metric
 from ._support import check_form, resolve_form, supported_count
+from .abstention import detect_declines
 
 __all__ = ["Faithfulness"]
 
@@ -33,21 +40,51 @@ class Faithfulness(Metric):
         return {"form": self.form}
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
+        if (declined := self._declined(ctx)) is not None:
+            return declined
         claims = await ctx.response_claims()
-        verdicts = await ctx.response_vs_contexts()
-        assert verdicts is not None
-        form = resolve_form(self.form, verdicts.verdicts)
-        n = len(verdicts.verdicts)
-        n_ok = sum(v.supported for v in verdicts.verdicts)
+        all_verdicts = await ctx.response_vs_contexts()
+        assert all_verdicts is not None
+        judged, set_aside = _about_the_subject(ctx, all_verdicts.verdicts)
+        form = resolve_form(self.form, judged)
+        n = len(judged)
+        n_ok = sum(v.supported for v in judged)
         details: dict[str, Any] = {"form": form, "supported": n_ok, "claims": n}
         if form == "expected":
-            details["expected_supported"] = supported_count(verdicts.verdicts, form)
-        ev = Evidence(claims=verdicts.verdicts, calls=claims.refs + verdicts.refs, details=details)
+            details["expected_supported"] = supported_count(judged, form)
+        if claims.dropped:
+            details["dropped_claims"] = list(claims.dropped)
+        if set_aside:
+            details["about_the_documents"] = [v.claim for v in set_aside]
+        ev = Evidence(claims=judged, calls=claims.refs + all_verdicts.refs, details=details)
         if not claims.claims:
             return Score.undetermined(self.key, "the response makes no factual claims", ev)
+        if not judged:
+            return Score.undetermined(self.key, "the response only says what the documents do not contain", ev)
         if form == "expected":
             expected = details["expected_supported"]
             return Score.scored(self.key, expected / n,
-                                f"mean P(supported) of {n} claims against the contexts "
+                                f"mean P(supported) of {n} claim{'s' if n != 1 else ''} against the contexts "
                                 f"(expected {expected:.2f} supported; {n_ok} at or above the threshold)", ev)
-        return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} claims supported by the contexts", ev)
+        return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} claim{'s' if n != 1 else ''} supported by the contexts", ev)
+
+    def _declined(self, ctx: SampleAnalyses) -> Score | None:
+        """``undetermined`` for a response that declines (no judge call), else None."""
+        if not ctx.settings.nonanswers:
+            return None
+        signals = detect_declines(ctx.sample.response or "")
+        if signals.verdict != "declines":
+            return None
+        details = {"declines": True, "matched": list(signals.matched)}
+        return Score.undetermined(
+            self.key, f"the response declines to answer ({signals.quoted()}): "
+            "no factual claim about the subject", Evidence(details=details))
+
+
+def _about_the_subject(ctx: SampleAnalyses, verdicts: Sequence[ClaimVerdict]
+                       ) -> tuple[tuple[ClaimVerdict, ...], tuple[ClaimVerdict, ...]]:
+    """(claims about the subject, claims that only say what the documents do not contain)."""
+    if not ctx.settings.nonanswers:
+        return tuple(verdicts), ()
+    about = [detect_declines(v.claim).verdict == "declines" for v in verdicts]
+    return (tuple(v for v, a in zip(verdicts, about) if not a), tuple(v for v, a in zip(verdicts, about) if a))

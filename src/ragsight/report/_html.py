@@ -31,7 +31,7 @@ from .._version import __version__
 from ..analyses import describe_signals
 from ..errors import RagsightError
 from ..judge import agreement_notice
-from ..result import EvaluationResult
+from ..result import EvaluationResult, truncation_note
 from ..sample import Sample
 from ..store import Store
 from ._calibrate import calibrate
@@ -487,6 +487,9 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
     note = judge_note(result.config)
     if note:
         parts.append(f'<p class="note">{e(note)}</p>')
+    cut = truncation_note(result)
+    if cut:
+        parts.append(f'<p class="note">{e(cut)}</p>')
     parts.append("<h3>Summary</h3>")
     parts.append(_summary_table(result))
     parts.append(_corrected_section(run))

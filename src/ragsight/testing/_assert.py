@@ -5,7 +5,6 @@ writes at the end of a session."""
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import sys
 import textwrap
@@ -17,7 +16,7 @@ from typing import Any
 from .._evaluate import aevaluate
 from ..errors import ConfigError, InputError
 from ..judge import Judge, JudgeProvider, make_judge
-from ..metrics import Metric, resolve_metrics
+from ..metrics import Metric, check_threshold, resolve_metrics
 from ..report import RunData, render_report, save_html
 from ..result import EvaluationResult
 from ..sample import Dataset, Sample
@@ -175,16 +174,11 @@ def _keys(thresholds: Mapping[str, float]) -> dict[str, float]:
         raise ConfigError('assert_scores needs thresholds, e.g. {"faithfulness": 0.8}')
     out: dict[str, float] = {}
     for spec, value in thresholds.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):  # a number written as text is a mistake in Python code
             raise ConfigError(f"threshold for {spec!r} must be a number, not {value!r}")
-        key = resolve_metrics([spec])[0].key
-        if not math.isfinite(value):  # every comparison with NaN is false: every sample would pass
-            raise ConfigError(f"threshold for {spec!r} is {value!r}; give a number between 0 and 1")
-        if not -1.0 <= value <= 1.0:  # scores are fractions (cosine metrics: -1 to 1)
-            hint = f"; did you mean {value / 100:g}?" if 1 < value <= 100 else ""
-            raise ConfigError(f"threshold {value:g} for {spec!r} is outside the range of its scores (0 to 1), "
-                              f"so every sample would fail, or pass, whatever it scored{hint}")
-        out[key] = float(value)
+        metric, number = check_threshold(spec, value)
+        key = metric.key
+        out[key] = number
     return out
 
 

@@ -5,8 +5,11 @@ Deterministic checks (no model):
 - ``copied``: the question shares a run of ``max_copied_ngram`` or more consecutive words with a
   reference context (after lower-casing and dropping punctuation).
 - ``reference_not_grounded``: fewer than ``min_grounding`` of the reference answer's content
-  words and numbers occur in the reference contexts (out-of-scope questions are exempt: their
-  reference says the documents do not contain the answer).
+  words and numbers occur in the reference contexts, or a number or a name of the reference
+  (a capitalised word inside a sentence) occurs in none of them (a reasoning answer may compute
+  its numbers: only its names are checked) (out-of-scope questions are
+  exempt: their reference says the documents do not contain the answer). The critic also
+  rejects a reference as ``reference_not_grounded`` when it finds it contradicted by its contexts.
 - ``single_chunk`` (multi-context only): every content word of the reference found in the
   contexts is found in one chunk alone, so the others add nothing.
 - ``malformed``: an empty or one-word question, or an empty reference.
@@ -22,11 +25,12 @@ dropped as ``duplicate`` (exact duplicates after normalisation are dropped witho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analyses import content_words, number_form, tokens
+from ..analyses import content_words, number_form, split_sentences, tokens
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError
 from ..prompts import fence, load_prompt
@@ -40,6 +44,7 @@ __all__ = [
     "deterministic_checks",
     "grounding",
     "longest_common_ngram",
+    "missing_facts",
     "normalise_question",
 ]
 
@@ -47,7 +52,8 @@ REASONS = {
     "generation_failed": "the generator gave no usable question",
     "malformed": "empty or one-word question, or empty reference",
     "copied": "the question copies a run of words from its context",
-    "reference_not_grounded": "the reference's content words are mostly absent from its contexts",
+    "reference_not_grounded": "the reference states what its contexts do not (numbers, names or most "
+                              "words absent, or the critic found it contradicted)",
     "long_reference": "the reference is longer than an answer should be (often a copy of the context)",
     "single_chunk": "a multi-context answer that one chunk alone contains",
     "not_answerable": "the critic found the question not answerable from its reference contexts",
@@ -103,6 +109,29 @@ def grounding(reference: str, contexts: Sequence[str]) -> tuple[float, list[str]
     return (len(ref) - len(missing)) / len(ref), missing, found_in
 
 
+_NAME_OR_NUMBER = re.compile(r"\d+(?:[.,]\d+)*|[A-Z][\w'-]*")
+
+
+def missing_facts(reference: str, contexts: Sequence[str], numbers: bool = True) -> list[str]:
+    """The numbers (when ``numbers``) and names of the reference that occur in none of the
+    contexts. A name is a word with a capital letter inside a sentence (a sentence's first word
+    is not counted)."""
+    found = {number_form(t) if t[:1].isdigit() else t.lower() for c in contexts for t in tokens(c)}
+    out: list[str] = []
+    for sentence in split_sentences(reference):
+        words = tokens(sentence)
+        for i, w in enumerate(words):
+            is_number = w[:1].isdigit()
+            if is_number and not numbers:
+                continue
+            if not is_number and (i == 0 or not w[:1].isupper() or len(w) < 2):
+                continue
+            key = number_form(w) if is_number else w.lower()
+            if key not in found and w not in out:
+                out.append(w)
+    return out
+
+
 def longest_common_ngram(question: str, text: str) -> int:
     """Length in words of the longest run of consecutive words shared by both texts."""
     a, b = _words(question), _words(text)
@@ -148,7 +177,11 @@ def deterministic_checks(
         share, missing, found_in = grounding(reference, contexts)
         details["grounding"] = round(share, 3)
         details["ungrounded_tokens"] = missing[:20]
-        if share < settings.min_grounding:
+        # a reasoning answer may compute a number ("25 years later"); its names must still be there
+        absent = missing_facts(reference, contexts, numbers=question_type != "reasoning")
+        if absent:
+            details["not_in_contexts"] = absent[:20]
+        if share < settings.min_grounding or absent:
             reasons.append("reference_not_grounded")
         if len(contexts) > 1:
             details["tokens_per_context"] = [len(f) for f in found_in]
@@ -168,6 +201,7 @@ class CriticVerdict:
     copied: bool
     reason: str
     calls: Sequence[Any] = field(default=(), compare=False)
+    contradicted: bool = False  # the contexts contradict the proposed answer
 
 
 def _bool(data: Mapping[str, Any], key: str) -> bool:
@@ -182,8 +216,10 @@ def _verdict(data: dict[str, Any]) -> CriticVerdict:
     if not isinstance(reason, str):
         raise OutputError('"reason" must be a string')
     copied = _bool(data, "copied") if "copied" in data else False
+    contradicted = _bool(data, "contradicted") if "contradicted" in data else False
     return CriticVerdict(
-        _bool(data, "answerable"), _bool(data, "self_contained"), copied, reason.strip()
+        _bool(data, "answerable"), _bool(data, "self_contained"), copied, reason.strip(),
+        contradicted=contradicted,
     )
 
 
@@ -219,8 +255,11 @@ async def critique(
     if question_type == "out_of_scope":
         if v.answerable:
             reasons.append("answerable_from_corpus")
-    elif not v.answerable:
-        reasons.append("not_answerable")
+    else:
+        if v.contradicted:
+            reasons.append("reference_not_grounded")
+        if not v.answerable:
+            reasons.append("not_answerable")
     if not v.self_contained:
         reasons.append("not_self_contained")
     if v.copied and question_type != "out_of_scope":

@@ -1,0 +1,151 @@
+"""Non-answers and declines (issue 30): no claim the response does not make enters the evidence,
+a decline has no faithfulness and zero answer relevancy, and abstention still judges whether
+declining was right. Every judge answer comes from a scripted world."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ragsight
+from ragsight import Outcome
+from ragsight.analyses import AnalysisSettings
+from ragsight.report import render_report
+from tests.fakes.embedder import TableEmbedder
+from tests.scripted import RagScript
+
+QUESTION = "What does gzip -l show?"
+CONTEXTS = ["The command gzip -l lists the compressed size, the uncompressed size and the ratio of each file."]
+INVENTED = "gzip -l lists the number of compressed files in the archive."
+
+
+def row(sid: str, response: str, **extra: Any) -> dict[str, Any]:
+    return {"id": sid, "question": QUESTION, "contexts": CONTEXTS, "response": response, **extra}
+
+
+@pytest.mark.parametrize("response", [
+    "I don't know.",
+    "Sorry, I cannot answer that question.",
+    "The documents do not say what gzip -l shows.",
+    "Die Dokumente enthalten keine Angaben dazu.",
+    "Je ne sais pas.",
+    "Lo siento, no tengo información sobre eso.",
+])
+def test_a_decline_has_no_faithfulness_and_no_judge_call(response: str) -> None:
+    judge = RagScript().judge()  # any judge call would raise: the script holds nothing
+    result = ragsight.evaluate([row("d", response)], ["faithfulness"], judge=judge)
+    score = result.scores["d"]["faithfulness"]
+    assert score.outcome is Outcome.UNDETERMINED, score.reason
+    assert score.reason.startswith("the response declines to answer (\"")
+    assert score.reason.endswith("): no factual claim about the subject")
+    assert score.evidence.claims == () and judge.requests == []
+    assert result.summary["faithfulness"].counts["undetermined"] == 1
+
+
+def test_an_invented_claim_is_asked_again_then_dropped_and_recorded() -> None:
+    # the trial's case: a non-answer the detector does not read, and a claim about gzip from nowhere
+    response = "That is hard to say."
+    script = RagScript(claims={response: [INVENTED]}, recheck={response: [INVENTED]})
+    judge = script.judge()
+    result = ragsight.evaluate([row("h", response)], ["faithfulness"], judge=judge)
+    score = result.scores["h"]["faithfulness"]
+    assert score.outcome is Outcome.UNDETERMINED
+    assert score.reason == "the response makes no factual claims"
+    assert score.evidence.details["dropped_claims"] == [INVENTED]
+    assert score.evidence.claims == ()
+    assert [c.prompt_id for c in score.evidence.calls] == ["extract_claims", "extract_claims_recheck"]
+    asked_again = judge.calls_for("extract_claims_recheck")[0].messages[-1].content
+    assert f"- {INVENTED}" in asked_again  # the re-ask names the claim that was not found
+
+
+def test_the_re_ask_keeps_the_claims_found_in_the_response() -> None:
+    response = "It shows the ratio. Also other things."
+    good = "gzip -l shows the ratio."
+    script = RagScript(claims={response: [good, INVENTED]}, recheck={response: [good]})
+    script.verdicts[(good, "contexts")] = True
+    result = ragsight.evaluate([row("r", response)], ["faithfulness"], judge=script.judge())
+    score = result.scores["r"]["faithfulness"]
+    assert score.value == 1.0 and [v.claim for v in score.evidence.claims] == [good]
+    assert score.evidence.details["dropped_claims"] == [INVENTED]
+
+
+def test_claims_made_of_the_response_words_need_no_re_ask() -> None:
+    response = "It shows the compressed size. And the uncompressed size."
+    claims = ["gzip -l shows the compressed size.", "gzip -l shows the uncompressed size."]
+    script = RagScript(claims={response: claims})  # no recheck in the script: a re-ask would raise
+    for c in claims:
+        script.verdicts[(c, "contexts")] = True
+    result = ragsight.evaluate([row("g", response)], ["faithfulness"], judge=script.judge())
+    score = result.scores["g"]["faithfulness"]
+    assert score.value == 1.0 and "dropped_claims" not in score.evidence.details
+
+
+def test_a_claim_about_the_documents_is_set_aside_not_judged_unsupported() -> None:
+    response = "The documents do not say how many files it lists. It shows the ratio of each file."
+    about = "The documents do not say how many files gzip -l lists."
+    fact = "gzip -l shows the ratio of each file."
+    script = RagScript(claims={response: [about, fact]})
+    script.verdicts[(about, "contexts")] = False
+    script.verdicts[(fact, "contexts")] = True
+    result = ragsight.evaluate([row("m", response)], ["faithfulness"], judge=script.judge())
+    score = result.scores["m"]["faithfulness"]
+    assert score.value == 1.0  # the claim about the documents does not count against it
+    assert score.evidence.details["about_the_documents"] == [about]
+    assert [v.claim for v in score.evidence.claims] == [fact]
+
+
+def test_answer_relevancy_is_zero_for_a_decline_without_asking_the_judge() -> None:
+    judge = RagScript().judge()
+    result = ragsight.evaluate([row("d", "I don't know."), row("g", "Ich weiß es nicht.")],
+                               ["answer_relevancy"], judge=judge, embedder=TableEmbedder())
+    for sid in ("d", "g"):
+        score = result.scores[sid]["answer_relevancy"]
+        assert (score.outcome, score.value) == (Outcome.SCORED, 0.0)
+        assert score.reason.startswith('the response is noncommittal: it declines ("')
+        assert score.evidence.details["noncommittal"] is True
+    assert judge.requests == []
+
+
+def test_answer_relevancy_still_zeroes_what_the_judge_calls_noncommittal() -> None:
+    response = "That is hard to say."
+    script = RagScript(questions={response: (["What is hard?"] * 3, True)})
+    result = ragsight.evaluate([row("h", response)], ["answer_relevancy"], judge=script.judge(),
+                               embedder=TableEmbedder())
+    assert result.scores["h"]["answer_relevancy"].value == 0.0
+
+
+def test_abstention_still_judges_whether_declining_was_right() -> None:
+    rows = [row("oos", "I don't know.", metadata={"question_type": "out_of_scope"}),
+            row("in", "I don't know.")]
+    result = ragsight.evaluate(rows, ["abstention", "faithfulness"], judge=RagScript().judge())
+    assert result.scores["oos"]["abstention"].value == 1.0  # a correct decline
+    assert result.scores["in"]["abstention"].value == 0.0  # a wrong decline
+    assert all(result.scores[s]["faithfulness"].outcome is Outcome.UNDETERMINED for s in ("oos", "in"))
+
+
+def test_a_correct_decline_is_not_among_the_worst_faithfulness_samples() -> None:
+    good = "gzip -l lists the compressed size of each file."
+    bad = "gzip -l deletes every file it reads."
+    script = RagScript()
+    script.verdicts[(good, "contexts")] = True
+    script.verdicts[(bad, "contexts")] = False
+    rows = [row("decline", "The documents do not say.", metadata={"question_type": "out_of_scope"}),
+            row("good", good), row("bad", bad)]
+    result = ragsight.evaluate(rows, ["faithfulness"], judge=script.judge())
+    assert result.worst() == ("bad", "faithfulness", 0.0)
+    page = render_report([result])
+    worst_table = page.split("<h3>Worst samples</h3>", 1)[1].split("</table>", 1)[0]
+    assert "bad" in worst_table and "decline" not in worst_table
+
+
+def test_nonanswers_off_keeps_the_behaviour_before() -> None:
+    # the before/after bench compares with this setting; it must really give the old result
+    response = "That is hard to say."
+    script = RagScript(claims={response: [INVENTED], "I don't know.": [INVENTED]})
+    script.verdicts[(INVENTED, "contexts")] = False
+    result = ragsight.evaluate([row("h", response), row("d", "I don't know.")], ["faithfulness"],
+                               judge=script.judge(), settings=AnalysisSettings(nonanswers=False))
+    for sid in ("h", "d"):
+        score = result.scores[sid]["faithfulness"]
+        assert score.value == 0.0 and [v.claim for v in score.evidence.claims] == [INVENTED]
