@@ -8,9 +8,11 @@ per-item path (the embedded judge) side by side; :class:`SampleAnalyses` memoise
 from ._sample import SampleAnalyses
 from ._signals import describe_signals
 from ._text import (
+    LANGUAGES,
     STOP_WORDS,
     content_words,
     fold,
+    language,
     normalise_entity,
     number_form,
     split_sentences,
@@ -36,6 +38,7 @@ from ._types import (
 SampleContext = SampleAnalyses
 
 __all__ = [
+    "LANGUAGES",
     "STOP_WORDS",
     "AnalysisSettings",
     "ChunkJudgement",
@@ -52,6 +55,7 @@ __all__ = [
     "contexts_block",
     "describe_signals",
     "fold",
+    "language",
     "normalise_entity",
     "number_form",
     "numbered",

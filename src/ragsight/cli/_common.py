@@ -19,6 +19,7 @@ from .._terminal import guard
 
 __all__ = [
     "DEFAULT_STORE",
+    "EXIT_BUDGET",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -36,6 +37,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAILED = 1  # ran, but a threshold was missed or nothing worked (see the cli docstring)
 EXIT_USAGE = 2
+EXIT_BUDGET = 3  # evaluate --max-cost: stopped before the limit; finished samples saved
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
 

@@ -35,7 +35,7 @@ __all__ = ["GateResult", "Threshold", "check_gate", "check_resumed_gate", "gate_
 
 CONFIG_TABLE = "[tool.ragsight]"
 CONFIG_KEYS = ("fail-under", "fail-over")
-OTHER_KEYS = ("rubrics",)  # read elsewhere (cli/_rubrics.py)
+OTHER_KEYS = ("prices", "rubrics")  # read elsewhere: ragsight._cost, cli/_rubrics.py
 
 
 @dataclass(frozen=True)

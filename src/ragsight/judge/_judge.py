@@ -21,10 +21,11 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from .._cost import Price
 from .._http import display_url
 from .._limiter import Limiter, LimiterStats, Permit
 from .._retry import OVERLOAD_BUDGET_S, Backoff, Failure, classify, may_try_again
-from ..errors import ConfigError, JudgeError, JudgeUnavailableError
+from ..errors import BudgetExceededError, ConfigError, JudgeError, JudgeUnavailableError
 from ..prompts import Prompt
 from ._parse import OutputError, close_repeating_list, extract_json_object
 from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
@@ -39,6 +40,7 @@ __all__ = [
     "JudgeStats",
     "MemoryCallCache",
     "RetryPolicy",
+    "SpendLimit",
     "record_calls",
 ]
 
@@ -209,6 +211,47 @@ class RetryPolicy:
             raise ConfigError("invalid retry policy: " + "; ".join(problems))
 
 
+class SpendLimit:
+    """A run's money limit (``--max-cost``): no call is sent that could take the spend past it.
+
+    Before each call its worst cost is reserved: the prompt counted at one token per
+    :data:`BYTES_PER_TOKEN` bytes of its text (more tokens than common tokenizers make of
+    English, about one per character of Chinese or Japanese) and the whole ``max_tokens`` reply.
+    When the spend so far, the reservations of the calls in flight and this reservation exceed
+    the limit, :class:`BudgetExceededError` is raised instead of the call. A finished call
+    replaces its reservation by its reported cost. ``spent`` counts this process's calls only.
+    """
+
+    BYTES_PER_TOKEN = 3
+
+    def __init__(self, limit_usd: float, price: Price) -> None:
+        self.limit = float(limit_usd)
+        self.price = price
+        self.spent = 0.0
+        self.reserved = 0.0
+
+    def worst_cost(self, request: JudgeRequest) -> float:
+        size = sum(len(m.content.encode("utf-8")) for m in request.messages)
+        prompt = -(-size // self.BYTES_PER_TOKEN) + 4 * len(request.messages)
+        return self.price.cost(prompt, request.max_tokens)
+
+    def admit(self, request: JudgeRequest) -> float:
+        worst = self.worst_cost(request)
+        if self.spent + self.reserved + worst > self.limit:
+            raise BudgetExceededError(
+                f"the next judge call could cost up to ${worst:.4f}, and ${self.spent:.4f} is spent "
+                f"(${self.reserved:.4f} more in flight) of the ${self.limit:g} limit (--max-cost)",
+                spent=self.spent, limit=self.limit)
+        self.reserved += worst
+        return worst
+
+    def settle(self, reservation: float, used: tuple[int, int] | None) -> None:
+        """Replace a call's reservation by its cost: ``used`` (prompt, completion tokens) as
+        reported, or None for a call that may have been billed unseen (counted at its worst)."""
+        self.reserved = max(0.0, self.reserved - reservation)
+        self.spent += reservation if used is None else self.price.cost(*used)
+
+
 @dataclass
 class JudgeStats:
     steps: int = 0
@@ -312,8 +355,10 @@ class Judge:
         seed: int = 0,
         temperature: float = 0.0,
         adaptive: bool = True,
+        spend_limit: SpendLimit | None = None,
     ) -> None:
         self.provider = provider
+        self.spend_limit = spend_limit
         self.identity = provider_identity(provider)
         self.cache = cache
         self.policy = policy or RetryPolicy()
@@ -341,14 +386,17 @@ class Judge:
     def for_run(
         self, *, cache: CallCache | None = None, seed: int | None = None,
         temperature: float | None = None, sink: CallSink | None = None,
+        spend_limit: SpendLimit | None = None,
     ) -> Judge:
         """A fresh Judge on the same provider, policy and concurrency limit, for one run: its
-        own cache, stats and memo; the seed and temperature kept unless given."""
+        own cache, stats and memo (and money limit, when given); the seed and temperature kept
+        unless given."""
         return Judge(
             self.provider, cache=cache, policy=self.policy, max_concurrency=self._limit,
             adaptive=self._adaptive, sink=sink if sink is not None else self.sink,
             seed=self.seed if seed is None else seed,
             temperature=self.temperature if temperature is None else temperature,
+            spend_limit=spend_limit,
         )
 
     @property
@@ -590,7 +638,18 @@ class Judge:
                 remaining = deadline - t0
                 if remaining <= 0:
                     raise _DeadlineReached
-                result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
+                limit = self.spend_limit
+                reserved = limit.admit(request) if limit is not None else 0.0
+                try:
+                    result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
+                except BaseException as exc:
+                    if limit is not None:
+                        # a refusal is not billed; a call cut off (time-out, reset) may be: at its worst
+                        limit.settle(reserved, (0, 0) if isinstance(exc, ProviderError) else None)
+                    raise
+                if limit is not None:
+                    limit.settle(reserved, (int(getattr(result, "prompt_tokens", 0) or 0),
+                                            int(getattr(result, "completion_tokens", 0) or 0)))
             except _DeadlineReached:
                 limiter.forfeit()
                 calls.append(self._error_call(prompt, request, key, offset + attempt, started, 0.0,

@@ -587,6 +587,15 @@ class Store:
         cols = [d[0] for d in cur.description]
         return read_calls(self.texts, [dict(zip(cols, r)) for r in cur.fetchall()])
 
+    def call_tokens(self, run_id: str) -> list[tuple[str | None, str, int, int]]:
+        """(sample id, step, prompt tokens, completion tokens) of the run's calls that reached
+        the judge (cache hits cost nothing), without reading their texts."""
+        rows = self.conn.execute(
+            "SELECT sample_id, step, prompt_tokens, completion_tokens FROM judge_calls"
+            " WHERE run_id=? AND cached=0", (run_id,)).fetchall()
+        return [(sid, step.hex() if isinstance(step, (bytes, bytearray)) else str(step), int(p), int(c))
+                for sid, step, p, c in rows]
+
     def problems(self, run_id: str) -> list[RowProblem]:
         return [RowProblem(*r) for r in self.conn.execute(
             "SELECT source, row, field, message FROM problems WHERE run_id=? ORDER BY row", (run_id,))]
