@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from ._cost import PriceTable, load_prices, price_for
 from ._http import display_url
 from ._limiter import merge_limiter_stats
+from ._terminal import visible
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .embed import Embedder, make_embedder
@@ -186,7 +187,7 @@ def _say(text: str) -> None:
     import sys
 
     with contextlib.suppress(Exception):  # a closed or odd stderr must not hide the interrupt
-        print(text, file=sys.stderr, flush=True)
+        print(visible(text), file=sys.stderr, flush=True)
 
 
 async def _aevaluate(
@@ -609,6 +610,8 @@ async def _run(
             open_run()
             assert st is not None
             done = st.finished_samples(run_id)
+            if not fresh:  # a resumed run asks its failed samples again (the cache keeps what worked)
+                done -= st.failed_samples(run_id)
         todo = [s for s in samples if s.id not in done]
         if progress is not None:
             progress.total = len(samples)
@@ -737,7 +740,8 @@ async def _resume(
         samples = st.samples(run_id)
         named = opts.judge is not None or opts.embedder is not None  # checked against the run below
         if (info.status == "completed" and not named
-                and st.finished_samples(run_id) >= {x.id for x in samples}):
+                and st.finished_samples(run_id) >= {x.id for x in samples}
+                and not st.failed_samples(run_id)):
             # Nothing to do: no judge to load or ping, and the user is told nothing ran.
             if notice is not None:
                 notice(f"Run {run_id} is already complete: nothing to resume. Its results follow; "

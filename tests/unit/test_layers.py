@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("judge",),
     ("embed",),
     ("sample", "conversation", "_conversations", "_rows", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
-     "_retry", "_files", "_limiter", "_cost"),
+     "_retry", "_files", "_limiter", "_cost", "_terminal"),
 )
 # Units of one layer that may import each other, as (importer, imported).
 SIDEWAYS = {("sample", "conversation"), ("sample", "_conversations"), ("_conversations", "conversation"),

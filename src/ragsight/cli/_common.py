@@ -15,6 +15,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from .._terminal import guard
+
 __all__ = [
     "DEFAULT_STORE",
     "EXIT_BUDGET",
@@ -47,8 +49,8 @@ def _width() -> int | None:
     return None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 120
 
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False, width=_width())
+err = guard(Console(stderr=True, highlight=False))
+out = guard(Console(highlight=False, width=_width()))
 
 PIPED_TABLE_WIDTH = 80  # what 'runs' and 'compare' are laid out for in a pipe or a log
 

@@ -24,8 +24,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from .._cost import Price
 from .._http import display_url
 from .._limiter import Limiter, LimiterStats, Permit
-from .._retry import Backoff, Failure, classify
-from ..errors import BudgetExceededError, ConfigError, JudgeError
+from .._retry import OVERLOAD_BUDGET_S, Backoff, Failure, classify, may_try_again
+from ..errors import BudgetExceededError, ConfigError, JudgeError, JudgeUnavailableError
 from ..prompts import Prompt
 from ._parse import OutputError, close_repeating_list, extract_json_object
 from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
@@ -179,6 +179,9 @@ class RetryPolicy:
     A re-ask costs a call only when an output was unusable; with 3, a judge that breaks 20% of
     its outputs fails 0.2^4 = 0.16% of steps (0.8% with 2).
     ``step_deadline_s``: wall-time cap for a whole step, retries and waits included.
+    ``overload_budget_s``: refusals for overload (429, 503, 529) without Retry-After are tried
+    again beyond ``max_attempts`` while this much of the step's time is not spent (a burst of
+    refusals costs waits, not scores); see ``ragsight._retry.may_try_again``.
     """
 
     max_attempts: int = 4
@@ -187,6 +190,7 @@ class RetryPolicy:
     backoff_max_s: float = 20.0
     call_timeout_s: float = 120.0
     step_deadline_s: float = 300.0
+    overload_budget_s: float = OVERLOAD_BUDGET_S
 
     def __post_init__(self) -> None:
         problems = []
@@ -199,7 +203,7 @@ class RetryPolicy:
             if not isinstance(value, (int, float)) or not value > 0 or value != value:
                 flag = " (the CLI's --timeout)" if name == "call_timeout_s" else ""
                 problems.append(f"{name} must be a positive number of seconds{flag}, got {value!r}")
-        for name in ("backoff_base_s", "backoff_max_s"):
+        for name in ("backoff_base_s", "backoff_max_s", "overload_budget_s"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0:
                 problems.append(f"{name} must be 0 or more seconds, got {value!r}")
@@ -616,7 +620,13 @@ class Judge:
         pol = self.policy
         limiter = self.limiter
         quick_retry_used = False
-        for attempt in range(1, pol.max_attempts + 1):
+        first = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            stopped = limiter.stopped_answering
+            if stopped is not None:  # the circuit is open: no call goes to a judge that went silent
+                raise JudgeUnavailableError(self._silent_message(stopped))
             started = time.time()
             t0 = time.monotonic()
             permit: Permit | None = None
@@ -661,13 +671,16 @@ class Judge:
                 if failure.fatal:
                     self.stats.failed_steps += 1
                     raise JudgeFailedError(f"{prompt.id}: {failure.message}", key, calls) from exc
-                if not failure.retryable or attempt == pol.max_attempts:
-                    return None, calls, 0.0, started
+                if limiter.stopped_answering is not None:
+                    raise JudgeUnavailableError(self._silent_message(limiter.stopped_answering)) from exc
                 if cut and failure.retry_after is None and not quick_retry_used:
                     quick_retry_used = True
                     wait = 0.0
                 else:
                     wait = self._backoff.delay(attempt, failure.retry_after, self._rng)
+                if not may_try_again(failure, attempt, pol.max_attempts, time.monotonic() - first, wait,
+                                     pol.overload_budget_s):
+                    return None, calls, 0.0, started
                 if time.monotonic() + wait >= deadline:
                     return None, calls, 0.0, started
                 self.stats.retries += 1
@@ -680,7 +693,13 @@ class Judge:
             latency = time.monotonic() - t0
             limiter.release(permit, None, latency)
             return result, calls, latency, started
-        return None, calls, 0.0, time.time()
+
+    def _silent_message(self, silent: tuple[int, float]) -> str:
+        where = getattr(self.provider, "base_url", None)
+        at = f" at {display_url(where)}" if isinstance(where, str) and where else ""
+        return (f"judge {self.name!r}{at} stopped answering: {silent[0]} calls in a row got no answer "
+                f"within their time limit over {silent[1]:.0f} s, none answered since; the run stops "
+                "here (finished samples are saved; --resume continues it once the judge answers)")
 
     def _error_call(
         self, prompt: Prompt, request: JudgeRequest, key: str, attempt: int, started: float,
@@ -725,7 +744,7 @@ class Judge:
         self.stats.steps += 1
         if use_cache and self.cache is not None:
             hit = await self.cache.get(key)
-            if hit is not None:
+            if hit is not None and _probabilities(hit.get("parsed"), choices) is not None:
                 call = self._cached_call(prompt, request, key, hit, "choices")
                 self._emit(call)
                 return Answer(dict(hit["parsed"]), key, (call,), prompt.id, prompt.version)
@@ -738,8 +757,15 @@ class Judge:
         scores, calls, latency, started = await self._attempts(
             prompt, request, key, deadline, 0, send, also_retry=(RuntimeError,),
         )
-        if scores is not None:
-            probs = {c: float(scores.probs.get(c, 0.0)) for c in choices}
+        probs_read = None if scores is None else _probabilities(scores.probs, choices)
+        if scores is not None and probs_read is None:
+            # a provider's non-finite or out-of-range probability is never stored or used
+            calls.append(self._error_call(
+                prompt, request, key, len(calls) + 1, started, latency,
+                f"the judge gave probabilities that are not numbers in [0, 1]: {dict(scores.probs)!r}"))
+            self._emit(calls[-1])
+        if scores is not None and probs_read is not None:
+            probs = probs_read
             call = JudgeCall(
                 step=key, attempt=len(calls) + 1, prompt_id=prompt.id, prompt_version=prompt.version,
                 prompt_hash=prompt.hash, judge=self.name, model=self.model,
@@ -761,3 +787,17 @@ class Judge:
 
     async def aclose(self) -> None:
         await self.provider.aclose()
+
+
+def _probabilities(value: Any, choices: Sequence[str]) -> dict[str, float] | None:
+    """{choice: probability} when ``value`` holds a finite probability in [0, 1] for every
+    choice (a cached answer or a provider's); None otherwise (never NaN downstream)."""
+    if not isinstance(value, Mapping):
+        return None
+    out: dict[str, float] = {}
+    for c in choices:
+        p = value.get(c, 0.0)
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) <= 1.0:
+            return None
+        out[c] = float(p)
+    return out
