@@ -29,22 +29,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ._cost import PriceTable, load_prices, price_for
 from ._http import display_url
 from ._limiter import merge_limiter_stats
+from ._terminal import visible
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .embed import Embedder, make_embedder
 from .engine import Progress, ProgressDisplay, describe_metrics, run_samples, settings_for
 from .errors import (
+    BudgetExceededError,
     ConfigError,
     JudgeSameAsGeneratorWarning,
     MissingExtraError,
     StoreError,
 )
-from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, make_judge
+from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, SpendLimit, make_judge
 from .metrics import Metric, metrics_of_run, resolve_metrics
 from .prompts import load_prompt, prompt_ids
-from .result import EvaluationResult, load_result
+from .result import EvaluationResult, load_result, run_cost
 from .sample import Dataset, RowProblem, Sample, group_problems
 from .store import SQLiteCallCache, Store
 
@@ -75,6 +78,16 @@ class RunOptions:
     backend: str = "local"
     ray_address: str | None = None
     api_version: str | None = None  # Azure OpenAI's, for an azure: judge
+    prices: Mapping[str, tuple[Any, ...]] | None = None  # the user's (input, output[, source]), over the table
+    max_cost: float | None = None  # US dollars this process may spend on judge calls
+
+    @property
+    def price_table(self) -> PriceTable:
+        """The shipped table with the user's prices (model -> (input, output) dollars per
+        million tokens, or (input, output, source)) over it."""
+        given = {k: (float(v[0]), float(v[1]), str(v[2]) if len(v) > 2 else "prices=")
+                 for k, v in (self.prices or {}).items()}
+        return load_prices().with_overrides(given)
 
     @property
     def embedder_url(self) -> str | None:
@@ -126,6 +139,8 @@ async def aevaluate(
     judge_concurrency: int | None = None,
     show_progress: bool | str | None = None,
     api_version: str | None = None,
+    prices: Mapping[str, Sequence[Any]] | None = None,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
     """Async form of :func:`evaluate` (in a notebook: ``result = await aevaluate(...)``).
 
@@ -145,7 +160,8 @@ async def aevaluate(
             concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
             base_url=base_url, embedder_base_url=embedder_base_url, counters=counters, mode=mode,
             preflight=preflight, notice=notice, run_id=run_id, backend=backend, ray_address=ray_address,
-            judge_concurrency=judge_concurrency, api_version=api_version)
+            judge_concurrency=judge_concurrency, api_version=api_version, prices=prices,
+            max_cost=max_cost)
     except (asyncio.CancelledError, KeyboardInterrupt):
         if progress is None:
             _say(f"ragsight: {interrupted_message(counters, store)}")
@@ -171,7 +187,7 @@ def _say(text: str) -> None:
     import sys
 
     with contextlib.suppress(Exception):  # a closed or odd stderr must not hide the interrupt
-        print(text, file=sys.stderr, flush=True)
+        print(visible(text), file=sys.stderr, flush=True)
 
 
 async def _aevaluate(
@@ -180,7 +196,8 @@ async def _aevaluate(
     policy: RetryPolicy | None, metadata: Mapping[str, Any] | None, base_url: str | None,
     embedder_base_url: str | None, counters: Progress, mode: str | None, preflight: bool, notice: Any,
     run_id: str | None, backend: str, ray_address: str | None, judge_concurrency: int | None,
-    api_version: str | None,
+    api_version: str | None, prices: Mapping[str, Sequence[Any]] | None = None,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
     if backend not in ("local", "ray"):
         raise ConfigError(f"unknown backend '{backend}'; use 'local' (this process) or 'ray' (a Ray cluster)")
@@ -191,7 +208,9 @@ async def _aevaluate(
     opts = RunOptions(judge=judge, embedder=embedder, base_url=base_url,
                       embedder_base_url=embedder_base_url, cache=cache, concurrency=concurrency,
                       judge_concurrency=judge_concurrency, policy=policy, preflight=preflight,
-                      backend=backend, ray_address=ray_address, api_version=api_version)
+                      backend=backend, ray_address=ray_address, api_version=api_version,
+                      prices={k: tuple(v) for k, v in (prices or {}).items()},
+                      max_cost=_check_max_cost(max_cost))
     with ProgressDisplay(counters, mode):
         if resume is not None:
             return await _resume(store, resume, opts, progress=counters, notice=notice)
@@ -242,6 +261,33 @@ async def _aevaluate(
             if own_store:
                 for opened in ([st] if st is not None else made):
                     opened.close()
+
+
+def _check_max_cost(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ConfigError(f"max_cost (--max-cost) must be a positive number of US dollars, not {value!r}")
+    return float(value)
+
+
+def check_budget(judge: Judge | None, opts: RunOptions) -> SpendLimit | None:
+    """The run's money limit, or None without ``max_cost``. A limit needs the judge's price:
+    ConfigError (before any call) when it is unknown, naming the ways to give it."""
+    if opts.max_cost is None or judge is None:
+        return None
+    if opts.backend == "ray":
+        raise ConfigError("--max-cost works with the local backend only (a Ray cluster's workers do not "
+                          "share one spend); leave out --backend ray or --max-cost")
+    table = opts.price_table
+    price = price_for(judge.name, judge.model, table)
+    if price is None:
+        raise ConfigError(
+            f"--max-cost needs the price of the judge {judge.name}, and it is not known (a local "
+            f"judge, or a model not in the price table of {table.as_of}). Give it in dollars per "
+            f"million tokens with --price {judge.model}=IN/OUT or in pyproject.toml "
+            f"[tool.ragsight.prices]; nothing was run.")
+    return SpendLimit(opts.max_cost, price)
 
 
 def _display_mode(show: bool | str | None, given: bool) -> str | None:
@@ -380,6 +426,7 @@ async def _prepare(chosen: Sequence[Metric], opts: RunOptions, notice: Any,
             parts.embedder = make_embedder(emb_spec, base_url=emb_url, notice=notice)
         if check is not None:
             check(judge, parts.embedder)
+        check_budget(judge, opts)
         if opts.preflight and ping:
             await _ping(parts)
     except BaseException:
@@ -492,6 +539,7 @@ async def _run(
     judge = None
     held: _HeldCache | None = None
     in_memory = (st is None and new_store is None) or (st is not None and st.path == ":memory:")
+    price = price_for(parts.judge.name, parts.judge.model, opts.price_table) if parts.judge is not None else None
     if parts.judge is not None:
         # A fresh wrapper for this run (its cache, stats and memo); a Judge passed in is not changed.
         run_cache: Any = None
@@ -499,7 +547,7 @@ async def _run(
             run_cache = held = _HeldCache(st)
         elif cache:
             run_cache = MemoryCallCache() if in_memory or st is None else SQLiteCallCache(st)
-        judge = parts.judge.for_run(cache=run_cache)
+        judge = parts.judge.for_run(cache=run_cache, spend_limit=check_budget(parts.judge, opts))
     gate: _Gate | None = None
     try:
         _check_generator(samples, judge)
@@ -524,6 +572,7 @@ async def _run(
             if parts.embedder_url and parts.embedder_url != base_url else None,
             "backend": backend,
             "api_version": opts.api_version,
+            "price": price.to_dict() if price is not None else None,
         }
         prev: dict[str, Any] = {}
 
@@ -546,7 +595,8 @@ async def _run(
                 st.acquire(run_id)
                 # What earlier processes of this run paid; the heartbeat adds this process's spend
                 # as it goes (stats_now), so a kill loses at most the last second of it.
-                prev = st.run(run_id).stats
+                # (its cost and how it stopped are worked out again when this process stops)
+                prev = {k: v for k, v in st.run(run_id).stats.items() if k not in ("cost", "stopped_by")}
             if progress is not None:
                 progress.run_id = run_id
             st.start_heartbeat(run_id, stats_now)
@@ -560,12 +610,15 @@ async def _run(
             open_run()
             assert st is not None
             done = st.finished_samples(run_id)
+            if not fresh:  # a resumed run asks its failed samples again (the cache keeps what worked)
+                done -= st.failed_samples(run_id)
         todo = [s for s in samples if s.id not in done]
         if progress is not None:
             progress.total = len(samples)
             progress.done = len(done)
             progress.judge_stats = judge.stats if judge is not None else None
         status = "interrupted"
+        stopped: BudgetExceededError | None = None
         try:
             if backend == "ray":
                 from .engine import run_samples_ray
@@ -583,6 +636,10 @@ async def _run(
             if gate is not None:
                 await gate.wait()  # a run with no sample to judge still has its preflight pass
             status = "completed"
+        except BudgetExceededError as exc:
+            stopped = exc  # the finished samples are saved; said below, with how to resume
+            if gate is not None and gate.store is None:
+                await gate.settle()
         except BaseException as exc:
             # Stopped before its preflight was over: the preflight's own error says more (a bad
             # key refused the first calls too); once it passed, the run is recorded with its
@@ -596,8 +653,16 @@ async def _run(
             if st is not None and (gate is None or gate.store is not None):
                 st.stop_heartbeat()
                 stats = stats_now()
+                if stopped is not None:
+                    stats["stopped_by"] = {"max_cost": stopped.limit, "spent": round(stopped.spent, 6)}
+                if judge is not None:
+                    stats["cost"] = run_cost(st, run_id, price, stats)
                 st.finish_run(run_id, status, stats)
         assert st is not None
+        if stopped is not None:
+            stopped.run_id, stopped.total = run_id, len(samples)
+            stopped.done = len(st.finished_samples(run_id))
+            raise stopped
         scores = st.scores(run_id)
         return EvaluationResult(run_id, samples, chosen, scores, stats, st.problems(run_id),
                                 None if st.path == ":memory:" else st.path, status, config)
@@ -675,7 +740,8 @@ async def _resume(
         samples = st.samples(run_id)
         named = opts.judge is not None or opts.embedder is not None  # checked against the run below
         if (info.status == "completed" and not named
-                and st.finished_samples(run_id) >= {x.id for x in samples}):
+                and st.finished_samples(run_id) >= {x.id for x in samples}
+                and not st.failed_samples(run_id)):
             # Nothing to do: no judge to load or ping, and the user is told nothing ran.
             if notice is not None:
                 notice(f"Run {run_id} is already complete: nothing to resume. Its results follow; "
@@ -724,6 +790,8 @@ def evaluate(
     judge_concurrency: int | None = None,
     show_progress: bool | str | None = None,
     api_version: str | None = None,
+    prices: Mapping[str, Sequence[Any]] | None = None,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
     """Evaluate a RAG data set.
 
@@ -738,7 +806,10 @@ def evaluate(
     or ``"ray"`` (a Ray cluster at ``ray_address``; needs ``ragsight[ray]``, see docs/scale.md).
     ``show_progress``: None shows a progress bar on a terminal and in a notebook and nothing
     when the output goes to a file; True always shows one (a text line where rich cannot draw);
-    False never.
+    False never. ``prices``: model -> (input, output) US dollars per million tokens, over the
+    shipped price table (docs/cost.md). ``max_cost``: stop before the judge calls of this call
+    could cost more than this many dollars (raises :class:`~ragsight.errors.BudgetExceededError`
+    after saving the finished samples; ``resume=`` continues).
 
     Works inside a running event loop too (Jupyter): the evaluation then runs on its own loop
     in a worker thread while this call waits. There, ``await ragsight.aevaluate(...)`` (same
@@ -758,7 +829,7 @@ def evaluate(
             base_url=base_url, embedder_base_url=embedder_base_url, preflight=preflight,
             backend=backend, ray_address=ray_address, judge_concurrency=judge_concurrency,
             counters=counters, mode=_display_mode(show_progress, given=False), notice=None,
-            run_id=None, api_version=api_version,
+            run_id=None, api_version=api_version, prices=prices, max_cost=max_cost,
         ))
     except KeyboardInterrupt as stop:
         # the cell (or the script) is told what was kept and how to go on, not a bare

@@ -20,7 +20,13 @@ backend runs one for the whole cluster). With ``adaptive`` on, the limit it allo
   50 ms above it): a server that queues calls instead of refusing them answers slower before it
   answers worse;
 * **pauses the whole provider** when a refusal says how long to wait (``Retry-After``): no call
-  starts until then, not only the one that was refused.
+  starts until then, not only the one that was refused;
+* **opens the circuit** (:attr:`Limiter.stopped_answering`) when a provider accepts calls and
+  never answers: ``BREAKER_SILENT_CALLS`` calls in a row timed out, with no call answered since
+  the first of them was sent, over at least two rounds of time-outs (the last timed out at
+  least twice the length of a time-out after the first was sent), so one stall of calls sent
+  together does not open it. The caller then stops asking (the Judge stops the run) instead of
+  sending every remaining step into the same silence.
 
 With ``adaptive`` off the limit is the ceiling (a fixed limit, as for the embedded judge), and
 pauses still apply.
@@ -44,20 +50,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._retry import Failure
+from ._retry import OVERLOAD_STATUSES, Failure
 
 __all__ = [
-    "Limiter", "LimiterStats", "Permit", "call_priority", "current_priority", "default_initial",
+    "BREAKER_SILENT_CALLS", "Limiter", "LimiterStats", "Permit", "call_priority", "current_priority", "default_initial",
     "is_congestion", "merge_limiter_stats",
 ]
 
 _priority: contextvars.ContextVar[int] = contextvars.ContextVar("ragsight_call_priority", default=0)
 
-# HTTP statuses that mean "too many calls": rate limited, overloaded, Anthropic's overloaded
-OVERLOAD_STATUSES = frozenset({429, 503, 529})
 # Growth stops while the recent latency exceeds its recent minimum by both of these.
 LATENCY_TOLERANCE = 2.0
 LATENCY_SLACK_S = 0.05
+# The circuit opens after this many calls in a row got no answer (see the module docstring).
+BREAKER_SILENT_CALLS = 8
 
 
 @contextlib.contextmanager
@@ -165,6 +171,12 @@ class Limiter:
         self._short: float | None = None  # latency EWMA over ~5 calls
         self._base: float | None = None  # its recent minimum
         self.retry_after_cap_s = retry_after_cap_s
+        # the streak of calls that timed out with none answered since: (count, first one's grant
+        # time, the shortest time-out seen); the circuit, once open: (count, seconds of silence)
+        self._silent = 0
+        self._silent_from = 0.0
+        self._silent_wait = math.inf
+        self._open: tuple[int, float] | None = None
         self.stats = LimiterStats(limit=int(self._limit), ceiling=self.ceiling, adaptive=adaptive,
                                   min_limit=int(self._limit), max_limit=int(self._limit))
 
@@ -235,11 +247,32 @@ class Limiter:
         self.stats.in_flight = self._in_flight
         cut = False
         if failure is None:
+            self._silent = 0
             self._succeeded(latency, in_use)
         else:
+            if is_congestion(failure) == "timeout":
+                self._no_answer(permit)
             cut = self._congested(permit, failure)
         self._wake()
         return cut
+
+    @property
+    def stopped_answering(self) -> tuple[int, float] | None:
+        """(calls in a row without an answer, seconds of silence) once the circuit is open (the
+        provider accepts calls and never answers); None while it answers."""
+        return self._open
+
+    def _no_answer(self, permit: Permit) -> None:
+        now = time.monotonic()
+        if self._silent == 0:
+            self._silent_from = permit.granted
+            self._silent_wait = math.inf
+        self._silent += 1
+        self._silent_from = min(self._silent_from, permit.granted)
+        self._silent_wait = min(self._silent_wait, now - permit.granted)
+        if (self._open is None and self._silent >= BREAKER_SILENT_CALLS
+                and now - self._silent_from >= 2 * self._silent_wait):
+            self._open = (self._silent, now - self._silent_from)
 
     def forfeit(self) -> None:
         """Give back a permit whose call did not go out or was lost (a cancelled call, a worker

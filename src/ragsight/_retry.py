@@ -6,6 +6,12 @@ requested wait); the wait before the next attempt is :meth:`Backoff.delay`: the 
 Retry-After when it gave one (bounded), else exponential from ``base_s``, capped at ``max_s``,
 with jitter so that many callers do not retry in step. :func:`retry` runs the loop for callers
 that only need the answer; the Judge, which records every attempt, uses the same two pieces.
+
+How long to keep trying is :func:`may_try_again`: ``max_attempts`` attempts, except after a
+refusal for overload (HTTP 429, 503, 529) that says nothing usable about when to come back (no
+Retry-After, or one past the cap): those are tried again for as long as
+``OVERLOAD_BUDGET_S`` of the step's time allows, however many attempts that takes. A burst of
+refusals lasting a few seconds then costs waits, not scores (4 attempts fit in 3.5 s).
 """
 
 from __future__ import annotations
@@ -18,9 +24,17 @@ from typing import TypeVar
 
 from .errors import ProviderError
 
-__all__ = ["Backoff", "Failure", "RetryExhaustedError", "classify", "retry"]
+__all__ = [
+    "OVERLOAD_BUDGET_S", "OVERLOAD_STATUSES", "Backoff", "Failure", "RetryExhaustedError", "classify",
+    "is_overload", "may_try_again", "retry",
+]
 
 T = TypeVar("T")
+
+# HTTP statuses that mean "too many calls": rate limited, overloaded, Anthropic's overloaded
+OVERLOAD_STATUSES = frozenset({429, 503, 529})
+# How long refusals for overload without a usable Retry-After are tried again, per step.
+OVERLOAD_BUDGET_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,24 @@ def classify(exc: BaseException) -> Failure | None:
     if isinstance(exc, OSError):
         return Failure(f"{type(exc).__name__}: {exc}", True, None, False, exc)
     return None
+
+
+def is_overload(failure: Failure) -> bool:
+    """A refusal that means "too many calls" (HTTP 429, 503, 529), not a fatal one (quota)."""
+    return not failure.fatal and getattr(failure.exc, "status", None) in OVERLOAD_STATUSES
+
+
+def may_try_again(failure: Failure, attempt: int, max_attempts: int, elapsed_s: float,
+                  next_wait_s: float, budget_s: float = OVERLOAD_BUDGET_S) -> bool:
+    """Whether attempt ``attempt + 1`` may follow this failure, ``elapsed_s`` after the first
+    attempt began, with ``next_wait_s`` to wait first: never after a fatal or non-retryable
+    failure; within ``max_attempts``; beyond them only for an overload refusal without a usable
+    Retry-After, while the wait still ends within ``budget_s`` of the first attempt."""
+    if failure.fatal or not failure.retryable:
+        return False
+    if attempt < max_attempts:
+        return True
+    return is_overload(failure) and failure.retry_after is None and elapsed_s + next_wait_s <= budget_s
 
 
 @dataclass(frozen=True)
@@ -87,14 +119,19 @@ async def retry(
     backoff: Backoff,
     classify_error: Callable[[BaseException], Failure | None] = classify,
     budget_s: float | None = None,
+    overload_budget_s: float | None = None,
     rng: random.Random | None = None,
 ) -> tuple[T, int]:
     """``(await call(), attempts made)``, trying again after a retryable failure. ``budget_s``
-    bounds the total time spent waiting between attempts. An exception ``classify_error`` does
-    not recognise propagates unchanged."""
+    bounds the total time spent waiting between attempts. ``overload_budget_s``: refusals for
+    overload without Retry-After are tried beyond ``attempts`` for that long (:func:`may_try_again`).
+    An exception ``classify_error`` does not recognise propagates unchanged."""
     waited = 0.0
-    failure = Failure("no attempt was made", False)
-    for attempt in range(1, attempts + 1):
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return await call(), attempt
         except Exception as exc:
@@ -106,11 +143,11 @@ async def retry(
             raise RetryExhaustedError(failure, attempt, "fatal") from failure.exc
         if not failure.retryable:
             raise RetryExhaustedError(failure, attempt, "not retryable") from failure.exc
-        if attempt == attempts:
-            break
         wait = backoff.delay(attempt, failure.retry_after, rng)
+        if not may_try_again(failure, attempt, attempts, loop.time() - start, wait,
+                             overload_budget_s if overload_budget_s is not None else 0.0):
+            raise RetryExhaustedError(failure, attempt, "attempts") from failure.exc
         if budget_s is not None and waited + wait > budget_s:
             raise RetryExhaustedError(failure, attempt, "budget") from failure.exc
         waited += wait
         await asyncio.sleep(wait)
-    raise RetryExhaustedError(failure, attempts, "attempts") from failure.exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "BudgetExceededError",
     "ConfigError",
     "EmbeddingError",
     "InputError",
@@ -20,6 +21,21 @@ __all__ = [
 
 class RagsightError(Exception):
     """Base class of every error ragsight raises on purpose."""
+
+
+class BudgetExceededError(RagsightError):
+    """The next judge call could take the run past its money limit (``max_cost``, the CLI's
+    ``--max-cost``): the run stopped before it. The finished samples are saved; ``--resume``
+    continues. ``spent`` is what this process paid (US dollars), ``limit`` the limit; the run's
+    counts (``run_id``, ``done``, ``total``) are filled in by ``evaluate``."""
+
+    def __init__(self, message: str, *, spent: float, limit: float) -> None:
+        super().__init__(message)
+        self.spent = spent
+        self.limit = limit
+        self.run_id = ""
+        self.done = 0
+        self.total = 0
 
 
 class InputError(RagsightError):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._conversations import conversation_aggregates, metric_level, sample_level
+from ._cost import Price
 from ._files import atomic_write, strict_json
 from ._score import Outcome, Score
 from ._stats import harmonic_mean, summarize
@@ -23,9 +24,12 @@ __all__ = [
     "load_result",
     "overall_entry",
     "overall_of",
+    "run_cost",
     "summarize_scores",
     "truncation_note",
 ]
+
+UNATTRIBUTED = "(not attributed)"
 
 
 @dataclass(frozen=True)
@@ -227,6 +231,14 @@ class EvaluationResult:
                       if sh["single"] else "")
 
     @property
+    def cost(self) -> Mapping[str, Any] | None:
+        """What the run's judge calls cost, as stored when the run stopped (see
+        :func:`run_cost`): ``usd`` (None when the judge's price is unknown), ``by_metric``,
+        ``price``. None for a run without a judge, or one stored before runs were priced."""
+        c = self.judge_stats.get("cost")
+        return c if isinstance(c, Mapping) else None
+
+    @property
     def overall_detail(self) -> Overall:
         """The overall score with its parts: the headline mean, the harmonic mean beside it,
         each metric's entry, and the metrics left out (no mean) with the reason."""
@@ -330,6 +342,45 @@ class EvaluationResult:
             mean = "n/a" if s.mean is None else f"{s.mean:.3f}"
             parts.append(f"{k}={mean} ({s.counts['scored']}/{sum(s.counts.values())} scored)")
         return f"EvaluationResult(run_id={self.run_id!r}, {', '.join(parts)})"
+
+
+def metric_tokens(calls: Sequence[tuple[str | None, str, int, int]],
+                  scores: Mapping[str, Mapping[str, Score]]) -> dict[str, list[float]]:
+    """Prompt and completion tokens per metric: each call's tokens go to the metrics of its
+    sample whose evidence names its step, split equally between them when several share it
+    (faithfulness and context_recall share one verdict step); a call no score names (a step of
+    an analysis whose metric then failed elsewhere) is counted under ``(not attributed)``."""
+    by_step: dict[tuple[str | None, str], list[str]] = {}
+    for sid, per in scores.items():
+        for metric, score in per.items():
+            for ref in score.evidence.calls:
+                users = by_step.setdefault((sid, ref.key), [])
+                if metric not in users:
+                    users.append(metric)
+    out: dict[str, list[float]] = {}
+    for call_sample, step, prompt, completion in calls:
+        users = by_step.get((call_sample, step)) or [UNATTRIBUTED]
+        for key in users:
+            acc = out.setdefault(key, [0.0, 0.0])
+            acc[0] += prompt / len(users)
+            acc[1] += completion / len(users)
+    return out
+
+
+def run_cost(store: Store, run_id: str, price: Price | None, stats: Mapping[str, Any],
+             scores: Mapping[str, Mapping[str, Score]] | None = None) -> dict[str, Any]:
+    """The money a run's judge calls cost (kept in the run's stats as ``cost``): ``usd`` for the
+    run (its tokens at ``price``; None when the price is unknown, never 0), ``by_metric`` the
+    same per metric (tokens split as :func:`metric_tokens` says), ``price`` the price used."""
+    tokens = metric_tokens(store.call_tokens(run_id), scores if scores is not None else store.scores(run_id))
+    prompt = int(stats.get("prompt_tokens", 0) or 0)
+    completion = int(stats.get("completion_tokens", 0) or 0)
+    return {
+        "usd": price.cost(prompt, completion) if price is not None else None,
+        "price": price.to_dict() if price is not None else None,
+        "by_metric": {m: (price.cost(p, c) if price is not None else None) for m, (p, c) in tokens.items()},
+        "tokens_by_metric": {m: [round(p, 1), round(c, 1)] for m, (p, c) in tokens.items()},
+    }
 
 
 def load_result(store: Store, ref: str) -> EvaluationResult:

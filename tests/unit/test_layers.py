@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("view",),
     ("sweep",),
     ("report", "testset", "pipeline", "integrations", "testing", "pytest_plugin"),
-    ("_repeats",),
+    ("_repeats", "_estimate"),
     ("_evaluate",),
     ("engine",),
     ("result",),
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("judge",),
     ("embed",),
     ("sample", "conversation", "_conversations", "_rows", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
-     "_retry", "_files", "_limiter"),
+     "_retry", "_files", "_limiter", "_cost", "_terminal"),
 )
 # Units of one layer that may import each other, as (importer, imported).
 SIDEWAYS = {("sample", "conversation"), ("sample", "_conversations"), ("_conversations", "conversation"),
@@ -40,7 +40,7 @@ SIDEWAYS = {("sample", "conversation"), ("sample", "_conversations"), ("_convers
             ("_http", "errors"),
             ("_budget", "prompts"), ("prompts", "errors"), ("_score", "errors"), ("sample", "_text"),
             ("_budget", "_text"), ("_http", "_retry"), ("_retry", "errors"),
-            ("_limiter", "_retry")}
+            ("_limiter", "_retry"), ("_cost", "errors")}
 # The package's own __init__ sits on top: it only re-exports.
 TOP = "__init__"
 

@@ -199,7 +199,8 @@ async def test_every_configuration_is_a_paired_run_and_the_dry_run_counts_it(tmp
     again = await asweep(spec, store=store, judge=Judge(jp), embedder=emb, pipeline=pipeline(docs, store, gen, emb))
     assert [r.status for r in again.runs] == ["reused"] * 4
     assert (len(gen.requests), len(jp.requests)) == (n_gen, n_judge)
-    assert plan_sweep(spec, rows, store).to_run == 0
+    # the runs were made with this judge and embedder: planned with them, nothing is left to run
+    assert plan_sweep(spec, rows, store, judge=Judge(jp), embedder=emb).to_run == 0
     # one new configuration pays only for itself
     bigger = load_sweep(spec_dict(docs, ts, grid={"chunk_size": [12, 30, 50], "retrieval": ["dense", "fusion"]}))
     third = await asweep(bigger, store=store, judge=Judge(jp), embedder=emb, pipeline=pipeline(docs, store, gen, emb))

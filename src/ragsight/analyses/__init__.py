@@ -9,9 +9,11 @@ from ._conversation import judge_items, transcript
 from ._sample import SampleAnalyses
 from ._signals import describe_signals
 from ._text import (
+    LANGUAGES,
     STOP_WORDS,
     content_words,
     fold,
+    language,
     normalise_entity,
     number_form,
     split_sentences,
@@ -37,6 +39,7 @@ from ._types import (
 SampleContext = SampleAnalyses
 
 __all__ = [
+    "LANGUAGES",
     "STOP_WORDS",
     "AnalysisSettings",
     "ChunkJudgement",
@@ -54,6 +57,7 @@ __all__ = [
     "describe_signals",
     "fold",
     "judge_items",
+    "language",
     "normalise_entity",
     "number_form",
     "numbered",

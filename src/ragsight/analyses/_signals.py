@@ -11,7 +11,9 @@ numbers. They serve two purposes:
 
 Words are compared after a light normalisation (lower case, accents removed, a crude suffix
 stripper so that "founded" matches "founding" and "cities" matches "city"); stop words are
-ignored. Numbers are compared as numbers ("1,200" = "1200", "two" = "2", "1990s" = "1990").
+ignored. The rules are those of the source's language (``_text.language``: English, German,
+French, Spanish, Portuguese, Italian, Dutch, Chinese, Japanese), and the claim is read by the
+same rules, so a short claim is never read as another language than its source. Numbers are compared as numbers ("1,200" = "1200", "two" = "2", "1990s" = "1990").
 Named entities are approximated by capitalised words that do not start a sentence, and by all
 numbers; no tagger is needed.
 
@@ -51,9 +53,13 @@ from ._text import (
     STOP_WORDS,
     content_words,
     fold,
+    language,
     number_form,
+    number_words,
     split_sentences,
     stem,
+    stem_in,
+    stop_words,
     tokens,
 )
 
@@ -77,21 +83,30 @@ __all__ = [
 ]
 
 BEST_K = 3  # sentences at most in the best-matching selection
+_CJK_NUMBER_RE = re.compile(r"(?<![\d.,])\d+(?:,\d{3})*(?:\.\d+)?")
 
 
-def numbers_in(text: str) -> set[str]:
-    """Numbers in the text, normalised: digits ('1,200', '1990s' -> '1990') and number words."""
+def numbers_in(text: str, lang: str | None = None) -> set[str]:
+    """Numbers in the text, normalised: digits ('1,200', '1990s' -> '1990') and number words
+    (of ``lang``; None: the text's language)."""
     folded = fold(text)
-    out = {number_form(m.group(0)) for m in NUMBER_RE.finditer(folded)}
+    lang = lang or language(text)
+    words = number_words(lang)
+    # in Chinese and Japanese a number stands against the characters around it (23公斤)
+    pattern = _CJK_NUMBER_RE if lang in ("zh", "ja") else NUMBER_RE
+    out = {number_form(m.group(0)) for m in pattern.finditer(folded)}
     for tok in tokens(folded):
         low = tok.lower()
-        if low in NUMBER_WORDS:
-            out.add(NUMBER_WORDS[low])
+        if low in words:
+            out.add(words[low])
     return out
 
 
-def entity_words(text: str) -> set[str]:
-    """Capitalised words that do not start a sentence (proper-noun-like), normalised."""
+def entity_words(text: str, lang: str | None = None) -> set[str]:
+    """Capitalised words that do not start a sentence (proper-noun-like), normalised by the
+    rules of ``lang`` (None: the text's language)."""
+    lang = lang or language(text)
+    stops, numbers = stop_words(lang), number_words(lang)
     out: set[str] = set()
     for sentence in split_sentences(fold(text)) or [fold(text)]:
         toks = tokens(sentence)
@@ -99,9 +114,9 @@ def entity_words(text: str) -> set[str]:
             if i == 0 or not tok[0].isupper():
                 continue
             low = tok.lower()
-            if low in STOP_WORDS or low in NUMBER_WORDS or len(low) < 2:
+            if low in stops or low in numbers or len(low) < 2:
                 continue
-            out.add(stem(low))
+            out.add(stem_in(low, lang))
     return out
 
 
@@ -131,6 +146,7 @@ class _SourceProfile:
     bigrams: frozenset[tuple[str, str]]
     numbers: frozenset[str]
     lower: frozenset[str]
+    lang: str = "en"
 
 
 @functools.lru_cache(maxsize=512)
@@ -139,16 +155,18 @@ def _profile(sources: tuple[str, ...]) -> _SourceProfile:
     for text in sources:
         sents.extend(split_sentences(text))
     joined = "\n\n".join(sources)
+    lang = language(joined)
     bigrams: set[tuple[str, str]] = set()
     for text in sources:
-        bigrams |= _bigrams(content_words(text))
+        bigrams |= _bigrams(content_words(text, lang))
     return _SourceProfile(
         sentences=tuple(sents),
-        sentence_words=tuple(frozenset(content_words(x)) for x in sents),
-        words=frozenset(content_words(joined)),
+        sentence_words=tuple(frozenset(content_words(x, lang)) for x in sents),
+        words=frozenset(content_words(joined, lang)),
         bigrams=frozenset(bigrams),
-        numbers=frozenset(numbers_in(joined)),
-        lower=frozenset(stem(t.lower()) for t in tokens(joined)),
+        numbers=frozenset(numbers_in(joined, lang)),
+        lower=frozenset(stem_in(t.lower(), lang) for t in tokens(joined)),
+        lang=lang,
     )
 
 
@@ -156,7 +174,8 @@ def select_sentences(claim: str, sources: Sequence[str], k: int = BEST_K) -> lis
     """Indices (into the sentences of ``sources``, in order) of the sentences that best cover
     the claim's content words: greedy set cover, at most ``k`` sentences, each adding at least
     one new word; ties go to the earlier sentence. Returned in text order."""
-    return _select(set(content_words(claim)), _profile(tuple(sources)).sentence_words, k)
+    prof = _profile(tuple(sources))
+    return _select(set(content_words(claim, prof.lang)), prof.sentence_words, k)
 
 
 def _select(wanted: set[str], words: Sequence[frozenset[str]], k: int) -> list[int]:
@@ -187,7 +206,7 @@ def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]
     """All deterministic signals of ``claim`` against ``source`` (one text or a list of
     chunks), as a dict of floats (see the module docstring)."""
     prof = _profile((source,) if isinstance(source, str) else tuple(source))
-    claim_words = content_words(claim)
+    claim_words = content_words(claim, prof.lang)
     wanted = set(claim_words)
     have = prof.words
     found = wanted & have
@@ -196,8 +215,8 @@ def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]
     for i in _select(wanted, prof.sentence_words, BEST_K):
         best_have |= prof.sentence_words[i]
 
-    claim_numbers = numbers_in(claim)
-    claim_entities = entity_words(claim)
+    claim_numbers = numbers_in(claim, prof.lang)
+    claim_entities = entity_words(claim, prof.lang)
 
     return {
         "overlap": _share(wanted, have),

@@ -12,6 +12,8 @@ Exit status (the same for every sub-command):
 - 2: the input or the configuration is unusable (bad flag, unknown metric, unreadable data,
   a preflight that failed: judge or embedder unreachable, missing package, store not
   writable); nothing was evaluated, and no store file was created.
+- 3: ``evaluate --max-cost``: the run stopped before a judge call could take its spend past the
+  limit. The finished samples are saved; the command to continue (``--resume RUN``) is printed.
 - 130: interrupted (Ctrl-C). The finished samples are saved; the command to continue the run
   (``ragsight evaluate --resume RUN``) is printed.
 """
@@ -32,6 +34,8 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import __version__
+from .._cost import describe_cost, format_usd, parse_price_flags, prices_from_config
+from .._estimate import aestimate
 from .._evaluate import RunInterrupted, aevaluate, check_store_path, new_run_id, run_sync
 from .._files import check_writable_target
 from .._repeats import evaluate_repeats
@@ -40,7 +44,7 @@ from ..engine import Progress, ProgressDisplay
 from ..engine import (
     progress_text as progress_text,  # the progress line (tests and tools read it here)
 )
-from ..errors import ConfigError, RagsightError
+from ..errors import BudgetExceededError, ConfigError, RagsightError
 from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
 from ..report import fmt as _fmt
@@ -50,6 +54,7 @@ from ..store import FORMATS, Store, export_run
 from . import _judges, _labels, _report, _sweep, _testset, _traces, _view
 from ._common import (
     DEFAULT_STORE,
+    EXIT_BUDGET,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -82,10 +87,13 @@ EVALUATE_EPILOG = """examples:
   ragsight evaluate data.jsonl --metrics retrieval,ir --store runs.db --metadata chunk_size=512 --metadata top_k=5
   ragsight evaluate data.jsonl --fail-under faithfulness=0.8 --fail-under context_recall=0.7
   ragsight evaluate --resume last
+  ragsight evaluate data.jsonl --judge openai:gpt-4o-mini --dry-run     # calls, tokens, dollars; no call
+  ragsight evaluate data.jsonl --judge openai:gpt-4o-mini --max-cost 2.50
+  ragsight evaluate data.jsonl --judge openai:my-model --price my-model=0.20/0.80
 gate (for CI): the run exits 1 when a metric mean is below a --fail-under threshold (above a
 --fail-over one), or when a metric failed or was skipped on every sample; thresholds can also
 live in pyproject.toml: [tool.ragsight] fail-under = { faithfulness = 0.8 }. Exit status: 0 met,
-1 missed, 2 unusable input or configuration, 130 interrupted.
+1 missed, 2 unusable input or configuration, 3 stopped at --max-cost, 130 interrupted.
 metrics: names (faithfulness, answer_relevancy, context_precision, context_recall, ...), groups
 (retrieval, generation, reference-free, lexical, ir) or all; parameters in brackets, e.g.
 "factual_correctness(mode=recall)". Default: the core metrics the data's fields allow.
@@ -154,6 +162,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="rubrics to use as metrics: [rubrics.NAME] tables (see docs/rubrics.md); repeatable")
     ev.add_argument("--allow-bad-rows", action="store_true",
                     help="exit 0 even when input rows could not be used (they are listed; default: exit 1)")
+    ev.add_argument("--dry-run", action="store_true",
+                    help="estimate the judge calls, tokens and dollars of the run, and how; call nothing")
+    ev.add_argument("--max-cost", type=float, metavar="USD",
+                    help="stop before a judge call could take this command's spend past USD dollars "
+                         "(exit status 3; finished samples are kept, --resume continues)")
+    ev.add_argument("--price", action="append", default=[], metavar="MODEL=IN/OUT",
+                    help="a judge model's price in dollars per million input/output tokens, over the "
+                         "shipped table and [tool.ragsight.prices], e.g. gpt-4o-mini=0.15/0.60; repeatable")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_evaluate)
 
@@ -244,6 +260,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     register_cli_rubrics(args.config, args.rubric)  # checked before any call; --metrics NAME finds them
     thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
     metrics = _metric_specs(args.metrics)
+    prices = {**prices_from_config(args.config), **parse_price_flags(args.price)}
+    if args.max_cost is not None and not args.max_cost > 0:
+        raise RagsightError(f"--max-cost must be a positive number of dollars, not {args.max_cost:g}")
+    if args.dry_run:
+        return _dry_run(args, data, metrics, prices)
     if args.resume:
         _check_resume_gate(args.resume, args.store, thresholds)
     else:
@@ -286,7 +307,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     progress=progress, notice=notice, run_id=None if args.resume else run_id,
                     backend=args.backend, ray_address=args.ray_address,
                     judge_concurrency=args.judge_concurrency, api_version=args.api_version,
+                    prices=prices, max_cost=args.max_cost,
                 ), sigterm=True)
+        except BudgetExceededError as stop:
+            say(err, f"stopped before exceeding --max-cost ${stop.limit:g}: {format_usd(stop.spent)} spent by "
+                     f"this command; {stop.done} of {stop.total} samples are saved in {args.store} (run "
+                     f"{stop.run_id}). Continue with a new budget (--dry-run estimates the rest):",
+                markup=False)
+            err.print(f"  {_resume_command(stop.run_id, args.store)} --max-cost USD", soft_wrap=True, markup=False)
+            return EXIT_BUDGET
         except KeyboardInterrupt as stop:
             rid = progress.run_id or run_id
             terminated = isinstance(stop, RunInterrupted) and stop.signum == signal.SIGTERM
@@ -334,6 +363,30 @@ def _count(n: int, noun: str) -> str:
         return f"{n:,} {noun}"
     plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
     return f"{n:,} {plural}"
+
+
+def _dry_run(args: argparse.Namespace, data: Any, metrics: str | None, prices: dict[str, Any]) -> int:
+    """``evaluate --dry-run``: the estimate, its basis, and whether it fits --max-cost."""
+    if args.repeats > 1:
+        raise ConfigError("--dry-run estimates one run; leave out --repeats (N runs cost about N times it)")
+    settings = AnalysisSettings(explain=args.explain, support_threshold=args.threshold)
+    est = run_sync(lambda: aestimate(
+        data, metrics, judge=args.judge, store=args.store, cache=not args.no_cache, resume=args.resume,
+        settings=None if args.resume else settings, base_url=args.base_url, api_version=args.api_version,
+        prices=prices, concurrency=args.concurrency or 16))
+    out.print("Estimate (dry run: no judge or embedder was called, nothing was written)", markup=False)
+    for line in est.lines():
+        out.print(line, markup=False)
+    if args.max_cost is not None:
+        usd = est.usd
+        if usd is None:
+            say(out, f"--max-cost ${args.max_cost:g}: cannot be checked, the price is unknown", markup=False)
+        elif usd > args.max_cost:
+            say(out, Text(f"OVER BUDGET: the estimate {format_usd(usd)} is above --max-cost "
+                          f"${args.max_cost:g}: the run would stop before its end", style="bold red"))
+        else:
+            say(out, f"within --max-cost ${args.max_cost:g}", markup=False)
+    return EXIT_OK
 
 
 def _check_resume_gate(resume: str, store_path: str, thresholds: Sequence[Threshold]) -> None:
@@ -472,6 +525,9 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
         note = concurrency_note(st)
         if note is not None:
             c.print(note, markup=False)
+        for line in describe_cost(result.cost):
+            if line:
+                c.print(line, markup=False)
     cut = truncation_note(result)
     if cut is not None:
         say(c, Text(cut, style="yellow"))
@@ -672,7 +728,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
             n = store.conn.execute("SELECT COUNT(*) FROM samples WHERE run_id=?", (r.id,)).fetchone()[0]
             created = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
             out.print(Text.assemble((r.id, "bold"), f"  {r.status:<11}  {n:>5} samples  created {created}"))
-            what = f"judge {r.judge or '–'}; {len(r.metric_keys)} metrics: {', '.join(r.metric_keys)}"
+            cost = r.stats.get("cost") if isinstance(r.stats, dict) else None
+            paid = f"; cost {format_usd(cost.get('usd'))}" if isinstance(cost, dict) else ""
+            what = f"judge {r.judge or '–'}; {len(r.metric_keys)} metrics: {', '.join(r.metric_keys)}{paid}"
             out.print(Padding(Text(what), (0, 0, 0, 2)))
             if r.metadata:
                 meta = " ".join(f"{k}={_fmt_meta(v)}" for k, v in r.metadata.items())

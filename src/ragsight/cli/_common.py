@@ -15,8 +15,11 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from .._terminal import guard
+
 __all__ = [
     "DEFAULT_STORE",
+    "EXIT_BUDGET",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -34,6 +37,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAILED = 1  # ran, but a threshold was missed or nothing worked (see the cli docstring)
 EXIT_USAGE = 2
+EXIT_BUDGET = 3  # evaluate --max-cost: stopped before the limit; finished samples saved
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
 
@@ -45,8 +49,8 @@ def _width() -> int | None:
     return None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 120
 
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False, width=_width())
+err = guard(Console(stderr=True, highlight=False))
+out = guard(Console(highlight=False, width=_width()))
 
 PIPED_TABLE_WIDTH = 80  # what 'runs' and 'compare' are laid out for in a pipe or a log
 

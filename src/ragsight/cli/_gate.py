@@ -35,7 +35,7 @@ __all__ = ["GateResult", "Threshold", "check_gate", "check_resumed_gate", "gate_
 
 CONFIG_TABLE = "[tool.ragsight]"
 CONFIG_KEYS = ("fail-under", "fail-over")
-OTHER_KEYS = ("rubrics",)  # read elsewhere (cli/_rubrics.py)
+OTHER_KEYS = ("prices", "rubrics")  # read elsewhere: ragsight._cost, cli/_rubrics.py
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,13 @@ def gate_thresholds(fail_under: Sequence[str], fail_over: Sequence[str],
     path = Path(config) if config else Path("pyproject.toml")
     from_file = _from_config(path, explicit=bool(config)) if (config or path.is_file()) else []
     flags = _from_flags(fail_under, "under") + _from_flags(fail_over, "over")
+    seen: dict[tuple[str, str], Threshold] = {}
+    for t in flags:  # one threshold per metric and kind on the command line: no silent last-wins
+        key = (resolve_metrics([t.metric])[0].key, t.kind)
+        if key in seen and seen[key].value != t.value:
+            raise ConfigError(f"{t.source} gives {key[0]} twice ({seen[key].value:g} and {t.value:g}); "
+                              "keep one threshold per metric")
+        seen[key] = t
     chosen: dict[tuple[str, str], Threshold] = {(t.metric.lower(), t.kind): t for t in from_file}
     chosen.update({(t.metric.lower(), t.kind): t for t in flags})
     out = []

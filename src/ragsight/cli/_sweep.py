@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
+from .._terminal import guard
 from ..errors import ConfigError, InputError
 from ..store import Store
 from ..sweep import (
@@ -26,12 +27,12 @@ from ..sweep import (
     write_sweep_html,
 )
 from ..testset import read_testset
-from ._common import EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command, show_warning
+from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command, show_warning
 
 __all__ = ["register"]
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, width=80)
+err = guard(Console(stderr=True, highlight=False, soft_wrap=True))
+out = guard(Console(highlight=False, width=80))
 
 EPILOG = """examples:
   ragsight sweep --example                       # the bundled handbook, 8 configurations
@@ -148,6 +149,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if html:
         path = write_sweep_html(rep, html)
         err.print(f"HTML report: {path}")
+    dead = [r for r in result.runs if r.status != "reused" and r.answered == 0 and r.failed > 0]
+    if dead:
+        first = next(iter(dead[0].errors), "") if dead[0].errors else ""
+        err.print(f"error: the system under test failed on every question of {len(dead)} of "
+                  f"{len(result.runs)} configuration(s) ({', '.join(r.config.label for r in dead[:5])}"
+                  f"{', ...' if len(dead) > 5 else ''}){f': {first}' if first else ''} "
+                  f"(exit status {EXIT_FAILED})", markup=False)
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -156,6 +165,9 @@ def _dry_run(spec: SweepSpec, args: argparse.Namespace) -> int:
         if not os.path.exists(spec.path(doc)):
             raise InputError(f"{spec.path(doc)}: no such file or folder (the sweep's documents).")
     path = spec.path(spec.testset) if spec.testset else None
+    if path is not None and not os.path.isfile(path) and spec.generate is None:
+        # the run would stop here (nothing says how to generate one): so does its rehearsal
+        raise InputError(f"{path}: no such test set; give an existing file or [generate] settings")
     if path is None or not os.path.isfile(path):
         size = spec.generate.size if spec.generate else 0
         out.print(f"The test set {path} does not exist yet: it will be generated first ({size} questions "
@@ -163,7 +175,7 @@ def _dry_run(spec: SweepSpec, args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = read_testset(path)
     with Store(args.store) as st:
-        plan = plan_sweep(spec, rows, st)
+        plan = plan_sweep(spec, rows, st, judge=args.judge, embedder=args.embedder)
     out.print(f"Sweep '{spec.name}' (dry run: nothing is called)")
     for line in plan.lines():
         out.print("  " + line, markup=False)

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from .._evaluate import run_sync
+from .._terminal import guard
 from ..embed import make_embedder
 from ..errors import ConfigError
 from ..judge import RetryPolicy, make_judge
@@ -35,8 +36,8 @@ from ._common import EXIT_FAILED
 __all__ = ["register", "write_jsonl"]
 
 # soft wrap: long paths and questions stay on one line, so they can be copied
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+err = guard(Console(stderr=True, highlight=False, soft_wrap=True))
+out = guard(Console(highlight=False, soft_wrap=True))
 
 GENERATE_EPILOG = """examples:
   ragsight generate docs/ --size 50 --out testset.jsonl

@@ -8,14 +8,15 @@ from typing import Any
 
 from rich.console import Console
 
+from .._terminal import guard
 from ..errors import InputError
 from ..integrations import TRACE_FORMATS, import_traces
 from ._common import EXIT_OK, EXIT_USAGE
 
 __all__ = ["register"]
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+err = guard(Console(stderr=True, highlight=False, soft_wrap=True))
+out = guard(Console(highlight=False, soft_wrap=True))
 
 EPILOG = """examples:
   ragsight import-traces spans.jsonl --out samples.jsonl

@@ -30,7 +30,7 @@ from .._http import (
     timeout_error,
 )
 from .._limiter import Limiter
-from .._retry import Backoff, Failure, RetryExhaustedError, classify, retry
+from .._retry import OVERLOAD_BUDGET_S, Backoff, Failure, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, EmbeddingError, ProviderError
 
 __all__ = ["EmbeddingError", "OpenAIEmbedder"]
@@ -188,7 +188,8 @@ class OpenAIEmbedder:
 
         try:
             vectors, _ = await retry(once, attempts=self.max_attempts, backoff=_BACKOFF,
-                                     classify_error=as_failure, budget_s=self.retry_budget)
+                                     classify_error=as_failure, budget_s=self.retry_budget,
+                                     overload_budget_s=OVERLOAD_BUDGET_S)
         except RetryExhaustedError as stop:
             error = stop.failure.exc
             assert isinstance(error, ProviderError)

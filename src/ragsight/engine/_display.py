@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from rich.console import Console
 
+from .._terminal import guard
 from ._engine import Progress
 
 __all__ = ["ProgressDisplay", "display_mode", "progress_text"]
@@ -54,7 +55,7 @@ class ProgressDisplay:
         if mode not in (None, "bar", "text", "off"):
             raise ValueError(f"progress display mode must be bar, text or off, not {mode!r}")
         self.progress = progress
-        self.console = console or Console(stderr=True, highlight=False)
+        self.console = console or guard(Console(stderr=True, highlight=False))
         self.mode = mode or display_mode(self.console)
         self._stream = stream
         self._bar: Any = None

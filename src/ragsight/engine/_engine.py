@@ -21,7 +21,7 @@ from .._limiter import call_priority
 from .._score import Evidence, JudgeCallRef, Outcome, Score
 from ..analyses import AnalysisSettings, SampleAnalyses
 from ..embed import Embedder
-from ..errors import EmbeddingError, StoreError
+from ..errors import BudgetExceededError, EmbeddingError, JudgeUnavailableError, StoreError
 from ..judge import Judge, JudgeCall, JudgeFailedError, record_calls
 from ..metrics import Metric
 from ..sample import Sample
@@ -90,8 +90,10 @@ async def score_sample(
     async def one(m: Metric) -> Score:
         try:
             return await m.score(ctx)
-        except StoreError:
-            raise  # the store cannot be read or written: the run stops, it is not this metric's fault
+        except (StoreError, BudgetExceededError, JudgeUnavailableError):
+            # the store cannot be read or written, the money limit is reached, or the judge
+            # stopped answering (its circuit opened): the run stops, it is not this metric's fault
+            raise
         except Exception as exc:
             return _failed(m, exc)
 

@@ -12,6 +12,7 @@ from ._catalogue import (
     BuiltinModel,
     agreement_notice,
 )
+from ._estimate import ESTIMATE_RULES, EstimatingProvider
 from ._judge import (
     Answer,
     CallCache,
@@ -21,6 +22,7 @@ from ._judge import (
     JudgeStats,
     MemoryCallCache,
     RetryPolicy,
+    SpendLimit,
     provider_identity,
     record_calls,
     step_key,
@@ -37,12 +39,14 @@ __all__ = [
     "BUILTIN_EMBEDDERS",
     "BUILTIN_JUDGES",
     "DEFAULT_MODEL",
+    "ESTIMATE_RULES",
     "STRONGER_JUDGE",
     "Answer",
     "BuiltinModel",
     "CallCache",
     "ChoiceScores",
     "Completion",
+    "EstimatingProvider",
     "Judge",
     "JudgeCall",
     "JudgeFailedError",
@@ -58,6 +62,7 @@ __all__ = [
     "ProviderError",
     "RetryPolicy",
     "ScriptedProvider",
+    "SpendLimit",
     "UnexpectedPromptError",
     "agreement_notice",
     "make_judge",

@@ -21,10 +21,11 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from .._cost import Price
 from .._http import display_url
 from .._limiter import Limiter, LimiterStats, Permit
-from .._retry import Backoff, Failure, classify
-from ..errors import ConfigError, JudgeError
+from .._retry import OVERLOAD_BUDGET_S, Backoff, Failure, classify, may_try_again
+from ..errors import BudgetExceededError, ConfigError, JudgeError, JudgeUnavailableError
 from ..prompts import Prompt
 from ._parse import OutputError, close_repeating_list, extract_json_object
 from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
@@ -39,6 +40,7 @@ __all__ = [
     "JudgeStats",
     "MemoryCallCache",
     "RetryPolicy",
+    "SpendLimit",
     "record_calls",
 ]
 
@@ -177,6 +179,9 @@ class RetryPolicy:
     A re-ask costs a call only when an output was unusable; with 3, a judge that breaks 20% of
     its outputs fails 0.2^4 = 0.16% of steps (0.8% with 2).
     ``step_deadline_s``: wall-time cap for a whole step, retries and waits included.
+    ``overload_budget_s``: refusals for overload (429, 503, 529) without Retry-After are tried
+    again beyond ``max_attempts`` while this much of the step's time is not spent (a burst of
+    refusals costs waits, not scores); see ``ragsight._retry.may_try_again``.
     """
 
     max_attempts: int = 4
@@ -185,6 +190,7 @@ class RetryPolicy:
     backoff_max_s: float = 20.0
     call_timeout_s: float = 120.0
     step_deadline_s: float = 300.0
+    overload_budget_s: float = OVERLOAD_BUDGET_S
 
     def __post_init__(self) -> None:
         problems = []
@@ -197,12 +203,53 @@ class RetryPolicy:
             if not isinstance(value, (int, float)) or not value > 0 or value != value:
                 flag = " (the CLI's --timeout)" if name == "call_timeout_s" else ""
                 problems.append(f"{name} must be a positive number of seconds{flag}, got {value!r}")
-        for name in ("backoff_base_s", "backoff_max_s"):
+        for name in ("backoff_base_s", "backoff_max_s", "overload_budget_s"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0:
                 problems.append(f"{name} must be 0 or more seconds, got {value!r}")
         if problems:
             raise ConfigError("invalid retry policy: " + "; ".join(problems))
+
+
+class SpendLimit:
+    """A run's money limit (``--max-cost``): no call is sent that could take the spend past it.
+
+    Before each call its worst cost is reserved: the prompt counted at one token per
+    :data:`BYTES_PER_TOKEN` bytes of its text (more tokens than common tokenizers make of
+    English, about one per character of Chinese or Japanese) and the whole ``max_tokens`` reply.
+    When the spend so far, the reservations of the calls in flight and this reservation exceed
+    the limit, :class:`BudgetExceededError` is raised instead of the call. A finished call
+    replaces its reservation by its reported cost. ``spent`` counts this process's calls only.
+    """
+
+    BYTES_PER_TOKEN = 3
+
+    def __init__(self, limit_usd: float, price: Price) -> None:
+        self.limit = float(limit_usd)
+        self.price = price
+        self.spent = 0.0
+        self.reserved = 0.0
+
+    def worst_cost(self, request: JudgeRequest) -> float:
+        size = sum(len(m.content.encode("utf-8")) for m in request.messages)
+        prompt = -(-size // self.BYTES_PER_TOKEN) + 4 * len(request.messages)
+        return self.price.cost(prompt, request.max_tokens)
+
+    def admit(self, request: JudgeRequest) -> float:
+        worst = self.worst_cost(request)
+        if self.spent + self.reserved + worst > self.limit:
+            raise BudgetExceededError(
+                f"the next judge call could cost up to ${worst:.4f}, and ${self.spent:.4f} is spent "
+                f"(${self.reserved:.4f} more in flight) of the ${self.limit:g} limit (--max-cost)",
+                spent=self.spent, limit=self.limit)
+        self.reserved += worst
+        return worst
+
+    def settle(self, reservation: float, used: tuple[int, int] | None) -> None:
+        """Replace a call's reservation by its cost: ``used`` (prompt, completion tokens) as
+        reported, or None for a call that may have been billed unseen (counted at its worst)."""
+        self.reserved = max(0.0, self.reserved - reservation)
+        self.spent += reservation if used is None else self.price.cost(*used)
 
 
 @dataclass
@@ -308,8 +355,10 @@ class Judge:
         seed: int = 0,
         temperature: float = 0.0,
         adaptive: bool = True,
+        spend_limit: SpendLimit | None = None,
     ) -> None:
         self.provider = provider
+        self.spend_limit = spend_limit
         self.identity = provider_identity(provider)
         self.cache = cache
         self.policy = policy or RetryPolicy()
@@ -337,14 +386,17 @@ class Judge:
     def for_run(
         self, *, cache: CallCache | None = None, seed: int | None = None,
         temperature: float | None = None, sink: CallSink | None = None,
+        spend_limit: SpendLimit | None = None,
     ) -> Judge:
         """A fresh Judge on the same provider, policy and concurrency limit, for one run: its
-        own cache, stats and memo; the seed and temperature kept unless given."""
+        own cache, stats and memo (and money limit, when given); the seed and temperature kept
+        unless given."""
         return Judge(
             self.provider, cache=cache, policy=self.policy, max_concurrency=self._limit,
             adaptive=self._adaptive, sink=sink if sink is not None else self.sink,
             seed=self.seed if seed is None else seed,
             temperature=self.temperature if temperature is None else temperature,
+            spend_limit=spend_limit,
         )
 
     @property
@@ -568,7 +620,13 @@ class Judge:
         pol = self.policy
         limiter = self.limiter
         quick_retry_used = False
-        for attempt in range(1, pol.max_attempts + 1):
+        first = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            stopped = limiter.stopped_answering
+            if stopped is not None:  # the circuit is open: no call goes to a judge that went silent
+                raise JudgeUnavailableError(self._silent_message(stopped))
             started = time.time()
             t0 = time.monotonic()
             permit: Permit | None = None
@@ -580,7 +638,18 @@ class Judge:
                 remaining = deadline - t0
                 if remaining <= 0:
                     raise _DeadlineReached
-                result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
+                limit = self.spend_limit
+                reserved = limit.admit(request) if limit is not None else 0.0
+                try:
+                    result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
+                except BaseException as exc:
+                    if limit is not None:
+                        # a refusal is not billed; a call cut off (time-out, reset) may be: at its worst
+                        limit.settle(reserved, (0, 0) if isinstance(exc, ProviderError) else None)
+                    raise
+                if limit is not None:
+                    limit.settle(reserved, (int(getattr(result, "prompt_tokens", 0) or 0),
+                                            int(getattr(result, "completion_tokens", 0) or 0)))
             except _DeadlineReached:
                 limiter.forfeit()
                 calls.append(self._error_call(prompt, request, key, offset + attempt, started, 0.0,
@@ -602,13 +671,16 @@ class Judge:
                 if failure.fatal:
                     self.stats.failed_steps += 1
                     raise JudgeFailedError(f"{prompt.id}: {failure.message}", key, calls) from exc
-                if not failure.retryable or attempt == pol.max_attempts:
-                    return None, calls, 0.0, started
+                if limiter.stopped_answering is not None:
+                    raise JudgeUnavailableError(self._silent_message(limiter.stopped_answering)) from exc
                 if cut and failure.retry_after is None and not quick_retry_used:
                     quick_retry_used = True
                     wait = 0.0
                 else:
                     wait = self._backoff.delay(attempt, failure.retry_after, self._rng)
+                if not may_try_again(failure, attempt, pol.max_attempts, time.monotonic() - first, wait,
+                                     pol.overload_budget_s):
+                    return None, calls, 0.0, started
                 if time.monotonic() + wait >= deadline:
                     return None, calls, 0.0, started
                 self.stats.retries += 1
@@ -621,7 +693,13 @@ class Judge:
             latency = time.monotonic() - t0
             limiter.release(permit, None, latency)
             return result, calls, latency, started
-        return None, calls, 0.0, time.time()
+
+    def _silent_message(self, silent: tuple[int, float]) -> str:
+        where = getattr(self.provider, "base_url", None)
+        at = f" at {display_url(where)}" if isinstance(where, str) and where else ""
+        return (f"judge {self.name!r}{at} stopped answering: {silent[0]} calls in a row got no answer "
+                f"within their time limit over {silent[1]:.0f} s, none answered since; the run stops "
+                "here (finished samples are saved; --resume continues it once the judge answers)")
 
     def _error_call(
         self, prompt: Prompt, request: JudgeRequest, key: str, attempt: int, started: float,
@@ -666,7 +744,7 @@ class Judge:
         self.stats.steps += 1
         if use_cache and self.cache is not None:
             hit = await self.cache.get(key)
-            if hit is not None:
+            if hit is not None and _probabilities(hit.get("parsed"), choices) is not None:
                 call = self._cached_call(prompt, request, key, hit, "choices")
                 self._emit(call)
                 return Answer(dict(hit["parsed"]), key, (call,), prompt.id, prompt.version)
@@ -679,8 +757,15 @@ class Judge:
         scores, calls, latency, started = await self._attempts(
             prompt, request, key, deadline, 0, send, also_retry=(RuntimeError,),
         )
-        if scores is not None:
-            probs = {c: float(scores.probs.get(c, 0.0)) for c in choices}
+        probs_read = None if scores is None else _probabilities(scores.probs, choices)
+        if scores is not None and probs_read is None:
+            # a provider's non-finite or out-of-range probability is never stored or used
+            calls.append(self._error_call(
+                prompt, request, key, len(calls) + 1, started, latency,
+                f"the judge gave probabilities that are not numbers in [0, 1]: {dict(scores.probs)!r}"))
+            self._emit(calls[-1])
+        if scores is not None and probs_read is not None:
+            probs = probs_read
             call = JudgeCall(
                 step=key, attempt=len(calls) + 1, prompt_id=prompt.id, prompt_version=prompt.version,
                 prompt_hash=prompt.hash, judge=self.name, model=self.model,
@@ -702,3 +787,17 @@ class Judge:
 
     async def aclose(self) -> None:
         await self.provider.aclose()
+
+
+def _probabilities(value: Any, choices: Sequence[str]) -> dict[str, float] | None:
+    """{choice: probability} when ``value`` holds a finite probability in [0, 1] for every
+    choice (a cached answer or a provider's); None otherwise (never NaN downstream)."""
+    if not isinstance(value, Mapping):
+        return None
+    out: dict[str, float] = {}
+    for c in choices:
+        p = value.get(c, 0.0)
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) <= 1.0:
+            return None
+        out[c] = float(p)
+    return out

@@ -31,6 +31,7 @@ from typing import Any
 from .._http import clip, display_url, parse_retry_after, redact, redact_answer
 from .._retry import Backoff, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, JudgeUnavailableError, MissingExtraError
+from ._choices import usable_logprob
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
 
 __all__ = ["LITELLM_KINDS", "LiteLLMProvider", "import_litellm", "litellm_model"]
@@ -489,10 +490,12 @@ def _first_top_logprobs(logprobs: Any) -> dict[str, float] | None:
     found: dict[str, float] = {}
     for item in get(first, "top_logprobs") or []:
         token, value = get(item, "token"), get(item, "logprob")
-        if isinstance(token, str) and isinstance(value, (int, float)) and not isinstance(value, bool):
-            found[token] = max(float(value), found.get(token, float("-inf")))
+        value = usable_logprob(value)
+        if isinstance(token, str) and value is not None:
+            found[token] = max(value, found.get(token, float("-inf")))
     if not found:
         token, value = get(first, "token"), get(first, "logprob")
-        if isinstance(token, str) and isinstance(value, (int, float)) and not isinstance(value, bool):
-            found[token] = float(value)
+        value = usable_logprob(value)
+        if isinstance(token, str) and value is not None:
+            found[token] = value
     return found or None

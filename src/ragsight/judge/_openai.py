@@ -47,6 +47,7 @@ from .._http import (
 )
 from .._retry import Backoff, Failure, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, JudgeUnavailableError
+from ._choices import UnreadableChoicesError, choice_probabilities, usable_logprob
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
 
 __all__ = ["OpenAIProvider"]
@@ -191,25 +192,12 @@ class OpenAIProvider:
         one = JudgeRequest(prompt_id=request.prompt_id, prompt_version=request.prompt_version,
                            messages=request.messages, max_tokens=1, temperature=0.0, seed=request.seed)
         completion = await self._call(one, logprobs=True, top=_CHOICE_TOP_LOGPROBS)
-        tops = completion.top_logprobs or {}
-        raw: dict[str, float] = {}
-        for c in choices:
-            want = c.strip().lower()
-            found = [v for tok, v in tops.items() if tok.strip().lower() == want]
-            if found:
-                m = max(found)
-                raw[c] = m + math.log(sum(math.exp(v - m) for v in found))
-        if not raw:
-            why = "returned no log-probabilities" if not tops else f"ranked none of {list(choices)} among its top tokens"
+        try:
+            probs, raw = choice_probabilities(completion.top_logprobs or {}, choices)
+        except UnreadableChoicesError as exc:
             raise ProviderError(
-                f"judge {self.name!r} {why}; serve a model with top_logprobs support, or use openai:MODEL "
-                "(JSON verdicts)", retryable=False)
-        floor = min(tops.values()) if tops else -50.0  # a choice outside the top list: below its lowest
-        for c in choices:
-            raw.setdefault(c, floor - math.log(2.0))
-        top = max(raw.values())
-        denom = sum(math.exp(v - top) for v in raw.values())
-        probs = {c: math.exp(v - top) / denom for c, v in raw.items()}
+                f"judge {self.name!r} {exc}; serve a model with top_logprobs support, or use "
+                "openai:MODEL (JSON verdicts)", retryable=False) from None
         return ChoiceScores(probs=probs, prompt_tokens=completion.prompt_tokens, raw_logprobs=raw)
 
     def count_tokens(self, text: str) -> int:
@@ -538,13 +526,6 @@ def _count(usage: Any, key: str) -> int | None:
     return None
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-        return number if not math.isnan(number) else None
-    return None
-
-
 def _first_top_logprobs(logprobs: Any) -> dict[str, float] | None:
     """The first output token's top candidates as {token: logprob}, from the chat format
     (``content[0].top_logprobs``) or the legacy completions format (``top_logprobs[0]``)."""
@@ -557,18 +538,18 @@ def _first_top_logprobs(logprobs: Any) -> dict[str, float] | None:
         tops = first.get("top_logprobs")
         for item in tops if isinstance(tops, list) else []:
             if isinstance(item, Mapping):
-                token, value = item.get("token"), _number(item.get("logprob"))
+                token, value = item.get("token"), usable_logprob(item.get("logprob"))
                 if isinstance(token, str) and value is not None:
                     found[token] = max(value, found.get(token, -math.inf))
         if not found:
-            token, value = first.get("token"), _number(first.get("logprob"))
+            token, value = first.get("token"), usable_logprob(first.get("logprob"))
             if isinstance(token, str) and value is not None:
                 found[token] = value
     else:
         legacy = logprobs.get("top_logprobs")
         if isinstance(legacy, list) and legacy and isinstance(legacy[0], Mapping):
             for token, raw in legacy[0].items():
-                value = _number(raw)
+                value = usable_logprob(raw)
                 if value is not None:
                     found[str(token)] = value
     return found or None

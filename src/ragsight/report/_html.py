@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._cost import describe_cost
 from .._files import strict_json
 from .._score import Outcome, Score
 from .._stats import MIN_LABELS
@@ -505,6 +506,9 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
             f"{n('completion_tokens')} completion tokens, {n('cache_hits')} cache hits, "
             f"{n('retries')} retries, {n('failed_steps')} failed steps</p>"
         )
+        for line in describe_cost(result.cost):
+            if line:
+                parts.append(f'<p class="muted">{e(line)}</p>')
 
     parts.append('<h3>Distributions</h3><div class="plots">')
     for key, s in result.summary.items():

@@ -228,6 +228,7 @@ class Store:
             if Path(self.path).is_dir():
                 raise StoreError(f"the store {self.path} is a folder; give a file name for --store")
         self.lock_lease_s = lock_lease_s()
+        self.unreadable_cache_entries = 0  # damaged entries read as misses (cache_get)
         self._beat: _Heartbeat | None = None
         # Several processes opening a new store at once: switching it to WAL needs an exclusive
         # lock, and SQLite answers "database is locked" at once, without waiting, where waiting
@@ -487,6 +488,13 @@ class Store:
     def finished_samples(self, run_id: str) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT sample_id FROM samples WHERE run_id=? AND finished=1", (run_id,))}
 
+    def failed_samples(self, run_id: str) -> set[str]:
+        """The finished samples with a score that failed (a judge that refused, timed out or
+        stopped answering): ``--resume`` asks them again."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT DISTINCT s.sample_id FROM scores s JOIN samples p ON p.run_id = s.run_id AND "
+            "p.sample_id = s.sample_id WHERE s.run_id=? AND s.outcome='failed' AND p.finished=1", (run_id,))}
+
     # ---- light reads (a viewer over large runs: no text decoded) ------------------------------
 
     def sample_rows(self, run_id: str) -> list[tuple[int, str, bool, str | None, int | None]]:
@@ -579,6 +587,15 @@ class Store:
         cols = [d[0] for d in cur.description]
         return read_calls(self.texts, [dict(zip(cols, r)) for r in cur.fetchall()])
 
+    def call_tokens(self, run_id: str) -> list[tuple[str | None, str, int, int]]:
+        """(sample id, step, prompt tokens, completion tokens) of the run's calls that reached
+        the judge (cache hits cost nothing), without reading their texts."""
+        rows = self.conn.execute(
+            "SELECT sample_id, step, prompt_tokens, completion_tokens FROM judge_calls"
+            " WHERE run_id=? AND cached=0", (run_id,)).fetchall()
+        return [(sid, step.hex() if isinstance(step, (bytes, bytearray)) else str(step), int(p), int(c))
+                for sid, step, p, c in rows]
+
     def problems(self, run_id: str) -> list[RowProblem]:
         return [RowProblem(*r) for r in self.conn.execute(
             "SELECT source, row, field, message FROM problems WHERE run_id=? ORDER BY row", (run_id,))]
@@ -642,8 +659,18 @@ class Store:
     # ---- cache --------------------------------------------------------------------------------
 
     def cache_get(self, key: str) -> dict[str, Any] | None:
+        """The cached entry of a judge step, or None: not cached, or an entry that cannot be read
+        (damaged JSON or texts; counted in ``unreadable_cache_entries``). Such an entry is a miss:
+        the step is asked again and its new answer replaces it."""
         row = self.conn.execute("SELECT entry FROM cache WHERE key=?", (step_key_db(key),)).fetchone()
-        return decode_cache_entry(key, row[0], self.texts) if row else None
+        if row is None:
+            return None
+        try:
+            entry = decode_cache_entry(key, row[0], self.texts)
+        except (StoreError, ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
+            self.unreadable_cache_entries += 1
+            return None
+        return entry if isinstance(entry, dict) else None
 
     def cache_put(self, key: str, entry: dict[str, Any]) -> None:
         """Store a finished judge step's entry at once (its raw output as a text in a loose pack,

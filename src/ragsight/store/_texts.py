@@ -39,6 +39,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .._files import strict_json
+from ..errors import StoreError
 
 __all__ = ["TEXT_MIN", "PackWriter", "TextStore", "join_segments", "long_strings", "split_segments", "text_hash"]
 
@@ -271,14 +272,19 @@ class TextStore:
             return data
         row = self.conn.execute("SELECT data, dict FROM packs WHERE id=?", (pack,)).fetchone()
         if row is None:
-            raise KeyError(f"pack {pack} is missing from the store")
-        if not row[0]:
-            data = b""
-        elif row[1] is None:
-            data = zlib.decompress(row[0])
-        else:
-            do = zlib.decompressobj(zdict=self._dictionary(int(row[1])))
-            data = do.decompress(row[0]) + do.flush()
+            raise self.damaged(f"text pack {pack} is missing")
+        try:
+            if not row[0]:
+                data = b""
+            elif row[1] is None:
+                data = zlib.decompress(row[0])
+            else:
+                do = zlib.decompressobj(zdict=self._dictionary(int(row[1])))
+                data = do.decompress(row[0]) + do.flush()
+                if not do.eof:
+                    raise zlib.error("the compressed data ends early")
+        except (zlib.error, TypeError, ValueError) as exc:
+            raise self.damaged(f"text pack {pack} cannot be decompressed ({exc})") from None
         if data:  # an empty pack is one being written: never cached
             self._packs[pack] = data
             while len(self._packs) > _PACK_CACHE:
@@ -289,7 +295,7 @@ class TextStore:
         if did not in self._dicts:
             row = self.conn.execute("SELECT pack FROM dictionaries WHERE id=?", (did,)).fetchone()
             if row is None:
-                raise KeyError(f"compression dictionary {did} is missing from the store")
+                raise self.damaged(f"compression dictionary {did} is missing")
             self._dicts[did] = self.pack_bytes(int(row[0]))[-32768:]
         return self._dicts[did]
 
@@ -301,11 +307,28 @@ class TextStore:
             rows = self.conn.execute(
                 f"SELECT id, pack, start, size FROM texts WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
             for tid, pack, start, size in sorted(rows, key=lambda r: r[1]):
-                out[int(tid)] = self.pack_bytes(pack)[start:start + size].decode("utf-8")
+                data = self.pack_bytes(pack)
+                if start + size > len(data):
+                    raise self.damaged(f"text {tid} lies beyond the end of its pack {pack}")
+                try:
+                    out[int(tid)] = data[start:start + size].decode("utf-8")
+                except UnicodeDecodeError:
+                    raise self.damaged(f"text {tid} in pack {pack} is not UTF-8") from None
         missing = [i for i in wanted if i not in out]
         if missing:
-            raise KeyError(f"text(s) {missing[:5]} are missing from the store")
+            raise self.damaged(f"text(s) {missing[:5]} are missing")
         return out
+
+    def damaged(self, what: str) -> StoreError:
+        """The error for a store whose texts cannot be read: what, where, and what to do."""
+        try:
+            path = next((r[2] for r in self.conn.execute("PRAGMA database_list") if r[1] == "main"), "")
+        except sqlite3.Error:
+            path = ""
+        where = f"the store {path}" if path else "the store"
+        fix = (f" Copy what can be read with 'sqlite3 {path} .recover | sqlite3 recovered.db', or use "
+               "another --store." if path else "")
+        return StoreError(f"{where} is damaged: {what}.{fix}")
 
     def get(self, tid: int) -> str:
         return self.get_many([tid])[tid]

@@ -16,6 +16,7 @@ skip them (counted, with the reason) while the span metrics score every question
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -27,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from .._evaluate import aevaluate
+from .._http import display_url
 from ..embed import make_embedder
 from ..engine import Progress
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, StoreError
 from ..judge import Judge, make_judge
 from ..metrics import resolve_metrics
 from ..pipeline import GenerationError, PipelineConfig, RagPipeline, spans_of
@@ -38,6 +40,7 @@ from ..sample import sample_from_mapping
 from ..store import Store
 from ..testset import (
     ChunkSettings,
+    TargetReply,
     TestsetSettings,
     agenerate,
     arun,
@@ -190,16 +193,42 @@ def _split_metrics(names: Sequence[str]) -> tuple[list[str], list[str]]:
     return other, judge
 
 
-def _fingerprint(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> str:
+def _who(model: Any) -> Any:
+    """What names a judge or embedder in the fingerprint: its spec, or an instance's identity
+    (server, model, model file) or name."""
+    if model is None or isinstance(model, str):
+        return model
+    ident = getattr(model, "identity", None)
+    if callable(ident):
+        ident = ident()
+    if isinstance(ident, Mapping):
+        return {str(k): v for k, v in ident.items()}
+    inner = getattr(model, "inner", None) or getattr(model, "provider", None)
+    return [getattr(model, "name", type(model).__name__), _who(inner) if inner is not None else None]
+
+
+def _fingerprint(spec: SweepSpec, rows: Sequence[Mapping[str, Any]], *, judge: Any = None,
+                 embedder: Any = None) -> str:
+    """Everything that changes an answer or a score: the questions, metrics, judge and embedder
+    actually used (``judge``/``embedder``: the command line's, else the file's), the server
+    they are asked at, the target or pipeline, and the sweep's exact name (two names that slug
+    alike never share runs)."""
     basis = {
         "rows": [[_row_id(r), r.get("question"), r.get("reference"),
                   (r.get("metadata") or {}).get("reference_spans")] for r in rows],
-        "metrics": list(spec.metrics), "judge": spec.judge, "embedder": spec.embedder,
+        "metrics": list(spec.metrics),
+        "judge": _who(judge if judge is not None else spec.judge),
+        "embedder": _who(embedder if embedder is not None else spec.embedder),
         "judged": [spec.judge_questions, spec.judge_out_of_scope], "target": spec.target, "template": spec.request_template,
         "documents": [os.path.abspath(spec.path(d)) for d in spec.documents] if spec.reference or spec.factory else None,
     }
     if spec.factory is not None:  # only then: the run ids of the other sweeps stay as they were
         basis["factory"] = [spec.factory, dict(spec.factory_options)]
+    server = spec.base_url or os.environ.get("OPENAI_BASE_URL")
+    if server:  # the judge, embedder and generator are asked there
+        basis["base_url"] = display_url(server.strip().rstrip("/"))
+    if _slug(spec.name) != spec.name:
+        basis["name"] = spec.name
     return hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()[:6]
 
 
@@ -280,9 +309,11 @@ async def _load_rows(spec: SweepSpec, store: Store, generator: Any, notice: Any)
     return rows
 
 
-def plan_sweep(spec: SweepSpec, rows: Sequence[Mapping[str, Any]], store: Store | None = None) -> SweepPlan:
-    """Count what running ``spec`` on ``rows`` will do (the dry-run)."""
-    fp = _fingerprint(spec, rows)
+def plan_sweep(spec: SweepSpec, rows: Sequence[Mapping[str, Any]], store: Store | None = None, *,
+               judge: Any = None, embedder: Any = None) -> SweepPlan:
+    """Count what running ``spec`` on ``rows`` will do (the dry-run); ``judge``/``embedder``:
+    those that replace the file's (they decide which finished runs are reused)."""
+    fp = _fingerprint(spec, rows, judge=judge, embedder=embedder)
     existing = set()
     if store is not None:
         existing = {r.id for r in store.runs() if r.status == "completed"}
@@ -378,12 +409,53 @@ async def _answer_reference(
     return list(await asyncio.gather(*(one(r) for r in rows)))
 
 
+class _KeptAnswers:
+    """A target whose answers are kept in the store as they come (cache keys ``sweep-answer/``
+    of the sweep's fingerprint, the configuration and the question): a sweep interrupted while
+    a configuration is being answered asks only the questions not yet answered when it runs
+    again. Failures are not kept: they are asked again."""
+
+    def __init__(self, inner: Any, store: Store, scope: str) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", "target")
+        self.store = store
+        self.scope = scope
+
+    def _key(self, question: str) -> str:
+        return "sweep-answer/" + hashlib.sha256(f"{self.scope}\n{question}".encode()).hexdigest()
+
+    async def __call__(self, question: str) -> TargetReply:
+        hit = self.store.cache_get(self._key(question))
+        if isinstance(hit, dict) and isinstance(hit.get("answer"), str):
+            def tup(v: Any) -> Any:
+                return tuple(v) if isinstance(v, list) else None
+            return TargetReply(hit["answer"], tup(hit.get("contexts")), tup(hit.get("context_ids")),
+                               hit.get("model") if isinstance(hit.get("model"), str) else None,
+                               tup(hit.get("context_spans")))
+        reply: TargetReply = await self.inner(question)
+        with contextlib.suppress(StoreError, ValueError):  # an answer the store cannot keep is still used
+            self.store.cache_put(self._key(question), {
+                "answer": reply.answer, "contexts": list(reply.contexts) if reply.contexts is not None else None,
+                "context_ids": list(reply.context_ids) if reply.context_ids is not None else None,
+                "model": reply.model,
+                "context_spans": list(reply.context_spans) if reply.context_spans is not None else None})
+        return reply
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
 async def _answer_target(
     target_spec: Any, rows: Sequence[Mapping[str, Any]], config: Configuration, spec: SweepSpec,
-    judged: set[str], run: ConfigRun,
+    judged: set[str], run: ConfigRun, store: Store | None = None,
 ) -> list[dict[str, Any]]:
-    target = make_target(target_spec, config=dict(config.params), template=spec.request_template)
-    result = await arun(rows, target, concurrency=max(1, spec.concurrency))
+    target = make_target(target_spec, config=dict(config.params), template=spec.request_template,
+                         timeout=spec.target_timeout)
+    if store is not None and store.path != ":memory:":
+        target = _KeptAnswers(target, store, run.run_id)
+    result = await arun(rows, target, concurrency=max(1, spec.concurrency), timeout=spec.target_timeout)
     run.target_calls += len(rows)
     out = []
     for row, got in zip(rows, result.rows):
@@ -491,7 +563,7 @@ async def asweep(
     try:
         rows = await _load_rows(spec, st, judge_spec, notice)
         _, judge_metrics = _split_metrics(spec.metrics)
-        fp = _fingerprint(spec, rows)
+        fp = _fingerprint(spec, rows, judge=judge_spec, embedder=emb_spec)
         judged = judged_ids(rows, spec.judge_questions, spec.judge_out_of_scope)
         needs_embedder = any(m.needs_embedder for m in resolve_metrics(list(spec.metrics)))
         if needs_embedder or spec.reference:
@@ -546,7 +618,7 @@ async def asweep(
                     samples = await _answer_factory(make, rows, config, spec, judged, run, locator)
                 else:
                     samples = await _answer_target(target if target is not None else spec.target, rows,
-                                                   config, spec, judged, run)
+                                                   config, spec, judged, run, st)
                 run.result = await aevaluate(samples, list(spec.metrics), metadata=meta, run_id=run.run_id,
                                              **common)
                 run.status = run.result.status

@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -55,6 +56,14 @@ from ..pipeline import PipelineConfig
 from ._factory import FACTORY_OPTIONS, FRAMEWORKS
 
 __all__ = ["Configuration", "GenerateSpec", "SweepSpec", "load_sweep"]
+
+# The most configurations a sweep expands to (each is a run of the whole test set); checked on
+# the grid's shape before anything is expanded, so a grid of 10^8 never reaches memory.
+MAX_CONFIGURATIONS = 10_000
+# The most values a YAML sweep file may expand to once its aliases are followed (an alias bomb:
+# nine levels of nine aliases make 387 million values from a 1 kB file).
+MAX_YAML_VALUES = 100_000
+DEFAULT_TARGET_TIMEOUT_S = 60.0
 
 DEFAULT_METRICS = ("span_hit_rate", "span_recall", "span_precision", "span_mrr", "span_ndcg",
                    "faithfulness", "answer_relevancy")
@@ -99,6 +108,16 @@ class GenerateSpec:
     generator: str | None = None
     types: str | None = None
 
+    def __post_init__(self) -> None:
+        for name, low in (("size", 1), ("seed", 0), ("chunk_size", 1), ("chunk_overlap", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ConfigError(f"sweep: generate.{name} must be a whole number of at least {low}, not {v!r}")
+        for name in ("generator", "types"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, str):
+                raise ConfigError(f"sweep: generate.{name} must be a string, not {v!r}")
+
 
 @dataclass(frozen=True)
 class SweepSpec:
@@ -121,6 +140,7 @@ class SweepSpec:
     embedder: str | None = None
     base_url: str | None = None
     concurrency: int = 4
+    target_timeout: float = 60.0  # seconds one question may take a target ([pipeline] timeout)
     base_dir: str = "."
     raw: Mapping[str, Any] = field(default_factory=dict)
 
@@ -141,23 +161,33 @@ class SweepSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], base_dir: str | os.PathLike[str] = ".") -> SweepSpec:
-        unknown = sorted(set(data) - _KEYS)
+        unknown = sorted(str(k) for k in set(data) - _KEYS)
         if unknown:
             raise ConfigError(f"sweep: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}")
+        _check_strings(data)
         name = str(data.get("name") or "sweep")
         pipeline = data.get("pipeline", "reference")
         target: str | None = None
         template = None
+        target_timeout = DEFAULT_TARGET_TIMEOUT_S
         factory: str | None = None
         options: dict[str, Any] = {}
         if isinstance(pipeline, str):
             target = None if pipeline == "reference" else pipeline
         elif isinstance(pipeline, Mapping):
-            extra = sorted(set(pipeline) - {"target", "request_template", "factory", *FACTORY_OPTIONS})
+            extra = sorted(set(pipeline) - {"target", "request_template", "timeout", "factory", *FACTORY_OPTIONS})
             if extra:
-                raise ConfigError(f"sweep: [pipeline] takes target (with request_template) or factory (with "
-                                  f"{', '.join(FACTORY_OPTIONS)}), not {', '.join(extra)}")
+                raise ConfigError(f"sweep: [pipeline] takes target (with request_template and timeout) or factory "
+                                  f"(with {', '.join(FACTORY_OPTIONS)}), not {', '.join(extra)}")
             target = pipeline.get("target") or None
+            if target is not None and not isinstance(target, str):
+                raise ConfigError("sweep: pipeline.target is module:function, http(s)://URL or cmd:COMMAND")
+            if "timeout" in pipeline:
+                t = pipeline["timeout"]
+                if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 86_400:
+                    raise ConfigError(f"sweep: pipeline.timeout is the seconds one question may take the "
+                                      f"target, a number above 0 (at most a day), not {t!r}")
+                target_timeout = float(t)
             template = pipeline.get("request_template")
             if template is not None and not isinstance(template, Mapping):
                 raise ConfigError("sweep: pipeline.request_template must be a table (a JSON object)")
@@ -177,10 +207,13 @@ class SweepSpec:
                                   f"not {options['framework']!r}")
         else:
             raise ConfigError("sweep: pipeline must be 'reference' or a table with target or factory")
-        fixed = dict(data.get("fixed") or {})
+        fixed = data.get("fixed") or {}
         grid = data.get("grid") or {}
         listed = data.get("configurations") or []
-        if not isinstance(grid, Mapping) or not isinstance(listed, Sequence):
+        if not isinstance(fixed, Mapping):
+            raise ConfigError("sweep: fixed must be a table of settings")
+        fixed = dict(fixed)
+        if not isinstance(grid, Mapping) or isinstance(listed, (str, bytes)) or not isinstance(listed, Sequence):
             raise ConfigError("sweep: grid must be a table of lists; configurations a list of tables")
         configs = expand(fixed, grid, listed)
         if target is None and factory is None:
@@ -233,8 +266,32 @@ class SweepSpec:
             target=target, request_template=template, factory=factory, factory_options=options, metrics=tuple(metrics), judge_questions=jq,
             judge_out_of_scope=jo,
             judge=data.get("judge"), embedder=data.get("embedder"), base_url=data.get("base_url"),
-            concurrency=int(data.get("concurrency") or 4), base_dir=str(base_dir), raw=dict(data),
+            concurrency=_concurrency(data.get("concurrency")), base_dir=str(base_dir), raw=dict(data),
+            target_timeout=target_timeout,
         )
+
+
+def _concurrency(value: Any) -> int:
+    if value is None:
+        return 4
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
+        raise ConfigError(f"sweep: concurrency must be a whole number from 1 to 1024, not {value!r}")
+    return value
+
+
+def _check_strings(data: Mapping[str, Any]) -> None:
+    for key in ("name", "testset", "judge", "embedder", "base_url"):
+        v = data.get(key)
+        if v is not None and not isinstance(v, str):
+            raise ConfigError(f"sweep: {key} must be a string, not {type(v).__name__}")
+    docs = data.get("documents")
+    if docs is not None and not isinstance(docs, str) and (
+            not isinstance(docs, Sequence) or not all(isinstance(d, str) for d in docs)):
+        raise ConfigError("sweep: documents must be a path or a list of paths")
+    metrics = data.get("metrics")
+    if metrics is not None and not isinstance(metrics, str) and (
+            not isinstance(metrics, Sequence) or not all(isinstance(m, str) for m in metrics)):
+        raise ConfigError("sweep: metrics must be a list of metric names")
 
 
 def expand(fixed: Mapping[str, Any], grid: Mapping[str, Any],
@@ -244,6 +301,12 @@ def expand(fixed: Mapping[str, Any], grid: Mapping[str, Any],
     for key, values in grid.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
             raise ConfigError(f"sweep: grid.{key} must be a non-empty list of values")
+    size = len(listed) + (math.prod(len(v) for v in grid.values()) if grid else 0)
+    if size > MAX_CONFIGURATIONS:  # counted before anything is expanded
+        shape = " x ".join(f"{len(v)} {k}" for k, v in grid.items())
+        raise ConfigError(f"sweep: {size:,} configurations ({shape}{' + listed' if listed else ''}) is more "
+                          f"than the {MAX_CONFIGURATIONS:,} a sweep runs; each is a run of the whole test set. "
+                          "Split the grid, or list the configurations you mean")
     points: list[dict[str, Any]] = []
     if grid:
         keys = list(grid)
@@ -278,6 +341,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(path.read_text("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML ({exc}).") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
+    except RecursionError:
+        raise InputError(f"{path}: nests too deeply to read.") from None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -286,12 +353,51 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except ImportError as exc:
         raise MissingExtraError("reading a YAML sweep", "sweep", "yaml") from exc
     try:
-        data = yaml.safe_load(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
+        _check_yaml_size(yaml.compose(text, Loader=yaml.SafeLoader), path)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML ({exc}).") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
+    except RecursionError:
+        raise InputError(f"{path}: nests too deeply to read.") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: a sweep file holds a mapping (name, grid, ...), not {type(data).__name__}")
     return data
+
+
+def _check_yaml_size(root: Any, path: Path) -> None:
+    """Refuse a YAML document whose aliases expand to more than MAX_YAML_VALUES values, or that
+    refers to itself, before it is constructed (sizes shared through aliases counted once per
+    use, from the node graph)."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: Any) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise InputError(f"{path}: the YAML refers to itself (an alias inside its own anchor); "
+                             "write the values out")
+        active.add(key)
+        total = 1
+        value = getattr(node, "value", None)
+        if isinstance(value, list):
+            for item in value:
+                for child in (item if isinstance(item, tuple) else (item,)):
+                    total += size(child)
+                    if total > MAX_YAML_VALUES:
+                        raise InputError(f"{path}: the YAML expands to more than {MAX_YAML_VALUES:,} values "
+                                         "(anchors and aliases repeated inside each other); write the "
+                                         "sweep out plainly")
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    if root is not None:
+        size(root)
 
 
 def load_sweep(source: str | os.PathLike[str] | Mapping[str, Any] | SweepSpec) -> SweepSpec:
@@ -311,4 +417,11 @@ def load_sweep(source: str | os.PathLike[str] | Mapping[str, Any] | SweepSpec) -
         data = _read_yaml(path)
     else:
         raise InputError(f"{path}: a sweep file is .toml, .yaml or .yml, not '{suffix}'.")
-    return SweepSpec.from_dict(data, base_dir=path.parent)
+    try:
+        return SweepSpec.from_dict(data, base_dir=path.parent)
+    except (ConfigError, InputError, MissingExtraError):
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError, OverflowError) as exc:
+        # a value of a shape no check above expected: the file's fault, said as such
+        raise ConfigError(f"{path}: not a usable sweep file ({type(exc).__name__}: {str(exc)[:200]}); "
+                          "see docs/sweep.md for its keys") from None

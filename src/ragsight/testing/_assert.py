@@ -311,7 +311,14 @@ async def _evaluate_and_check(
         m.needs_judge for m in resolve_metrics(list(wanted))) else judge
     # no preflight: an unchanged suite run again makes no judge call at all (the cache answers);
     # an unreachable judge still fails loudly, on the first step, in the test's message
-    result = await aevaluate(_dataset(data), list(wanted), judge=chosen_judge, embedder=embedder,
+    dataset = _dataset(data)
+    unusable = [p for p in dataset.errors if not p.message.startswith("warning:")]
+    if unusable:  # a gate must not pass on the rows that happened to be readable
+        shown = "; ".join(str(p) for p in unusable[:3]) + ("; ..." if len(unusable) > 3 else "")
+        raise InputError(
+            f"assert_scores: {len(unusable)} row(s) of {dataset.source} cannot be used, so the check "
+            f"would pass on the rest unseen. Fix or remove them: {shown}")
+    result = await aevaluate(dataset, list(wanted), judge=chosen_judge, embedder=embedder,
                              store=store_path, metadata=meta, base_url=base_url, preflight=False,
                              concurrency=concurrency)
     failures = _failures(result, wanted, mode)

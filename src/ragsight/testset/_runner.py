@@ -29,6 +29,7 @@ the run goes on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 import json
@@ -36,6 +37,7 @@ import os
 import random
 import re
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -45,7 +47,14 @@ from typing import Any
 
 import httpx
 
-from .._http import display_url, error_text, make_client, parse_retry_after, redact
+from .._http import (
+    MIN_SECRET_CHARS,
+    display_url,
+    error_text,
+    make_client,
+    parse_retry_after,
+    redact,
+)
 from .._retry import Backoff, Failure, RetryExhaustedError, retry
 from ..errors import ConfigError, InputError
 
@@ -277,7 +286,7 @@ class CallableTarget:
                     result = await result
         except TargetError:
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in the user's code fails its question only
             raise TargetError(
                 f"{self.name} raised {type(exc).__name__}: {exc}", retryable=False
             ) from exc
@@ -464,13 +473,16 @@ class CommandTarget:
 
     async def __call__(self, question: str, history: Sequence[Mapping[str, Any]] | None = None) -> TargetReply:
         try:
+            # its own process group: at the time-out the command and every child it started are
+            # killed together (a child holding stdout would otherwise outlive it, and hold the call)
             proc = await asyncio.create_subprocess_exec(
                 *self.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                start_new_session=hasattr(os, "killpg"),
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             raise TargetError(f"{self.name}: cannot start ({exc})", retryable=False) from exc
         message: dict[str, Any] = {"question": question}
         if history is not None:
@@ -481,17 +493,16 @@ class CommandTarget:
         try:
             out, err = await asyncio.wait_for(proc.communicate(payload), timeout=self.timeout)
         except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
+            await _kill_group(proc)
             raise TargetError(
                 f"{self.name}: no answer within {self.timeout:g} s", retryable=True
             ) from None
-        except asyncio.CancelledError:
-            proc.kill()
-            await proc.wait()
+        except BaseException:
+            await _kill_group(proc)
             raise
+        await _kill_group(proc)  # what it left running in the background
         if proc.returncode != 0:
-            tail = " ".join(err.decode("utf-8", "replace").split())[-300:]
+            tail = " ".join(redact(err.decode("utf-8", "replace"), env_secrets()).split())[-300:]
             raise TargetError(
                 f"{self.name}: exited with status {proc.returncode}"
                 + (f": {tail}" if tail else ""),
@@ -522,6 +533,29 @@ class CommandTarget:
             context_id_field=f.context_id,
             where=self.name,
         )
+
+
+async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill ``proc`` and every process of its group (started with ``start_new_session``), then
+    reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        elif proc.returncode is None:
+            proc.kill()
+    with contextlib.suppress(ProcessLookupError):
+        await proc.wait()
+
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+
+
+def env_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The values of environment variables named like credentials (``*KEY*``, ``*TOKEN*``,
+    ``*SECRET*``, ``*PASSWORD*``), at least 8 characters long: what a target's error output
+    must not carry into the store, reports and exports."""
+    env = os.environ if environ is None else environ
+    return tuple(v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= MIN_SECRET_CHARS)
 
 
 def make_target(
@@ -624,7 +658,11 @@ async def _call_with_retries(
 
     def as_failure(exc: BaseException) -> Failure | None:
         if isinstance(exc, TargetError):
-            return Failure(str(exc), exc.retryable, exc.retry_after, False, exc)
+            return Failure(redact(str(exc), env_secrets()), exc.retryable, exc.retry_after, False, exc)
+        if isinstance(exc, Exception):  # one bad answer fails its question, not the whole run
+            name = getattr(target, "name", "target")
+            return Failure(redact(f"{name}: {type(exc).__name__}: {exc}", env_secrets())[:500], False, None,
+                           False, exc)
         return None
 
     try:
