@@ -221,6 +221,22 @@ class JudgeWorld:
                 verdicts.append({"id": i + 1, "supported": ok, "chunks": where,
                                  "reason": "all of it is stated" if ok else "not stated"})
             return {"verdicts": verdicts}, n
+        if prompt_id == "verify_claims_conversation":  # the contexts, read with the conversation
+            claims = numbered_items(block(user, "claims") or "")
+            n = count if count is not None else len(claims)
+            source = content_words(user.split("<claims>")[0])
+            verdicts = [{"id": i + 1, "supported": bool(w := content_words(claims[i] if i < len(claims) else ""))
+                         and w <= source, "message": 0, "reason": "read in the conversation"}
+                        for i in range(n)]
+            return {"verdicts": verdicts}, n
+        if prompt_id == "generate_questions_conversation":
+            n = count or 3
+            response = block(user, "response") or ""
+            topics = sorted(content_words(response)) or ["this"]
+            qs = [f"What does the answer say about {topics[i % len(topics)]} ({i + 1})?" for i in range(n)]
+            asked = (block(user, "conversation") or "").rsplit("[this turn] user:", 1)[-1].strip()
+            return {"question": asked or "the question", "noncommittal": "don't know" in response.lower(),
+                    "questions": qs}, n
         if prompt_id == "chunk_relevance":
             chunks = blocks(user, "chunk")
             answer_text = block(user, "reference") or block(user, "response") or ""

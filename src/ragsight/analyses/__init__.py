@@ -5,6 +5,7 @@ One module per analysis (``_claims``, ``_verdicts``, ``_short_answer``, ``_chunk
 per-item path (the embedded judge) side by side; :class:`SampleAnalyses` memoises them per sample.
 """
 
+from ._conversation import judge_items, transcript
 from ._sample import SampleAnalyses
 from ._signals import describe_signals
 from ._text import (
@@ -55,6 +56,7 @@ __all__ = [
     "contexts_block",
     "describe_signals",
     "fold",
+    "judge_items",
     "language",
     "normalise_entity",
     "number_form",
@@ -63,4 +65,5 @@ __all__ = [
     "split_sentences",
     "stem",
     "tokens",
+    "transcript",
 ]

@@ -27,11 +27,21 @@ from .._budget import Truncation
 from ..embed import Embedder, checked_vectors
 from ..judge import Judge
 from ..sample import Sample
-from . import _chunks, _claims, _entities, _questions, _sentences, _short_answer, _verdicts
+from . import (
+    _chunks,
+    _claims,
+    _conversation,
+    _entities,
+    _questions,
+    _sentences,
+    _short_answer,
+    _verdicts,
+)
 from ._types import (
     AnalysisSettings,
     ChunkJudgement,
     ClaimList,
+    ConversationVerdicts,
     EntityList,
     GeneratedQuestions,
     SentenceLabels,
@@ -124,6 +134,11 @@ class SampleAnalyses:
         """Reference claims checked against the response (factual correctness FN)."""
         return self.once("verdicts:reference_vs_response", lambda: _verdicts.reference_vs_response(self))
 
+    def response_in_conversation(self) -> Awaitable[ConversationVerdicts]:
+        """Response claims judged against the contexts read in the conversation (a turn with a
+        history: references resolved through earlier turns, restatements of the user marked)."""
+        return self.once("verdicts:conversation", lambda: _conversation.verdicts(self))
+
     # ---- the other analyses ---------------------------------------------------------------------
 
     def short_answer(self) -> Awaitable[ShortAnswer | None]:
@@ -136,6 +151,10 @@ class SampleAnalyses:
         return self.once(f"chunks:{against}", lambda: _chunks.relevance(self, against))
 
     def generated_questions(self) -> Awaitable[GeneratedQuestions]:
+        """Questions the response answers; for a turn with a history, read in its conversation
+        (with the user's question rewritten to stand alone)."""
+        if self.sample.has("history"):
+            return self.once("questions", lambda: _conversation.questions(self))
         return self.once("questions", lambda: _questions.generate(self))
 
     def entities(self, source: str) -> Awaitable[EntityList]:

@@ -17,9 +17,11 @@ __all__ = [
     "AnalysisSettings",
     "ChunkJudgement",
     "ClaimList",
+    "ConversationVerdicts",
     "EntityList",
     "GeneratedQuestions",
     "Need",
+    "Resolution",
     "SentenceLabels",
     "ShortAnswer",
     "VerdictList",
@@ -139,6 +141,50 @@ class ShortAnswer:
 class GeneratedQuestions:
     questions: tuple[str, ...]
     noncommittal: bool
+    refs: tuple[JudgeCallRef, ...] = ()
+    # a turn of a conversation: the user's question rewritten to stand alone (else None)
+    standalone_question: str | None = None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Which earlier message of a conversation tells what a claim refers to.
+
+    ``message`` is the message's 0-based position in the sample's ``history``, ``turn`` the
+    0-based assistant turn it belongs to (a user message belongs to the turn that answers it),
+    ``role`` its author; ``probabilities`` maps each message position tried to P(supported)
+    with that message alone (the embedded judge; None for a judge that names the message).
+    """
+
+    claim: str
+    message: int
+    turn: int
+    role: str
+    probabilities: dict[int, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"claim": self.claim, "message": self.message, "turn": self.turn,
+                               "role": self.role}
+        if self.probabilities is not None:
+            out["probabilities"] = {str(k): round(v, 6) for k, v in self.probabilities.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class ConversationVerdicts:
+    """Response claims of a conversation turn, checked against its contexts read in the
+    conversation (faithfulness with history).
+
+    ``verdicts`` are in claim order; a verdict's ``target`` says how it was reached:
+    ``contexts`` (the contexts alone), ``contexts+conversation`` (the contexts, with what the
+    claim refers to read from the conversation) or ``user`` (not in the contexts, but a
+    restatement of what the user said: not counted as a hallucination). ``resolutions`` name
+    the earlier message that resolved each claim supported through the conversation.
+    """
+
+    verdicts: tuple[ClaimVerdict, ...]
+    resolutions: tuple[Resolution, ...]
+    messages_shown: int
     refs: tuple[JudgeCallRef, ...] = ()
 
 

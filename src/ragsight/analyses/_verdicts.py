@@ -86,15 +86,16 @@ async def reference_vs_response(sa: SampleAnalyses) -> VerdictList:
 
 
 async def verify(
-    sa: SampleAnalyses, claims: list[str], target: str, source: str, chunks: list[str] | None = None
+    sa: SampleAnalyses, claims: list[str], target: str, source: str, chunks: list[str] | None = None,
+    *, reasons: bool = True,
 ) -> VerdictList:
     """Verdicts for ``claims`` against the fenced ``source``; per-chunk attribution when
-    ``chunks`` is given."""
+    ``chunks`` is given; ``reasons=False``: the embedded judge is asked for no reason."""
     if not claims:
         return VerdictList(target, (), () if chunks is not None else None, ())
     judge = sa.need_judge()
     if judge.supports_choices:
-        return await _by_choices(sa, judge, claims, target, source, chunks)
+        return await _by_choices(sa, judge, claims, target, source, chunks, reasons)
     return await _by_json(sa, judge, claims, target, source, chunks)
 
 
@@ -151,7 +152,7 @@ def _signals(claim: str, texts: list[str]) -> dict[str, float]:
 
 async def _by_choices(
     sa: SampleAnalyses, judge: Judge, claims: list[str], target: str, source: str,
-    chunks: list[str] | None,
+    chunks: list[str] | None, want_reasons: bool = True,
 ) -> VerdictList:
     """Every input of the verdict is recorded in ``ClaimVerdict.signals``."""
     prompt = _aligned(sa, "verify_claim")
@@ -213,7 +214,7 @@ async def _by_choices(
                     if p_chunk >= thr:
                         per_claim[i].add(k)
         support = tuple(frozenset(s) for s in per_claim)
-    reasons = await explain(sa, judge, claims, probs, source)
+    reasons = await explain(sa, judge, claims, probs, source) if want_reasons else [""] * len(claims)
     verdicts = tuple(
         ClaimVerdict(claim=c, supported=p >= thr, probability=p, reason=r, target=target, signals=sig)
         for c, p, r, sig in zip(claims, probs, reasons, signals)

@@ -31,9 +31,21 @@ from .context_entity_recall import ContextEntityRecall
 from .context_precision import ContextPrecision, ContextPrecisionWithoutReference
 from .context_recall import ContextRecall
 from .context_relevance import ContextRelevance
+from .conversation import (
+    AgentGoalAccuracy,
+    ConversationCompleteness,
+    KnowledgeRetention,
+    RoleAdherence,
+)
 from .factual_correctness import FactualCorrectness
 from .faithfulness import Faithfulness
 from .noise_sensitivity import NoiseSensitivity
+from .tool_calls import (
+    ConversationToolCallAccuracy,
+    ConversationToolCallF1,
+    ToolCallAccuracy,
+    ToolCallF1,
+)
 
 if TYPE_CHECKING:
     from .rubric import RubricMetric
@@ -43,6 +55,7 @@ __all__ = [
     "OUT_OF_SCOPE_SKIP",
     "REGISTRY",
     "Abstention",
+    "AgentGoalAccuracy",
     "AnswerCorrectness",
     "AnswerRelevancy",
     "AnswerSimilarity",
@@ -53,10 +66,17 @@ __all__ = [
     "ContextPrecisionWithoutReference",
     "ContextRecall",
     "ContextRelevance",
+    "ConversationCompleteness",
+    "ConversationToolCallAccuracy",
+    "ConversationToolCallF1",
     "FactualCorrectness",
     "Faithfulness",
+    "KnowledgeRetention",
     "Metric",
     "NoiseSensitivity",
+    "RoleAdherence",
+    "ToolCallAccuracy",
+    "ToolCallF1",
     "check_threshold",
     "default_metrics",
     "load_rubrics",
@@ -67,7 +87,7 @@ __all__ = [
 ]
 
 REGISTRY: dict[str, type[Metric]] = {}
-GROUPS = ("retrieval", "generation", "reference-free", "lexical", "ir")
+GROUPS = ("retrieval", "generation", "reference-free", "lexical", "ir", "agent", "conversation")
 
 
 def register(cls: type[Metric]) -> type[Metric]:
@@ -82,6 +102,8 @@ for _cls in (
     Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithoutReference,
     ContextRecall, FactualCorrectness, AnswerCorrectness, AnswerSimilarity, NoiseSensitivity,
     ContextRelevance, ContextEntityRecall, Abstention, CitationPrecision, CitationRecall,
+    ToolCallAccuracy, ToolCallF1, ConversationToolCallAccuracy, ConversationToolCallF1,
+    KnowledgeRetention, ConversationCompleteness, RoleAdherence, AgentGoalAccuracy,
 ):
     register(_cls)
 

@@ -44,6 +44,9 @@ class Metric(ABC):
     before its first judge call and names the extra to install.
     ``in_scope_only``: ``skipped`` on an out-of-scope question (``Sample.out_of_scope``): a
     retrieval metric measured against a reference has nothing relevant to find there.
+    ``level``: ``turn`` (a sample, or one assistant turn of a conversation) or ``conversation``
+    (a conversation-level sample: ``conversation_id`` set, ``turn`` None, every turn in
+    ``history``); the engine gives a metric only the samples of its level.
     Instances are immutable after construction; parameters are set in ``__init__``.
     """
 
@@ -58,6 +61,7 @@ class Metric(ABC):
     packages: ClassVar[tuple[tuple[str, str], ...]] = ()
     core: ClassVar[bool] = False  # part of the default selection
     in_scope_only: ClassVar[bool] = False
+    level: ClassVar[str] = "turn"  # "turn" | "conversation"
 
     def __init__(self, key: str | None = None) -> None:
         self.key = key or self.name  # the name results are reported under

@@ -3,6 +3,11 @@
 A noncommittal response ("I don't know") scores 0: one the abstention metric's phrase detector
 reads as a decline (English, German, French, Spanish) with no judge call, else one the judge
 calls noncommittal while it writes the questions.
+
+A turn of a conversation (a sample with a ``history``) is read in its conversation: the
+questions are generated with the earlier turns shown, and compared with the user's question
+rewritten to stand alone ("Does it come in red?" -> "Does the Trail come in red?"), which the
+evidence records (``standalone_question``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ class AnswerRelevancy(Metric):
         if (declined := _declined(ctx, self.key)) is not None:
             return declined
         gen = await ctx.generated_questions()
-        question = ctx.sample.question or ""
+        question = gen.standalone_question or ctx.sample.question or ""
         vecs = await ctx.embed([question, *gen.questions], kind="query")
         sims = [float(vecs[0] @ vecs[i]) for i in range(1, len(vecs))]
         details = {
@@ -37,6 +42,8 @@ class AnswerRelevancy(Metric):
             "asked": ctx.settings.n_questions,
             "embedder": getattr(ctx.embedder, "name", ""),
         }
+        if gen.standalone_question is not None:
+            details["standalone_question"] = gen.standalone_question
         ev = Evidence(details=details, calls=gen.refs)
         if gen.noncommittal:
             return Score.scored(self.key, 0.0, "the response is noncommittal", ev)

@@ -8,6 +8,12 @@ A response that declines ("I don't know", "The documents do not say ...", in Eng
 French or Spanish, by the abstention metric's phrase detector) makes no factual claim about the
 subject: ``undetermined``, with no judge call. In a response that answers, a claim that only says
 what the documents do not contain is set aside (listed in the evidence), not judged unsupported.
+
+A turn of a conversation (a sample with a ``history``) is judged in its conversation
+(:meth:`Faithfulness.in_conversation`): a claim is supported when the contexts support it with
+its references read through the earlier turns, and the evidence names the earlier message that
+resolved it; a claim that only restates what the user said is neither supported nor a
+hallucination: it is left out of the count and marked ``target="user"`` in the trail.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ class Faithfulness(Metric):
     async def compute(self, ctx: SampleAnalyses) -> Score:
         if (declined := self._declined(ctx)) is not None:
             return declined
+        if ctx.sample.has("history"):
+            return await self.in_conversation(ctx)
         claims = await ctx.response_claims()
         all_verdicts = await ctx.response_vs_contexts()
         assert all_verdicts is not None
@@ -67,6 +75,39 @@ class Faithfulness(Metric):
                                 f"mean P(supported) of {n} claim{'s' if n != 1 else ''} against the contexts "
                                 f"(expected {expected:.2f} supported; {n_ok} at or above the threshold)", ev)
         return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} claim{'s' if n != 1 else ''} supported by the contexts", ev)
+
+    async def in_conversation(self, ctx: SampleAnalyses) -> Score:
+        """Faithfulness of a conversation turn: claims read in the conversation, restatements of
+        the user left out of the count (module docstring)."""
+        claims = await ctx.response_claims()
+        judged = await ctx.response_in_conversation()
+        counted = [v for v in judged.verdicts if v.target != "user"]
+        restated = len(judged.verdicts) - len(counted)
+        form = resolve_form(self.form, counted)
+        n = len(counted)
+        n_ok = sum(v.supported for v in counted)
+        details: dict[str, Any] = {
+            "form": form, "supported": n_ok, "claims": n, "restates_user": restated,
+            "through_conversation": sum(v.target == "contexts+conversation" for v in counted),
+            "resolved": [r.to_dict() for r in judged.resolutions],
+            "history_messages_shown": judged.messages_shown,
+        }
+        if form == "expected":
+            details["expected_supported"] = supported_count(counted, form)
+        ev = Evidence(claims=judged.verdicts, calls=claims.refs + judged.refs, details=details)
+        if not claims.claims:
+            return Score.undetermined(self.key, "the response makes no factual claims", ev)
+        if not counted:
+            return Score.undetermined(
+                self.key, f"the response only restates what the user said ({restated} claims)", ev)
+        note = f"; {restated} restating the user not counted" if restated else ""
+        if form == "expected":
+            expected = details["expected_supported"]
+            return Score.scored(self.key, expected / n,
+                                f"mean P(supported) of {n} claims against the contexts, read with the "
+                                f"earlier turns (expected {expected:.2f} supported{note})", ev)
+        return Score.scored(self.key, n_ok / n,
+                            f"{n_ok} of {n} claims supported by the contexts, read with the earlier turns{note}", ev)
 
     def _declined(self, ctx: SampleAnalyses) -> Score | None:
         """``undetermined`` for a response that declines (no judge call), else None."""

@@ -29,7 +29,7 @@ __all__ = ["DELIMITER_TAGS", "Message", "Prompt", "fence", "load_prompt", "load_
 # Tags used to delimit untrusted text in our prompts.
 DELIMITER_TAGS = (
     "question", "context", "contexts", "response", "reference", "text", "claims", "claim",
-    "sentences", "chunk", "document", "criteria", "data",
+    "sentences", "chunk", "document", "criteria", "data", "conversation", "role",
 )
 _TAG_RE = re.compile(r"<\s*(/?)\s*(" + "|".join(DELIMITER_TAGS) + r")\b([^>]*)>", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")

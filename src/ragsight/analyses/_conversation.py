@@ -1,0 +1,396 @@
+"""A turn of a conversation read in its conversation: claim verdicts and generated questions
+that see the earlier turns (``Sample.history``).
+
+Only a sample with a history comes here; a single-turn sample keeps the single-turn prompts,
+cache keys and scores. The response's claims are the shared ones (extracted once), and the
+verdicts against the contexts alone are the shared step (faithfulness and context recall share
+it). On top of them, :func:`verdicts` does three things:
+
+1. **Reading references through the conversation.** A claim the contexts alone do not support,
+   or that holds a referring word ("it", "they", "this", "there"...: :data:`REFERRING`), is
+   checked again against the contexts followed by the conversation (``verify_claim_conversation``
+   / ``verify_claims_conversation``): the conversation tells what its words refer to, the facts
+   must still come from the contexts. The claim's P(supported) is the larger of the two checks.
+2. **Which earlier message resolved it.** For a claim the conversation made supported (or more
+   likely supported than the contexts alone), the
+   embedded judge checks it against the contexts with each shown earlier message alone and names
+   the one with the highest P(supported) (latest first on a tie); a remote judge names the
+   message in its verdict. Recorded as a :class:`Resolution` (history position, turn, role).
+3. **Restating the user.** A claim still unsupported is checked against the user's own
+   messages (earlier ones and this turn's question, with the shared claim prompt): a claim they
+   support restates the user and is not a hallucination (``target="user"``).
+
+The conversation shown is the last :data:`MAX_MESSAGES` user and assistant messages of the
+history, each on one line and cut at :data:`MAX_MESSAGE_CHARS` characters, inside one fenced
+``<conversation>`` block placed after the contexts (the long shared prefix stays first, so the
+embedded judge reuses it across claims and across the two checks).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._budget import FENCE_TOKENS, fit_for_judge
+from .._score import ClaimVerdict
+from ..conversation import Conversation, Turn
+from ..errors import OutputError
+from ..judge import Answer, Judge, JudgeFailedError
+from ..prompts import fence, load_prompt, neutralise
+from . import _verdicts
+from ._calibrated import assess_claim
+from ._signals import compute_signals, unfence
+from ._types import (
+    ConversationVerdicts,
+    GeneratedQuestions,
+    Resolution,
+    contexts_block,
+    lenient_bool,
+    list_of_str,
+    numbered,
+    refs,
+    verdict_items,
+)
+
+if TYPE_CHECKING:
+    from ._sample import SampleAnalyses
+
+__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "REFERRING", "conversation_block", "judge_items", "questions",
+           "refers", "transcript", "verdicts"]
+
+MAX_MESSAGES = 8  # the last this many user/assistant messages of the history are shown
+MAX_MESSAGE_CHARS = 1000  # each cut to this many characters
+REFERRING = frozenset({
+    "it", "its", "they", "them", "their", "theirs", "this", "these", "those", "he", "him", "his",
+    "she", "her", "hers", "there", "same", "former", "latter",
+})
+_WORD = re.compile(r"[A-Za-z']+")
+
+
+def refers(claim: str) -> bool:
+    """True when the claim holds a referring word (see :data:`REFERRING`)."""
+    return any(w.lower() in REFERRING for w in _WORD.findall(claim))
+
+
+def turn_of(history: Sequence[Turn]) -> list[int]:
+    """The 0-based turn each message belongs to: the number of assistant turns
+    (``Conversation.assistant_turns``) before it, so a user message and the steps of an agent's
+    answer belong to the turn that answers them."""
+    answers = Conversation("", tuple(history)).assistant_turns
+    return [sum(p < i for p in answers) for i in range(len(history))]
+
+
+def _shown(history: Sequence[Turn]) -> list[tuple[int, int, Turn]]:
+    """(position in history, turn index, message) of the messages shown to the judge."""
+    turns = turn_of(history)
+    out = [(i, turns[i], m) for i, m in enumerate(history)
+           if m.role in ("user", "assistant") and m.content.strip()]
+    return out[-MAX_MESSAGES:]
+
+
+def _line(m: Turn) -> str:
+    text = " ".join(m.content.split())
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 1] + "…"
+    return text
+
+
+def conversation_block(history: Sequence[Turn], question: str | None,
+                       only: int | None = None) -> str:
+    """The fenced conversation: one numbered line per shown message ("[2] assistant (turn 0):
+    ..."), then this turn's question; ``only``: just the shown message at that history position."""
+    lines = [f"[{n}] {m.role} (turn {turn}): {neutralise(_line(m))}"
+             for n, (i, turn, m) in enumerate(_shown(history), start=1) if only is None or i == only]
+    if question and question.strip() and only is None:
+        lines.append(f"[this turn] user: {neutralise(' '.join(question.split()))}")
+    return fence("conversation", "\n".join(lines))
+
+
+def _user_block(history: Sequence[Turn], question: str | None) -> str:
+    """What the user said: their earlier messages and this turn's question, one per line."""
+    texts = [m.content for m in history if m.role == "user" and m.content.strip()]
+    if question and question.strip():
+        texts.append(question)
+    return fence("conversation", "\n".join(f"user: {neutralise(' '.join(t.split()))}" for t in texts))
+
+
+async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
+    """The response's claims judged in the conversation (module docstring)."""
+    s = sa.sample
+    history = s.history or ()
+    base = await sa.response_vs_contexts()
+    assert base is not None, "faithfulness plans the verdicts against the contexts"
+    judge = sa.need_judge()
+    thr = sa.settings.support_threshold
+    shown = _shown(history)
+    claims = [v.claim for v in base.verdicts]
+    first = [v.probability if v.probability is not None else float(v.supported) for v in base.verdicts]
+    again = [i for i, (c, p) in enumerate(zip(claims, first)) if p < thr or refers(c)]
+    final = list(base.verdicts)
+    resolutions: list[Resolution] = []
+    answers: list[Answer[Any]] = []
+    if again and shown:
+        ctx = fit_for_judge(judge, list(s.contexts or ()), field="contexts", output_tokens=64 + 60 * len(again),
+                            alongside=[*(claims[i] for i in again), conversation_block(history, s.question)],
+                            record=sa.truncations, per_item=FENCE_TOKENS, drop=True)
+        ctx_block = contexts_block(ctx)
+        source = ctx_block + "\n\n" + conversation_block(history, s.question)
+        batch = [claims[i] for i in again]
+        if judge.supports_choices:
+            checked = await _by_choices(sa, judge, batch, source, [base.verdicts[i] for i in again], answers)
+        else:
+            checked = await _by_json(sa, judge, batch, source, answers)
+        for i, (p2, supported2, sig, message, reason) in zip(again, checked):
+            if not supported2:
+                continue
+            old = base.verdicts[i]
+            better = (not old.supported) if p2 is None else p2 > first[i]
+            if not better:
+                continue  # the contexts alone support it at least as well
+            v = ClaimVerdict(claim=old.claim, supported=True, probability=p2, reason=reason,
+                             target="contexts+conversation", signals=sig)
+            if judge.supports_choices:
+                res = await _resolve(sa, judge, old.claim, ctx_block, history, s.question,
+                                     old.signals.get("judge_prior"), answers)
+            else:
+                res = _named(old.claim, message, shown)
+            if res is not None:
+                resolutions.append(res)
+                v = _with_reason(v, res)
+            final[i] = v
+    still = [i for i, v in enumerate(final) if not v.supported]
+    if still:
+        user = _user_block(history, s.question)
+        # no reason asked: a claim the user did not say keeps its reason against the contexts
+        said = await _verdicts.verify(sa, [final[i].claim for i in still], "user", user, reasons=False)
+        answers_refs = said.refs
+        for i, v in zip(still, said.verdicts):
+            if v.supported:
+                final[i] = ClaimVerdict(claim=v.claim, supported=True, probability=v.probability,
+                                        reason=v.reason or "restates what the user said", target="user",
+                                        signals=v.signals)
+    else:
+        answers_refs = ()
+    return ConversationVerdicts(tuple(final), tuple(resolutions), len(shown),
+                                base.refs + refs(*answers) + answers_refs)
+
+
+def _with_reason(v: ClaimVerdict, res: Resolution) -> ClaimVerdict:
+    note = f"what it refers to is set by message {res.message} ({res.role}, turn {res.turn})"
+    reason = f"{v.reason}; {note}" if v.reason else note
+    return ClaimVerdict(claim=v.claim, supported=v.supported, probability=v.probability, reason=reason,
+                        target=v.target, signals=v.signals)
+
+
+def _named(claim: str, number: int, shown: list[tuple[int, int, Turn]]) -> Resolution | None:
+    if not 1 <= number <= len(shown):
+        return None
+    pos, turn, m = shown[number - 1]
+    return Resolution(claim, pos, turn, m.role)
+
+
+def _assess(sa: SampleAnalyses, judge: Judge, claim: str, source: str, p_yes: float,
+            prior: float | None) -> tuple[float, dict[str, float]]:
+    if sa.settings.calibrated:
+        p, sig = assess_claim(claim, source, p_yes, prior, model=judge.model)
+        assert p is not None
+        return p, sig
+    return p_yes, {**compute_signals(claim, unfence(source)), "judge_yes": p_yes}
+
+
+async def _by_choices(
+    sa: SampleAnalyses, judge: Judge, claims: list[str], source: str, old: list[ClaimVerdict],
+    answers: list[Answer[Any]],
+) -> list[tuple[float | None, bool, dict[str, float], int, str]]:
+    prompt = load_prompt("verify_claim_conversation")
+    thr = sa.settings.support_threshold
+    got: list[Answer[dict[str, float]]] = []
+    async with sa.batch:  # back to back: the contexts and the conversation are the shared prefix
+        for c in claims:
+            got.append(await judge.choose(
+                prompt, {"source": source, "claim": fence("claim", c), "claim_text": c,
+                         "target": "contexts+conversation"},
+                use_cache=sa.settings.use_cache,
+            ))
+    answers.extend(got)
+    out: list[tuple[float | None, bool, dict[str, float], int, str]] = []
+    for c, a, v in zip(claims, got, old):
+        p, sig = _assess(sa, judge, c, source, a.value["Yes"], v.signals.get("judge_prior"))
+        out.append((p, p >= thr, sig, 0, ""))
+    return out
+
+
+async def _by_json(
+    sa: SampleAnalyses, judge: Judge, claims: list[str], source: str, answers: list[Answer[Any]],
+) -> list[tuple[float | None, bool, dict[str, float], int, str]]:
+    n = len(claims)
+
+    def validate(d: dict[str, Any]) -> list[tuple[bool, int, str]]:
+        out = []
+        for i, item in enumerate(verdict_items(d, n, "claim")):
+            supported = lenient_bool(item.get("supported"), f"verdict {i + 1} 'supported'")
+            message = item.get("message")
+            if message is None:
+                message = 0
+            if not isinstance(message, int) or isinstance(message, bool):
+                raise OutputError(f"verdict {i + 1} 'message' must be a message number (0 for none)")
+            reason = item.get("reason")
+            out.append((supported, message, reason if isinstance(reason, str) else ""))
+        return out
+
+    ans = await judge.ask(
+        load_prompt("verify_claims_conversation"),
+        {"source": source, "claims": numbered("claims", claims), "claim_list": list(claims),
+         "target": "contexts+conversation"},
+        validate, count=n, max_tokens=64 + 60 * n, use_cache=sa.settings.use_cache,
+    )
+    answers.append(ans)
+    texts = unfence(source)
+    return [(None, sup, compute_signals(c, texts), message, reason)
+            for c, (sup, message, reason) in zip(claims, ans.value)]
+
+
+async def _resolve(
+    sa: SampleAnalyses, judge: Judge, claim: str, ctx_block: str, history: Sequence[Turn],
+    question: str | None, prior: float | None, answers: list[Answer[Any]],
+) -> Resolution | None:
+    """The shown earlier message that, alone with the contexts, best supports the claim."""
+    prompt = load_prompt("verify_claim_conversation")
+    shown = _shown(history)
+    probs: dict[int, float] = {}
+    async with sa.batch:
+        for pos, _, _ in reversed(shown):  # latest first: it wins a tie
+            source = ctx_block + "\n\n" + conversation_block(history, question, only=pos)
+            a = await judge.choose(
+                prompt, {"source": source, "claim": fence("claim", claim), "claim_text": claim,
+                         "target": f"message:{pos}"},
+                use_cache=sa.settings.use_cache,
+            )
+            answers.append(a)
+            probs[pos] = _assess(sa, judge, claim, source, a.value["Yes"], prior)[0]
+    if not probs:
+        return None
+    best = max(probs, key=lambda k: (probs[k], k))
+    turn, role = next((t, m.role) for pos, t, m in shown if pos == best)
+    return Resolution(claim, best, turn, role, probs)
+
+
+async def questions(sa: SampleAnalyses) -> GeneratedQuestions:
+    """N questions the response answers, read in the conversation, and the user's question
+    rewritten to stand alone (one JSON step, ``generate_questions_conversation``)."""
+    judge = sa.need_judge()
+    n = sa.settings.n_questions
+    s = sa.sample
+
+    def validate(d: dict[str, Any]) -> tuple[str, list[str], bool]:
+        qs = list_of_str(d, "questions")
+        if len(qs) != n:
+            raise OutputError(f"expected exactly {n} questions, got {len(qs)}")
+        standalone = d.get("question")
+        if not isinstance(standalone, str) or not standalone.strip():
+            raise OutputError('"question" must be the user\'s question rewritten to stand alone')
+        distinct = list(dict.fromkeys(q.strip() for q in qs))
+        return standalone.strip(), distinct, lenient_bool(d.get("noncommittal"), '"noncommittal"')
+
+    conversation = conversation_block(s.history or (), s.question)
+    response = fit_for_judge(judge, [s.response or ""], field="response", output_tokens=120 + 50 * n,
+                             alongside=[conversation], record=sa.truncations)[0]
+    ans = await judge.ask(
+        load_prompt("generate_questions_conversation"),
+        {"conversation": conversation, "response": fence("response", response), "n": str(n),
+         "response_text": s.response or ""},
+        validate, count=n, max_tokens=120 + 50 * n, use_cache=sa.settings.use_cache,
+    )
+    standalone, qs, noncommittal = ans.value
+    return GeneratedQuestions(tuple(qs), noncommittal, refs(ans), standalone_question=standalone)
+
+
+# ---- the whole conversation, for the conversation-level metrics ------------------------------
+
+
+def transcript(turns: Sequence[Turn]) -> tuple[str, list[tuple[int, int, Turn]]]:
+    """The fenced conversation with every message numbered from 1 ("[3] assistant (turn 1): ...
+    [calls: search(q="x")]", "[4] tool search (turn 1): ..."), each cut at
+    :data:`MAX_MESSAGE_CHARS`; and (number, turn, message) of each shown message."""
+    lines: list[str] = []
+    shown: list[tuple[int, int, Turn]] = []
+    for m, turn in zip(turns, turn_of(turns)):
+        if m.role == "system" or not (m.content.strip() or m.tool_calls):
+            continue
+        n = len(shown) + 1
+        who = f"tool {m.name}" if m.role == "tool" and m.name else m.role
+        text = _line(m)
+        if m.tool_calls:
+            calls = "; ".join(_call(c.name, c.args) for c in m.tool_calls)
+            text = f"{text} [calls: {calls}]".strip()
+        lines.append(f"[{n}] {who} (turn {turn}): {neutralise(text)}")
+        shown.append((n, turn, m))
+    return fence("conversation", "\n".join(lines)), shown
+
+
+def _call(name: str, args: Any) -> str:
+    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}" for k, v in dict(args).items())
+    return f"{name}({inner})"
+
+
+async def judge_items(
+    sa: SampleAnalyses, step: str, conversation: str, items: Sequence[str], extra: str = "",
+) -> tuple[list[tuple[bool, float | None, str]], tuple[Any, ...]]:
+    """A verdict (ok, P(Yes) or None, reason) for each item read against the conversation:
+    one JSON call (``step``) for a remote judge; for the embedded judge, one yes/no call per item
+    (``step_choice``: the conversation first, shared by every item), and a reason asked with the
+    JSON prompt for the items judged No (unless the explanation mode is ``none``)."""
+    judge = sa.need_judge()
+    thr = sa.settings.support_threshold
+    conversation = fit_for_judge(judge, [conversation], field="conversation",
+                                 output_tokens=64 + 60 * len(items), alongside=[*items, extra],
+                                 record=sa.truncations)[0]
+    extra_block = f"\n{extra}\n" if extra else ""
+
+    async def ask(texts: Sequence[str]) -> Answer[list[tuple[bool, str]]]:
+        n = len(texts)
+
+        def validate(d: dict[str, Any]) -> list[tuple[bool, str]]:
+            out = []
+            for i, item in enumerate(verdict_items(d, n, "item")):
+                ok = lenient_bool(item.get("verdict"), f"verdict {i + 1} 'verdict'")
+                reason = item.get("reason")
+                out.append((ok, reason.strip() if isinstance(reason, str) else ""))
+            return out
+
+        return await judge.ask(
+            load_prompt(step),
+            {"conversation": conversation, "extra": extra_block, "items": numbered("text", texts),
+             "item_list": list(texts)},
+            validate, count=n, max_tokens=64 + 60 * n, use_cache=sa.settings.use_cache,
+        )
+
+    if not items:
+        return [], ()
+    if not judge.supports_choices:
+        ans = await ask(items)
+        return [(ok, None, reason) for ok, reason in ans.value], refs(ans)
+    answers: list[Answer[Any]] = []
+    prompt = load_prompt(step + "_choice")
+    async with sa.batch:  # back to back: the conversation is the shared prefix
+        for item in items:
+            answers.append(await judge.choose(
+                prompt, {"conversation": conversation, "extra": extra_block, "item": fence("text", item),
+                         "item_text": item},
+                use_cache=sa.settings.use_cache,
+            ))
+    out: list[tuple[bool, float | None, str]] = []
+    for item, a in zip(items, list(answers)):
+        p = a.value["Yes"]
+        reason = ""
+        if (p < thr and sa.settings.explain != "none") or sa.settings.explain == "all":
+            try:
+                why = await ask([item])
+                answers.append(why)
+                reason = why.value[0][1]
+            except JudgeFailedError:
+                reason = ""  # a reason is a courtesy; the verdict stands without it
+        out.append((p >= thr, p, reason))
+    return out, refs(*answers)
