@@ -128,7 +128,9 @@ def _schema_index() -> dict[str, str]:
     for pid in prompt_ids():
         prompt = load_prompt(pid)
         if prompt.schema is not None and not pid.startswith("testset_"):
-            index[json.dumps(_normal(prompt.schema_for(1)), sort_keys=True)] = pid
+            # prompts that share a schema (extract_claims and its recheck) are answered as the
+            # first of them in name order: the world knows the step, not each variant
+            index.setdefault(json.dumps(_normal(prompt.schema_for(1)), sort_keys=True), pid)
     return index
 
 

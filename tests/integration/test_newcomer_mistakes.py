@@ -153,7 +153,8 @@ def test_a_sweep_too_small_to_find_anything_says_so(
         f'name = "mine"\ntestset = "testset.jsonl"\nmetrics = ["token_f1"]\n'
         f'[pipeline]\ntarget = "cmd:{sys.executable} {tmp_path / "my_rag.py"}"\n'
         '[grid]\ntop_k = [3, 5]\n', encoding="utf-8")
-    assert main(["sweep", str(tmp_path / "mine.toml"), "--store", str(tmp_path / "runs.db")]) == 0
+    # every question of every configuration failed: the sweep fails too (issue 31)
+    assert main(["sweep", str(tmp_path / "mine.toml"), "--store", str(tmp_path / "runs.db")]) == 1
     out = capsys.readouterr().out
     assert all(len(line) <= 80 for line in out.splitlines())
     prose = " ".join(out.split())
@@ -183,7 +184,8 @@ def test_a_sweep_whose_questions_all_fail_says_why(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # the command runs here, where my_rag.py is not
-    assert main(["sweep", str(tmp_path / "mine.toml"), "--store", str(tmp_path / "runs.db")]) == 0
+    # every question of every configuration failed: the sweep fails too (issue 31)
+    assert main(["sweep", str(tmp_path / "mine.toml"), "--store", str(tmp_path / "runs.db")]) == 1
     prose = " ".join(capsys.readouterr().out.split())
     assert ("NOTE: C1: 1 question(s) failed to answer (counted as skipped by the metrics); the "
             "first: cmd:") in prose, prose
