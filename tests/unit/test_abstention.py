@@ -104,7 +104,7 @@ DOCS_DO_NOT_SAY = "The documents do not say."
 MADE_UP_POLICY = "The company does not allow dogs to bring to the office."
 MIXED = "The documents do not say, but most offices allow small dogs on Fridays."
 GERMAN = "Die Dokumente enthalten dazu keine Angaben."
-ITALIAN = "I documenti non lo specificano."
+SWEDISH = "Dokumenten anger inte det."  # a language the detector does not read
 REFERRAL = "I don't know; the People team would be the right people to ask."
 
 
@@ -115,11 +115,11 @@ def dogs(qid: str, response: str) -> dict[str, Any]:
 
 def test_the_detector_decides_clean_declines_and_the_judge_the_others() -> None:
     # the embedded judge's P(Yes) to "does it give an answer?"
-    p_answers = {MADE_UP_POLICY: 0.81, MIXED: 0.91, ITALIAN: 0.2}
+    p_answers = {MADE_UP_POLICY: 0.81, MIXED: 0.91, SWEDISH: 0.2}
     judge = ScriptedProvider(choice_handlers={"declines": lambda v: next(
         p for text, p in p_answers.items() if text in v["response"])})
     rows = [dogs("plain", DOCS_DO_NOT_SAY), dogs("made-up", MADE_UP_POLICY), dogs("mixed", MIXED),
-            dogs("german", GERMAN), dogs("italian", ITALIAN), dogs("referral", REFERRAL)]
+            dogs("german", GERMAN), dogs("swedish", SWEDISH), dogs("referral", REFERRAL)]
     result = ragsight.evaluate(rows, ["abstention"], judge=judge)
     got = {sid: (s["abstention"].value, s["abstention"].reason) for sid, s in result.scores.items()}
     assert got == {
@@ -129,13 +129,13 @@ def test_the_detector_decides_clean_declines_and_the_judge_the_others() -> None:
         # German, French and Spanish declines are read by the detector too (issue 30)
         "german": (1.0, 'declined an out-of-scope question (decline phrases: "keine Angaben", '
                         '"Dokumente enthalten dazu keine")'),
-        "italian": (1.0, "declined an out-of-scope question (judge: P(declines)=0.80)"),
+        "swedish": (1.0, "declined an out-of-scope question (judge: P(declines)=0.80)"),
         "referral": (1.0, """declined an out-of-scope question (decline phrases: "I don't know")"""),
     }
     # the judge was asked three times: no decline phrase, a decline phrase beside an answer, and
-    # a response the detector cannot read (Italian); never for the three clean declines
+    # a response the detector cannot read (Swedish); never for the three clean declines
     assert sorted(r.variables["response"] for r in judge.calls_for("declines")) == sorted(
-        [f"<response>\n{t}\n</response>" for t in (MADE_UP_POLICY, MIXED, ITALIAN)])
+        [f"<response>\n{t}\n</response>" for t in (MADE_UP_POLICY, MIXED, SWEDISH)])
     ev = {sid: s["abstention"].evidence for sid, s in result.scores.items()}
     assert ev["plain"].details == {
         "out_of_scope": True, "scope": "all", "method": "combined", "detector": "declines",
@@ -150,7 +150,7 @@ def test_the_detector_decides_clean_declines_and_the_judge_the_others() -> None:
         ["decline", "The documents do not say"], ["content", "most offices allow small dogs on Fridays"]]
     assert ev["mixed"].details["p_declines"] == pytest.approx(0.09)
     assert [c.prompt_id for c in ev["mixed"].calls] == ["declines"]
-    assert ev["italian"].details["detector"] == "not_english" and ev["italian"].details["decided_by"] == "judge"
+    assert ev["swedish"].details["detector"] == "not_english" and ev["swedish"].details["decided_by"] == "judge"
     assert ev["german"].details["detector"] == "declines" and ev["german"].details["decided_by"] == "detector"
     assert ev["referral"].details["clauses"] == [["decline", "I don't know"],
                                                  ["referral", "the People team would be the right people to ask"]]
@@ -190,7 +190,8 @@ def test_a_remote_judge_decides_the_mixed_case_with_its_reason() -> None:
     ("El billete no incluye equipaje.", "none"),
     ("No se permiten mascotas.", "none"),
     ("Die Dokumente nennen keine Frist, aber üblich sind 20 Tage.", "mixed"),
-    ("I documenti non lo specificano.", "not_english"),
+    ("I documenti non lo specificano.", "declines"),  # Italian is read since issue 28
+    ("Dokumenten anger inte det.", "not_english"),
     ("   ", "empty"),
 ])
 def test_the_detectors_verdicts(response: str, verdict: str) -> None:

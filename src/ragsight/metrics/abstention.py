@@ -155,12 +155,16 @@ class DeclineSignals:
         return ", ".join(f'"{q}"' for q in self.quotes) or ", ".join(self.matched)
 
 
-# German, French and Spanish declines: the phrases a decline is made of, read after accents are
+# Declines in German, French and Spanish (then Portuguese, Italian, Dutch, Chinese, Japanese): the phrases a decline is made of, read after accents are
 # folded ("weiß" -> "weiss" is spelt both ways below). A response in these languages declines when
 # every clause is such a phrase or an apology; any other clause makes it "mixed" (the judge reads it).
 _DE_DOCS = r"(?:dokumente?n?|unterlagen|texte?n?|quellen?|kontext|handbuch|auszuge?n?|passagen?)"
 _FR_DOCS = r"(?:documents?|textes?|sources?|passages?|extraits?|contexte|manuel|informations?\s+fournies)"
 _ES_DOCS = r"(?:documentos?|textos?|fuentes?|pasajes?|extractos?|contexto|manual|informacion\s+proporcionada)"
+_DOCS_OTHER = (r"(?:dokument\w*|unterlagen|texte?n?|quellen?|kontext|documents?|textes?|sources?|contexte|"
+               r"documentos?|textos?|fontes?|contexto|documenti|testi|fonti|documenten|teksten|bronnen|"
+               r"context|informationen|informations?|informaciones|informacion|informacao|informacoes|"
+               r"informazioni|informatie)")
 OTHER_DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("de: weiss nicht", r"\bwei(?:ss|ß)\s+(?:ich\s+)?(?:es\s+|das\s+)?(?:leider\s+)?nicht\b|\bkeine\s+ahnung\b"),
     ("de: keine angaben",
@@ -204,23 +208,77 @@ OTHER_DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("es: no puedo responder",
      r"\bno\s+(?:puedo|podemos|es\s+posible|se\s+puede)\s+(?:\w+\s+)?(?:responder|contestar|decir|"
      r"determinar|saber|confirmar|precisar|encontrar)\b"),
+    # Portuguese (folded: "nao", "informacao"); Spanish has its own patterns above
+    ("pt: nao menciona", r"\bnao\s+(?:se\s+|lo\s+|la\s+|e\s+|esta\s+|estao\s+|fue\s+|foi\s+)?"
+                              r"(?:mencion|especific|indic|dic?e|diz|detall|detalh|aparec|encuentr|inclu|informa|"
+                              r"consta|figura|aborda|trata)\w*"),
+    ("pt: nao ha informacao", r"\bnao\s+(?:tengo|hay|dispongo\s+de|tenemos|tenho|ha|existe|existen|temos)\s+"
+                                  r"(?:\w+\s+)?(?:informacion|informaciones|informacao|informacoes|datos|dados|"
+                                  r"detalles|detalhes|respuesta|resposta)\b"),
+    ("pt: nenhuma informacao", r"\b(?:nenhuma|sem)\s+(?:\w+\s+)?(?:informacion|informacao|"
+                                   r"datos|dados|respuesta|resposta)\b"),
+    ("pt: nao posso responder", r"\bnao\s+(?:puedo|podemos|posso|podemos|consigo|conseguimos|es\s+posible|"
+                                  r"e\s+possivel)\s+(?:\w+\s+)?(?:responder|decir|dizer|saber|determinar|confirmar|"
+                                  r"encontrar)\b"),
+    # "no sé" ends its clause: "no se permiten mascotas" is an answer
+    ("pt: nao sei", r"\bnao\s+(?:lo\s+|o\s+)?(?:se|sei|sabemos)(?:\s+(?:nada|la\s+respuesta|a\s+resposta))?\W*$"),
+    ("pt/it: nao esta nos documentos", rf"\bn(?:ao|on)\s+(?:\w+\s+){{1,2}}?(?:en|nos|nas|no|na|nei|nelle|"
+                                            rf"negli|in)\s+(?:\w+\s+)?{_DOCS_OTHER}"),
+    ("pt: nao encontrei", r"\bnao\s+(?:\w+\s+)?(?:encontre|encontrei|encontramos|hallo|halle)\b"),
+    # Italian
+    ("it: non menzionato", r"\bnon\s+(?:viene\s+|e\s+|sono\s+|vengono\s+|ne\s+|lo\s+)?(?:menzion|specific|indic|"
+                           r"riport|dett|parl|trat|cit|precis|forn|conten)\w*"),
+    ("it: nessuna informazione", r"\bnessun[ao]?\s+(?:\w+\s+)?(?:informazion[ei]|dato|dati|dettagli|risposta|"
+                                 r"indicazion[ei]|menzione)\b"),
+    ("it: non ho informazioni", r"\bnon\s+(?:ho|abbiamo|ci\s+sono|c'e)\s+(?:\w+\s+)?(?:informazion[ei]|dati|"
+                                r"dettagli|risposta)\b"),
+    ("it: non posso rispondere", r"\bnon\s+(?:posso|possiamo|riesco|riusciamo|e\s+possibile)\s+(?:\w+\s+)?"
+                                 r"(?:rispondere|dire|sapere|determinare|confermare|trovare)\b"),
+    ("it: non lo so", r"\bnon\s+(?:lo\s+)?(?:so|sappiamo)\b"),
+    # Dutch
+    ("nl: niet vermeld", r"\b(?:niet|nergens)\s+(?:\w+\s+)?(?:vermeld|genoemd|aangegeven|beschreven|opgenomen|"
+                         r"gespecificeerd|te\s+vinden)\b"),
+    ("nl: geen informatie", r"\bgeen\s+(?:\w+\s+)?(?:informatie|gegevens|details|antwoord|vermelding)\b"),
+    ("nl: kan niet beantwoorden", r"\b(?:kan|kunnen)\s+(?:\w+\s+){0,3}?niet\s+(?:\w+\s+)?(?:beantwoorden|zeggen|"
+                                  r"vinden|bepalen|bevestigen)\b"),
+    ("nl: vermelden niet", r"\b(?:vermelden|vermeldt|noemen|noemt|bevatten|bevat|zeggen|zegt)\s+(?:\w+\s+){0,3}?"
+                           r"(?:niet|niets)\b"),
+    ("nl: weet niet", r"\b(?:weet|weten)\s+(?:ik\s+|we\s+|wij\s+)?(?:het\s+|dat\s+)?niet\b"),
+    # Chinese
+    ("zh: 没有提到", r"(?:没有|没|未|并未|并没有)(?:提到|提及|说明|明确|包含|找到|相关|具体|关于|记载|涉及|给出|列出)"),
+    ("zh: 无法回答", r"(?:无法|不能|没法|不可能)(?:回答|确定|找到|判断|提供|得知|知道|确认)"),
+    ("zh: 不知道", r"不知道|不清楚|不确定"),
+    ("zh: 没有信息", r"(?:没有|无|缺乏|缺少)(?:\w{0,4})(?:信息|资料|数据|答案|内容)"),
+    # Japanese
+    ("ja: 記載がありません", r"(?:記載|言及|情報|記述|説明|データ)(?:は|が|も)?(?:\w{0,3})?(?:ありません|ない|ございません|"
+                             r"されていません|見当たりません|見つかりません)"),
+    ("ja: わかりません", r"(?:わかりません|分かりません|分かりかねます|わかりかねます|不明です|存じません)"),
+    ("ja: お答えできません", r"(?:回答|お答え|答え|判断|確認)(?:は|が)?(?:でき|いたしかね|しかね)"),
+    ("ja: 含まれていません", r"(?:含まれていません|書かれていません|記載されていません|触れられていません)"),
 )
 _OTHER_DECLINE = [(name, re.compile(p, re.I)) for name, p in OTHER_DECLINE_PATTERNS]
 _OTHER_FILLER = re.compile(
     r"^(?:leider|tut\s+mir\s+leid|es\s+tut\s+mir\s+leid|entschuldigung|bedauerlicherweise|"
     r"(?:je\s+suis\s+)?desolee?|malheureusement|pardon|"
-    r"lo\s+siento|lo\s+lamento|lamentablemente|desafortunadamente|perdon|disculpe?)\W*$", re.I)
-_OTHER_SPLIT = re.compile(r"[.;:!?]+(?:\s+|$)|\s[-–—]\s|,?\s+(?=(?:aber|jedoch|mais|cependant|pero|sin\s+embargo)\b)",
+    r"lo\s+siento|lo\s+lamento|lamentablemente|desafortunadamente|perdon|disculpe?|"
+    r"desculpe|infelizmente|lamento|mi\s+dispiace|purtroppo|spiacente|scusa(?:te)?|helaas|het\s+spijt\s+me|"
+    r"抱歉|对不起|很遗憾|不好意思|遗憾的是|申し訳(?:ありません|ございません)(?:が)?|すみません(?:が)?|残念ながら)\W*$", re.I)
+_OTHER_SPLIT = re.compile(r"[.;:!?。；：！？，、]+(?:\s+|$)?|\s[-–—]\s|"
+                          r",?\s+(?=(?:aber|jedoch|mais|cependant|pero|sin\s+embargo|porem|contudo|tuttavia|maar)\b)",
                           re.I)
 
 
 def _fold_accents(text: str) -> str:
-    s = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in s if not unicodedata.combining(ch))
+    """Latin accents dropped ("weiß" stays, "é" -> "e"); Chinese and Japanese kept as they are
+    (NFKD would strip the voicing marks of kana: "ございません" -> "こさいません")."""
+    return "".join(ch if ord(ch) >= 0x2E80 else
+                   "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+                   for ch in text)
 
 
 def _detect_other(text: str) -> DeclineSignals:
-    """The detector for a response in German, French or Spanish (see OTHER_DECLINE_PATTERNS)."""
+    """The detector for a response in German, French, Spanish, Portuguese, Italian, Dutch,
+    Chinese or Japanese (see OTHER_DECLINE_PATTERNS)."""
     clauses: list[tuple[str, str]] = []
     matched: list[str] = []
     quotes: list[str] = []
@@ -257,9 +315,9 @@ def is_english(text: str) -> bool:
 
 
 def detect_declines(response: str) -> DeclineSignals:
-    """The phrase detector: patterns of a decline, read clause by clause (English; German, French
-    and Spanish by a shorter list, :data:`OTHER_DECLINE_PATTERNS`; another language:
-    ``not_english``)."""
+    """The phrase detector: patterns of a decline, read clause by clause (English; German, French,
+    Spanish, Portuguese, Italian, Dutch, Chinese and Japanese by a shorter list,
+    :data:`OTHER_DECLINE_PATTERNS`; another language: ``not_english``)."""
     text = response.replace("’", "'").strip()
     if not text:
         return DeclineSignals("empty", (), ())
