@@ -57,3 +57,27 @@ def test_the_api_refuses_them_too() -> None:
     with pytest.raises(ConfigError, match="beta=nan is not a finite number"):
         ragsight.evaluate(make_samples(1), ["factual_correctness(mode=fbeta,beta=nan)"], judge="openai:m",
                           base_url="http://127.0.0.1:9/v1")
+
+
+def test_huge_equal_weights_are_half_and_half() -> None:
+    """answer_correctness(weights=1e308/1e308) scored 0.000 on every sample: the weights' sum
+    overflowed and both became 0."""
+    assert AnswerCorrectness(weights=(1e308, 1e308)).weights == (0.5, 0.5)
+    assert AnswerCorrectness(weights=(3e307, 1e307)).weights == pytest.approx((0.75, 0.25))
+    assert ragsight.metrics.resolve_metrics(["answer_correctness(weights=1e308/1e308)"])[0].params()["weights"] == [0.5, 0.5]
+
+
+def test_a_beta_whose_square_overflows_is_refused_before_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """beta=1e308 is finite, its square is not: every sample failed after its calls were paid."""
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in make_samples(2)), encoding="utf-8")
+    with FakeOpenAIServer(handler=JudgeWorld()) as srv:
+        code = cli.main(["evaluate", str(data), "--judge", "openai:m", "--base-url", srv.url, "--store",
+                         str(tmp_path / "r.db"), "--quiet", "--metrics", "factual_correctness(mode=fbeta,beta=1e308)"])
+        requests = srv.requests
+    output = " ".join(capsys.readouterr().err.split())
+    assert code == 2, output
+    assert "factual_correctness beta must be between 0.001 and 1000, not 1e+308" in output
+    assert requests == [] and not (tmp_path / "r.db").exists()

@@ -34,6 +34,10 @@ class AnswerCorrectness(Metric):
             raise ValueError(f"answer_correctness weights must be two numbers like 0.75/0.25, not {weights!r}") from None
         if not (math.isfinite(w1) and math.isfinite(w2)) or w1 < 0 or w2 < 0 or w1 + w2 == 0:
             raise ValueError(f"answer_correctness weights must be finite, >= 0 and not both 0, not {w1:g}/{w2:g}")
+        # scaled by the larger first: 1e308/1e308 is 0.5/0.5 (their sum overflowed, and both
+        # weights became 0: every score 0.000, silently)
+        top = max(w1, w2)
+        w1, w2 = w1 / top, w2 / top
         self.weights = (w1 / (w1 + w2), w2 / (w1 + w2))
         self._fc = FactualCorrectness(mode="f1", form=form)
         self.form = form

@@ -29,6 +29,7 @@ from ._support import check_form, resolve_form, supported_count
 __all__ = ["FactualCorrectness", "f_beta"]
 
 MODES = ("precision", "recall", "f1", "fbeta")
+MIN_BETA, MAX_BETA = 1e-3, 1e3
 
 
 def f_beta(tp: float, fp: float, fn: float, beta: float = 1.0) -> float | None:
@@ -55,6 +56,9 @@ class FactualCorrectness(Metric):
             raise ValueError(f"factual_correctness mode must be one of {', '.join(MODES)}, not '{mode}'")
         if not isinstance(beta, (int, float)) or isinstance(beta, bool) or not math.isfinite(beta) or beta <= 0:
             raise ValueError(f"factual_correctness beta must be a finite number > 0, not {beta!r}")
+        if not MIN_BETA <= beta <= MAX_BETA:  # beta squared must stay a number: 1e308 made every F-beta NaN
+            raise ValueError(f"factual_correctness beta must be between {MIN_BETA:g} and {MAX_BETA:g}, not {beta:g} "
+                             "(beyond them F-beta is recall or precision: use mode=recall or mode=precision)")
         if mode == "f1" and beta != 1.0:
             raise ValueError("factual_correctness: mode=f1 has beta 1; use mode=fbeta to set beta")
         self.mode = mode
