@@ -153,7 +153,7 @@ class Browser:
             raise BrowserError(f"{expression}: {r['exceptionDetails'].get('text')}")
         return r.get("result", {}).get("value")
 
-    def wait_for(self, expression: str, timeout: float = 15.0) -> Any:
+    def wait_for(self, expression: str, timeout: float = 60.0) -> Any:
         """Poll until the expression is truthy; its value."""
         deadline = time.monotonic() + timeout
         while True:
