@@ -157,7 +157,14 @@ class Browser:
         """Poll until the expression is truthy; its value."""
         deadline = time.monotonic() + timeout
         while True:
-            value = self.eval(expression)
+            try:
+                value = self.eval(expression)
+            except BrowserError as exc:
+                # the page navigated while the expression was evaluated (a search submitted, a
+                # link followed): ask again in the new page
+                if "navigated or closed" not in str(exc) and "Cannot find context" not in str(exc):
+                    raise
+                value = None
             if value:
                 return value
             if time.monotonic() > deadline:
