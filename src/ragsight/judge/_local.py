@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingExtraError
+from ..errors import ConfigError, MissingExtraError
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
 
 __all__ = ["WEAK_MODELS", "LocalProvider"]
@@ -196,6 +196,18 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
+def _threads_from_env() -> int | None:
+    """``RAGSIGHT_THREADS``: the CPU threads of the embedded judge (default: the cores, up to 8).
+    One thread per process is the fastest way to run several evaluations on one small machine:
+    llama.cpp's threads spin while they wait, so two processes of two threads on two cores crawl."""
+    raw = os.environ.get("RAGSIGHT_THREADS", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= 256:
+        raise ConfigError(f"RAGSIGHT_THREADS must be a whole number from 1 to 256, not {raw!r}")
+    return int(raw)
+
+
 class LocalProvider:
     """A judge running a GGUF model in-process.
 
@@ -223,7 +235,7 @@ class LocalProvider:
         self.name = f"local:{self.model}"
         self.n_ctx = n_ctx
         self.context_window: int | None = n_ctx
-        self.n_threads = n_threads or max(1, min(os.cpu_count() or 2, 8))
+        self.n_threads = n_threads or _threads_from_env() or max(1, min(os.cpu_count() or 2, 8))
         self.progress = progress
         self._llm: Any = None
         self._lock = threading.Lock()  # replaced by the loaded model's lock
