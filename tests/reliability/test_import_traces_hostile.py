@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import ragsight
 from ragsight.cli import main
 
 TID = "5b8efff798038103d269b633813fc60c"  # the good trace every importing file also holds
@@ -438,7 +439,7 @@ def test_the_installed_command_prints_no_traceback(tmp_path: Path) -> None:
     """The entry point as a user runs it, on the input that recursed deepest."""
     src = tmp_path / "deep.json"
     src.write_text(nested(100_000), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(Path(ragsight.__file__).resolve().parents[1])}  # the code under test
     done = subprocess.run([sys.executable, "-m", "ragsight.cli", "import-traces", str(src), "--out",
                            str(tmp_path / "s.jsonl")], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2

@@ -84,7 +84,11 @@ def cmd_import_traces(args: argparse.Namespace) -> int:
     if args.out is not None and not args.out.strip():
         raise InputError("--out is empty; give the samples file to write (e.g. --out samples.jsonl)")
     target = Path(args.out) if args.out is not None else src.with_name(src.name.split(".")[0] + ".samples.jsonl")
-    if target.resolve() == src.resolve():
+    try:
+        same = target.resolve() == src.resolve()
+    except (OSError, RuntimeError) as exc:  # a symbolic link that loops
+        raise InputError(f"--out {_shown(target)} or {_shown(src)} cannot be resolved ({exc})") from None
+    if same:
         raise InputError(f"--out {_shown(target)} is the trace file itself; give another name")
     _check_target(target, src, given=args.out is not None)
     result = import_traces(src, args.format)

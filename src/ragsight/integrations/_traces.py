@@ -126,12 +126,13 @@ def _mend(text: str) -> str:
 
 
 def _parse_int(digits: str) -> int | float:
-    # Python refuses to convert more than 4,300 digits (a ValueError out of json.loads); such a
-    # number is out of range for anything a trace holds, so it reads as an infinity, which is
-    # then left out and named like NaN and 1e400.
-    if len(digits) > 4000:
+    # Python refuses to convert more than 4,300 digits (sys.get_int_max_str_digits; a ValueError
+    # out of json.loads). Such a number is out of range for anything a trace holds, so it reads
+    # as an infinity, which is then left out and named like NaN and 1e400.
+    try:
+        return int(digits)
+    except ValueError:
         return -math.inf if digits.startswith("-") else math.inf
-    return int(digits)
 
 
 def _loads(text: str) -> Any:
