@@ -177,34 +177,34 @@ CASES = [
         check=lambda rows: [r["id"] for r in rows] == ["t-good"]),
     # ---- numbers out of range
     Case("start_time_1e400", jsonl(rag(TID)).replace(b'"2026-01-01T09:00:00.000000Z"', b"1e400", 1),
-         f"trace {TID}: span 0000000000000001: start_time inf is not a finite time; left out; imported without it",
+         f"trace {TID}: span 0000000000000001: start_time Infinity is not a finite time; left out; imported without it",
          check=lambda rows: [r["metadata"]["latency_s"] for r in rows] == [None]),
     Case("otlp_time_5000_digit_number", otlp_doc(otlp(otlp_rag())).replace(
         b'"1767258000000000000"', DIGITS_5000.encode(), 1),
-         "span 0000000000000001: startTimeUnixNano inf is not a finite time"),
+         "span 0000000000000001: startTimeUnixNano Infinity is not a finite time"),
     Case("otlp_time_5000_digit_string", otlp_doc(otlp(otlp_rag())).replace(
         b'"1767258000000000000"', f'"{DIGITS_5000}"'.encode(), 1),
          f"startTimeUnixNano {DIGITS_5000[:37]}... is not a finite time"),
     Case("start_time_4000_digit_integer", jsonl(rag(TID)).replace(
         b'"2026-01-01T09:00:00.000000Z"', ("9" * 4000).encode(), 1), "start_time 999"),
     Case("langfuse_latency_1e400", lf_lines(langfuse("t-good")).replace(b'"timestamp"', b'"latency": 1e400, "timestamp"'),
-         "trace t-good: latency inf is not a finite number; taken from the observations' times",
+         "trace t-good: latency Infinity is not a finite number; taken from the observations' times",
          check=lambda rows: [r["metadata"]["latency_s"] for r in rows] == [0.2]),
     Case("nan_document_score", jsonl(rag(TID)).replace(b'"retrieval.documents.0.document.score": 0.8',
                                                        b'"retrieval.documents.0.document.score": NaN'),
-         "retriever span 0000000000000002: retrieval.documents.0.document.score is nan, not a finite number; "
+         "retriever span 0000000000000002: retrieval.documents.0.document.score is NaN, not a finite number; "
          "written as null", check=lambda rows: [r["metadata"]["retrieval_scores"] for r in rows] == [[None]]),
     Case("infinite_otlp_double_score", otlp_doc(otlp([*otlp_rag()[:1], otlp_span(
         TID, 2, 1, "RETRIEVER", {"retrieval.documents.0.document.content": "Employees get 25 days.",
                                  "retrieval.documents.0.document.score": float("inf")})])),
-         "retrieval.documents.0.document.score is inf, not a finite number"),
+         "retrieval.documents.0.document.score is Infinity, not a finite number"),
     Case("nan_tokens_in_document_metadata", jsonl(rag(TID, retriever_attrs={
         "retrieval.documents.0.document.metadata": '{"tokens": NaN, "total": Infinity}'})),
-         "field metadata.documents.0.metadata.tokens is nan, not a finite number; written as null"),
+         "field metadata.documents.0.metadata.tokens is NaN, not a finite number; written as null"),
     Case("langfuse_nan_latency_and_tokens", lf_lines(langfuse("t-good", latency=float("nan"), observations=[
         {**langfuse("t-good")["observations"][0], "output": [{"page_content": "Employees get 25 days.",
                                                               "metadata": {"tokens": float("inf")}, "score": float("nan")}]}])),
-         "latency nan is not a finite number; taken from the observations' times",
+         "latency NaN is not a finite number; taken from the observations' times",
          check=lambda rows: [r["metadata"]["latency_s"] for r in rows] == [0.2]),
     Case("langfuse_start_time_4000_digits", lf_lines(langfuse("t-good", latency=None, timestamp=None, observations=[
         {**langfuse("t-good")["observations"][0], "startTime": int("9" * 4000)}])),

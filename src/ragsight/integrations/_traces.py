@@ -351,7 +351,7 @@ def _clean_row(row: dict[str, Any], result: TraceImport) -> None:
 
     def clean(value: Any, where: str) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
-            notes.append((_NON_FINITE, f"{where} is {value!r}, not a finite number; written as null"))
+            notes.append((_NON_FINITE, f"{where} is {_shown(value)}, not a finite number; written as null"))
             return None
         if isinstance(value, str):
             if _SURROGATE.search(value):
@@ -525,6 +525,8 @@ def _shown(value: Any, limit: int = 40) -> str:
     """A short form of a value for a message."""
     if isinstance(value, str):
         text = _mend(value)
+    elif isinstance(value, float) and not math.isfinite(value):
+        text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")  # as JSON writes them
     elif isinstance(value, float):
         text = repr(value)
     else:
