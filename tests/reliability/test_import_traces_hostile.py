@@ -160,6 +160,10 @@ CASES = [
     Case("binary_garbage", bytes(range(256)) * 4, "not UTF-8 text", error=True),
     Case("invalid_continuation_in_span_id", jsonl(rag(TID)) + b'{"context": {"trace_id": "\xc3\x28"}}\n',
          "line 3 is not UTF-8 text"),
+    Case("line_separator_in_a_string_beside_a_broken_line", "".join(
+        json.dumps(s, ensure_ascii=False) + "\n" for s in rag(TID, question="Annual\u2028leave?")).encode()
+        + b'{"broken\n', "file: line 3 is not valid JSON",
+        check=lambda rows: [r["question"] for r in rows] == ["Annual\u2028leave?"]),
     Case("utf16_with_bom", json.dumps(otlp(otlp_rag())).encode("utf-16"), "1 sample written"),
     # ---- JSON nested thousands deep
     Case("array_nested_100000_deep", nested(100_000).encode(), "nested too deep to read", error=True),
@@ -284,7 +288,7 @@ def strict_rows(path: Path) -> list[dict[str, Any]]:
     def refuse(token: str) -> Any:
         raise AssertionError(f"{token} in the samples file")
     text = path.read_bytes().decode("utf-8")  # strict: a surrogate written as UTF-8 fails here
-    return [json.loads(line, parse_constant=refuse) for line in text.splitlines()]
+    return [json.loads(line, parse_constant=refuse) for line in text.split("\n") if line]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

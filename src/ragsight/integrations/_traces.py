@@ -207,7 +207,7 @@ def _records(path: Path) -> tuple[list[Any], list[TraceProblem]]:
     if values:  # JSON lines, or JSON documents one after the other: ConsoleSpanExporter writes
         return values, []  # span.to_json(), indented over many lines, one span after the other
     try:
-        return _lines(path, list(text.splitlines()), utf8=True)
+        return _lines(path, text.split("\n"), utf8=True)  # not splitlines: U+2028 may be inside a string
     except InputError:
         if deep:
             raise InputError(f"{_mend(str(path))}: the JSON is nested too deep to read (a trace export nests about "
