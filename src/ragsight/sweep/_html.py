@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..report import fmt, fmt_ci, fmt_p, fmt_signed
-from ._report import Effect, SweepReport
+from ._report import LATENCY_MEANING, Effect, SweepReport
 
 __all__ = ["render_sweep_html", "write_sweep_html"]
 
@@ -179,10 +179,16 @@ def render_sweep_html(rep: SweepReport) -> str:
         out.append(f"<td{cls}>{fmt(c.overall)}</td><td>{fmt(c.tokens_per_question, 0)}</td>"
                    f"<td>{fmt(c.latency_per_question, 2)} s</td></tr>")
     out.append("</tbody></table>")
+    said = []
     if rep.overall_metrics:
-        out.append(f"<p class='muted'>overall: mean of the metric means (↓ as 1 − mean) of {e(', '.join(rep.overall_metrics))}. Tokens and "
-                   "latency: the generator's work per answered question (rewrites and answer) as measured when "
-                   "it was made, plus retrieval.</p>")
+        said.append(f"overall: mean of the metric means (↓ as 1 − mean) of {e(', '.join(rep.overall_metrics))}.")
+    if any(c.tokens_per_question is not None for c in rep.configs):
+        said.append("Tokens: the generator's per answered question (rewrites and answer), as counted when "
+                    "each step was made.")
+    if any(c.latency_per_question is not None for c in rep.configs):
+        said.append(e(LATENCY_MEANING[0].upper() + LATENCY_MEANING[1:]))
+    if said:
+        out.append(f"<p class='muted' id='matrix-notes'>{' '.join(said)}</p>")
     # best per metric
     out.append(f"<h2>Best configuration per metric, against the baseline {e(base.short)}</h2>"
                "<table id='best'><thead><tr><th>metric</th><th>best</th><th>mean [CI]</th><th>baseline</th>"

@@ -45,6 +45,7 @@ MIN_OVERALL_N = 5
 on as many as the best-measured metric, when that is fewer)."""
 
 __all__ = [
+    "LATENCY_MEANING",
     "MIN_OVERALL_N",
     "ConfigSummary",
     "Effect",
@@ -161,6 +162,12 @@ def sweep_names(store: Store) -> list[str]:
 
 def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
+
+
+LATENCY_MEANING = ("latency: the system's answering time per answered question, as measured when "
+                   "each answer was made: loading (models, indexes) left out, an answer reused from "
+                   "the store counted at the time it took then, not the time of reading it back.")
+"""What the latency column measures, said under it in the text and the HTML report."""
 
 
 def _cost(result: EvaluationResult) -> tuple[float | None, float | None, int, int]:
@@ -557,6 +564,8 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
         tr.add_row(x.short, fmt(x.overall, 3), fmt(x.tokens_per_question, 0) if x.tokens_per_question is not None else "-",
                    fmt(x.latency_per_question, 2), "P" if i in rep.pareto else "")
     c.print(tr)
+    if any(x.latency_per_question is not None for x in rep.configs):
+        c.print(Text(LATENCY_MEANING))
     if rep.findings:
         c.print(Text("Findings:", style="bold"))
         for f in rep.findings:
