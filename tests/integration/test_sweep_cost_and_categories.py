@@ -129,3 +129,70 @@ def test_an_answer_kept_from_an_interrupted_sweep_counts_at_the_time_it_took(
     latency = cost_rows(report(capsys, "t", "--store", "s.db"))
     # before: the two answers read back from the store counted 0.00 s: (0 + 0 + 0.3) / 3 = 0.10
     assert 0.28 <= latency["C1"] < 0.6, latency
+
+
+# ---- categorical parameters: levels against the baseline's, no slope -----------------------
+
+CATEGORIES_TARGET = """
+def answer(question, generator, fusion, top_k):
+    n = int(question.split()[-1].rstrip("?"))
+    right = generator == "a" or (generator == "b" and n % 2 == 0)  # c, the baseline's, never
+    return {"answer": "One bag." if right else "Two bags.", "contexts": ["x"] * top_k}
+"""
+
+CATEGORIES_SWEEP = """name = "cats"
+testset = "ts.jsonl"
+metrics = ["exact_match"]
+baseline = {generator = "c", fusion = true, top_k = 1}
+
+[pipeline]
+target = "rag_levels:answer"
+
+[grid]
+generator = ["a", "b", "c"]
+fusion = [true, false]
+top_k = [1, 2]
+"""
+
+
+def test_names_and_switches_are_compared_as_levels_against_the_baseline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "ts.jsonl").write_text("".join(
+        json.dumps({"id": f"q{n}", "question": f"How many bags on flight {n}?", "reference": "One bag."}) + "\n"
+        for n in range(12)), "utf-8")
+    (tmp_path / "rag_levels.py").write_text(CATEGORIES_TARGET, "utf-8")
+    (tmp_path / "cats.toml").write_text(CATEGORIES_SWEEP, "utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    assert main(["sweep", "cats.toml", "--store", "s.db", "--quiet"]) == 0
+    printed = report(capsys, "cats", "--store", "s.db", "--html", "cats.html")
+    text = one_line(printed)
+
+    # the generator: its levels, the baseline's (c) first, each against c; no step a -> b -> c
+    assert ("Effect of generator: levels, each against the baseline's c (paired; held at the baseline; "
+            "mean [95% CI]; p Holm)") in text
+    section = printed.split("Effect of generator", 1)[1].split("Effect of", 1)[0]
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in section.splitlines() if line.startswith("│")]
+    assert rows == [
+        ["exact_match", "c", "0.00 [0.00, 0.00]", "base", ""],
+        ["", "a", "1.00 [1.00, 1.00]", "+1.00 [+1.00, +1.00]", rows[1][4]],
+        ["", "b", "0.50 [0.25, 0.75]", "+0.50 [+0.17, +0.83]", rows[2][4]],
+    ], section
+    assert float(rows[1][4]) < 0.05 <= float(rows[2][4])
+    # fusion = true / false is a switch: levels too, the baseline's true first
+    assert "Effect of fusion: levels, each against the baseline's True" in text
+    # top_k is a number: still a trend, step by step
+    assert "Effect of top_k (held at the baseline; mean [95% CI])" in text and "last step" in text
+    # the findings name the level and the baseline's level, not a step along a made-up order
+    assert ("generator = a instead of the baseline's c raised exact_match by 1.000 [1.000, 1.000] (better; "
+            "p Holm ") in text
+    assert "generator a -> b" not in text and "generator b -> c" not in text
+
+    page = (tmp_path / "cats.html").read_text("utf-8")
+    charts = dict(re.findall(r"<h3>([^<]+)</h3><div class='charts'>(.*?)</div>\s*(?=<h3>|<h2>)", page, re.S))
+    assert set(charts) == {"generator", "fusion", "top_k"}
+    for name in ("generator", "fusion"):  # levels: no band, no line from one level to the next
+        assert "<polyline" not in charts[name] and "<polygon" not in charts[name]
+        assert "stroke-dasharray" in charts[name]  # the baseline level's mean, across
+    assert "a vs c: +1.000 [+1.000, +1.000]" in charts["generator"]
+    assert "<polyline" in charts["top_k"]  # a number keeps its trend line
