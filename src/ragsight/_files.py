@@ -1,4 +1,8 @@
-"""Writing files that others read: strict JSON and atomic replacement.
+"""Reading and writing files: TOML read with one wording of its errors, strict JSON, and atomic
+replacement.
+
+- :func:`read_toml` reads a TOML file the user wrote (a config, rubrics); a file that cannot be
+  read or is not TOML is a ConfigError naming what the file is for and where it is;
 
 - :func:`strict_json` writes JSON that every parser accepts: a non-finite float (NaN, Infinity),
   which Python's ``json`` would write as a bare ``NaN`` token, becomes ``null``;
@@ -13,12 +17,32 @@ import contextlib
 import json
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "strict_json"]
+from .errors import ConfigError
+
+__all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "read_toml", "strict_json"]
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """The TOML document in ``path``. ``what`` names the file for the user ("config file",
+    "rubric file"): a file that cannot be read, or is not valid TOML, raises ConfigError
+    ("cannot read the config file PATH: ...", "the config file PATH is not valid TOML: ...")."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 (tomli is a dependency there)
+        import tomli as tomllib
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the {what} {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"the {what} {path} is not valid TOML: {exc}") from None
 
 
 def finite(value: Any) -> Any:

@@ -413,13 +413,16 @@ class _KeptAnswers:
     """A target whose answers are kept in the store as they come (cache keys ``sweep-answer/``
     of the sweep's fingerprint, the configuration and the question): a sweep interrupted while
     a configuration is being answered asks only the questions not yet answered when it runs
-    again. Failures are not kept: they are asked again."""
+    again. Failures are not kept: they are asked again. Each kept answer keeps the seconds the
+    target took to give it (``kept``: question -> those seconds, None when not known), so the
+    sweep's latency counts a reused answer at its own time, not at the time of reading it back."""
 
     def __init__(self, inner: Any, store: Store, scope: str) -> None:
         self.inner = inner
         self.name = getattr(inner, "name", "target")
         self.store = store
         self.scope = scope
+        self.kept: dict[str, float | None] = {}
 
     def _key(self, question: str) -> str:
         return "sweep-answer/" + hashlib.sha256(f"{self.scope}\n{question}".encode()).hexdigest()
@@ -429,13 +432,18 @@ class _KeptAnswers:
         if isinstance(hit, dict) and isinstance(hit.get("answer"), str):
             def tup(v: Any) -> Any:
                 return tuple(v) if isinstance(v, list) else None
+            took = hit.get("latency_s")
+            self.kept[question] = float(took) if isinstance(took, (int, float)) and not isinstance(took, bool) \
+                else None
             return TargetReply(hit["answer"], tup(hit.get("contexts")), tup(hit.get("context_ids")),
                                hit.get("model") if isinstance(hit.get("model"), str) else None,
                                tup(hit.get("context_spans")))
+        t0 = time.monotonic()
         reply: TargetReply = await self.inner(question)
+        took = round(time.monotonic() - t0, 4)
         with contextlib.suppress(StoreError, ValueError):  # an answer the store cannot keep is still used
             self.store.cache_put(self._key(question), {
-                "answer": reply.answer, "contexts": list(reply.contexts) if reply.contexts is not None else None,
+                "answer": reply.answer, "latency_s": took, "contexts": list(reply.contexts) if reply.contexts is not None else None,
                 "context_ids": list(reply.context_ids) if reply.context_ids is not None else None,
                 "model": reply.model,
                 "context_spans": list(reply.context_spans) if reply.context_spans is not None else None})
@@ -453,8 +461,9 @@ async def _answer_target(
 ) -> list[dict[str, Any]]:
     target = make_target(target_spec, config=dict(config.params), template=spec.request_template,
                          timeout=spec.target_timeout)
+    kept: _KeptAnswers | None = None
     if store is not None and store.path != ":memory:":
-        target = _KeptAnswers(target, store, run.run_id)
+        target = kept = _KeptAnswers(target, store, run.run_id)
     result = await arun(rows, target, concurrency=max(1, spec.concurrency), timeout=spec.target_timeout)
     run.target_calls += len(rows)
     out = []
@@ -467,8 +476,16 @@ async def _answer_target(
             run.errors[key] = run.errors.get(key, 0) + 1
         else:
             run.answered += 1
+        question = str(row.get("question", row.get("user_input")))
+        if kept is not None and not meta.get("error") and question in kept.kept:
+            # read back from the store: its latency is the target's when it answered (unknown
+            # for an answer kept by an older version: then left out of the latency), not the read
+            meta["answer_kept"] = True
+            meta.pop("latency_s", None)
+            if kept.kept[question] is not None:
+                meta["latency_s"] = kept.kept[question]
         keep = {k: meta[k] for k in ("latency_s", "error", "generator_model", "attempts", "prompt_tokens",
-                                     "completion_tokens") if k in meta}
+                                     "completion_tokens", "answer_kept") if k in meta}
         out.append(_sample_row(
             row, config, spec, judged=rid in judged, response=got.get("response"),
             contexts=got.get("contexts"), ids=got.get("retrieved_ids"),
