@@ -103,3 +103,22 @@ def test_evaluate_a_phoenix_parquet_and_import_its_json_give_the_same_conversati
     assert [(s.id, s.turn, s.question) for s in imported.samples] == [
         ("chat-7:0", 0, "Which bike is the Trail?"), ("chat-7:1", 1, "Does it come in red?"),
         ("chat-7", None, None), ("3" * 32, None, "Opening hours?")]
+
+
+def test_import_traces_reads_the_parquet_file_of_a_spans_dataframe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spans = tmp_path / "spans.parquet"
+    spans_dataframe().to_parquet(spans)
+    samples = tmp_path / "samples.jsonl"
+    assert main(["import-traces", str(spans), "--out", str(samples)]) == 0
+    said = capsys.readouterr().out
+    assert f"Read 3 traces from {spans} (OpenInference spans)." in " ".join(said.split())
+    assert "1 conversation among them" in said
+    conv, single = [json.loads(line) for line in samples.read_text().splitlines()]
+    assert conv["id"] == "chat-7" and conv["metadata"]["trace_ids"] == ["1" * 32, "2" * 32]
+    assert [(t["role"], t["content"]) for t in conv["turns"]] == [
+        ("user", "Which bike is the Trail?"), ("assistant", "A hybrid bike."),
+        ("user", "Does it come in red?"), ("assistant", "Yes, the Trail comes in red.")]
+    assert conv["turns"][3]["contexts"] == [RED] and conv["turns"][3]["retrieved_ids"] == ["doc-22"]
+    assert conv["metadata"]["traces"][0]["latency_s"] == pytest.approx(1.0)  # times read from the frame
+    assert (single["id"], single["contexts"]) == ("3" * 32, [HOURS])
