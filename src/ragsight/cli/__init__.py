@@ -21,6 +21,7 @@ Exit status (the same for every sub-command):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -44,7 +45,7 @@ from ..engine import Progress, ProgressDisplay
 from ..engine import (
     progress_text as progress_text,  # the progress line (tests and tools read it here)
 )
-from ..errors import BudgetExceededError, ConfigError, RagsightError
+from ..errors import BudgetExceededError, ConfigError, MissingExtraError, RagsightError
 from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
 from ..report import fmt as _fmt
@@ -124,7 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--embedder", help="openai:MODEL, local (default), local:e5-small or local:minilm")
     ev.add_argument("--embedder-base-url", help="base URL for the embedder, if not --base-url")
     _add_store(ev)
-    ev.add_argument("--out", help="write per-sample results to this JSONL file")
+    ev.add_argument("--out", help="write per-sample results to this file: JSONL, or CSV / Parquet when "
+                    "its name ends in .csv / .parquet (as 'ragsight export' writes them)")
     ev.add_argument("--no-cache", action="store_true", help="do not read or write the judge-call cache")
     ev.add_argument("--resume", metavar="RUN", help="continue an interrupted run (run id or 'last')")
     ev.add_argument("--concurrency", type=int, help="samples in flight (default: 16 remote, 1 embedded)")
@@ -277,6 +279,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             check_writable_target(args.out, "--out file")
         except OSError as exc:
             raise RagsightError(str(exc)) from None
+        if args.out.lower().endswith(".parquet"):
+            for module in ("pandas", "pyarrow"):
+                if importlib.util.find_spec(module) is None:
+                    raise MissingExtraError("--out FILE.parquet", "parquet", module)
     if args.repeats > 1:
         if thresholds:
             raise ConfigError("--fail-under/--fail-over gate one run; leave out --repeats")
@@ -330,7 +336,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print_summary(result)
     if args.out:
         try:
-            result.write_jsonl(args.out)
+            result.write(args.out)
         except OSError as exc:
             raise RagsightError(f"cannot write the --out file {args.out} ({exc}); the run is saved in "
                                 f"{args.store}: 'ragsight export {result.run_id} --store {args.store}'") from None

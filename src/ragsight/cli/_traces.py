@@ -25,9 +25,11 @@ EPILOG = """examples:
   ragsight import-traces spans.jsonl --out samples.jsonl
   ragsight import-traces otlp-export.json                  (writes otlp-export.samples.jsonl)
   ragsight import-traces langfuse-traces.json --format langfuse
+  ragsight import-traces spans.parquet                     (a Phoenix spans DataFrame, df.to_parquet)
 then: ragsight evaluate samples.jsonl
 reads: OpenTelemetry spans in the OpenInference conventions (OTLP JSON as the file exporter,
-Phoenix, Arize and OpenLLMetry write it; or one span per line) and Langfuse trace exports.
+Phoenix, Arize and OpenLLMetry write it; or one span per line; or a Phoenix spans DataFrame
+saved as Parquet) and Langfuse trace exports.
 One sample per trace: question, retrieved documents (text, id, score), answer, latency; the
 trace and span ids go to the sample's metadata."""
 
@@ -37,7 +39,7 @@ _FORMAT_NAMES = {"otlp": "OTLP JSON", "spans": "OpenInference spans", "langfuse"
 def register(sub: Any) -> None:
     p = sub.add_parser("import-traces", help="turn OpenTelemetry/OpenInference or Langfuse traces into samples",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", help="the trace export: .json or .jsonl")
+    p.add_argument("file", help="the trace export: .json, .jsonl or .parquet")
     p.add_argument("--out", help="the samples file to write (default: FILE's name with .samples.jsonl)")
     p.add_argument("--format", choices=TRACE_FORMATS, default="auto",
                    help="the export's format (default: recognised from its fields)")

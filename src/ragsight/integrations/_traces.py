@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import atomic_write
-from ..errors import InputError
+from ..errors import InputError, MissingExtraError
 
 __all__ = ["TRACE_FORMATS", "TraceImport", "TraceProblem", "group_sessions", "import_traces", "traces_from_records"]
 
@@ -315,9 +315,31 @@ def import_traces(path: str | Path, format: str = "auto") -> TraceImport:
     still import. Raises InputError when the file is not a trace export at all."""
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"{_mend(str(p))}: no such file. Give the trace export (OTLP JSON, spans JSONL or Langfuse).")
+        raise InputError(f"{_mend(str(p))}: no such file. Give the trace export (OTLP JSON, spans JSONL or Parquet, or Langfuse).")
+    if p.suffix.lower() == ".parquet":  # a Phoenix spans DataFrame saved with df.to_parquet()
+        return traces_from_records(_parquet_records(p), format, source=str(p))
     values, problems = _records(p)
     return traces_from_records(values, format, source=str(p), problems=problems)
+
+
+def _parquet_records(path: Path) -> list[Any]:
+    """A spans DataFrame saved as Parquet, as the JSON records ``df.to_json(orient="records")``
+    writes (the records the ``spans`` format reads): a named index (``context.span_id``) kept as
+    a column, times as ISO text, missing values null."""
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise MissingExtraError("reading Parquet", "parquet", "pandas") from exc
+    try:
+        df = pd.read_parquet(path)
+    except ImportError as exc:
+        raise MissingExtraError("reading Parquet", "parquet", "pyarrow") from exc
+    except Exception as exc:
+        raise InputError(f"{_mend(str(path))}: not a readable Parquet file ({exc}).") from exc
+    if any(n is not None for n in df.index.names):
+        df = df.reset_index()
+    records: list[Any] = json.loads(df.to_json(orient="records", date_format="iso"))
+    return records
 
 
 def traces_from_records(values: Sequence[Any], format: str = "auto", *, source: str = "<records>",
