@@ -37,7 +37,6 @@ from .. import __version__
 from .._cost import describe_cost, format_usd, parse_price_flags, prices_from_config
 from .._estimate import aestimate
 from .._evaluate import RunInterrupted, aevaluate, check_store_path, new_run_id, run_sync
-from .._files import check_writable_target
 from .._repeats import evaluate_repeats
 from ..analyses import AnalysisSettings, describe_signals
 from ..engine import Progress, ProgressDisplay
@@ -60,6 +59,7 @@ from ._common import (
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_USAGE,
+    checked_output,
     close_name,
     err,
     out,
@@ -67,6 +67,7 @@ from ._common import (
     say,
     shell_command,
     show_warning,
+    writing_output,
 )
 from ._common import add_store as _add_store
 from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
@@ -272,11 +273,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if added:
             err.print(f"The gate names {', '.join(added)}: evaluated besides the default metrics.",
                       markup=False)
-    if args.out:
-        try:  # a missing folder is found now, not after the run
-            check_writable_target(args.out, "--out file")
-        except OSError as exc:
-            raise RagsightError(str(exc)) from None
+    if args.out:  # a missing folder, a folder or a read-only file is found now, not after the run
+        checked_output(args.out, "--out file")
     if args.repeats > 1:
         if thresholds:
             raise ConfigError("--fail-under/--fail-over gate one run; leave out --repeats")
@@ -745,7 +743,9 @@ def _fmt_meta(value: Any) -> str:
 def cmd_export(args: argparse.Namespace) -> int:
     with _open_existing(args.store) as store:
         run_id = store.resolve_run(args.run)
-        path = export_run(store, run_id, args.format, args.out or f"{run_id}.{args.format}")
+        target = args.out or f"{run_id}.{args.format}"
+        with writing_output(target, "export file"):
+            path = export_run(store, run_id, args.format, target)
     out.print(f"wrote {path}")
     return EXIT_OK
 

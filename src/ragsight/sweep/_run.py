@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .._evaluate import aevaluate
+from .._files import atomic_write, check_writable_target
 from .._http import display_url
 from ..embed import make_embedder
 from ..engine import Progress
@@ -290,6 +291,10 @@ async def _load_rows(spec: SweepSpec, store: Store, generator: Any, notice: Any)
         if spec.generate is None:
             raise InputError(f"{path}: no such test set; give an existing file or [generate] settings")
         g = spec.generate
+        try:  # the generated test set is written after paying for it: its path is checked first
+            check_writable_target(path, "test set to generate")
+        except OSError as exc:
+            raise InputError(str(exc)) from None
         if notice:
             notice(f"generating the test set once: {g.size} questions from {', '.join(spec.documents)} "
                    f"(seed {g.seed}) -> {path}")
@@ -299,7 +304,8 @@ async def _load_rows(spec: SweepSpec, store: Store, generator: Any, notice: Any)
                     else TestsetSettings(size=g.size, seed=g.seed))
         gen = g.generator if g.generator is not None else generator
         result = await agenerate(corpus, gen, settings=settings, notice=notice)
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.rows), "utf-8")
+        with atomic_write(path) as f:
+            f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.rows))
     rows = read_testset(path)
     ids = [_row_id(r) for r in rows]
     if len(set(ids)) != len(ids):
