@@ -43,7 +43,7 @@ from ..engine import Progress, ProgressDisplay
 from ..engine import (
     progress_text as progress_text,  # the progress line (tests and tools read it here)
 )
-from ..errors import BudgetExceededError, ConfigError, RagsightError
+from ..errors import BudgetExceededError, ConfigError, JudgeUnavailableError, RagsightError
 from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
 from ..report import fmt as _fmt
@@ -314,6 +314,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 markup=False)
             err.print(f"  {_resume_command(stop.run_id, args.store)} --max-cost USD", soft_wrap=True, markup=False)
             return EXIT_BUDGET
+        except JudgeUnavailableError as gone:
+            # a rejected key or a silent judge after the run began: its finished samples are saved
+            if not progress.run_id:
+                raise
+            say(err, f"error: {gone}", markup=False)
+            say(err, f"{progress.done} of {progress.total} samples are saved in {args.store}. Continue with:",
+                markup=False)
+            err.print(f"  {_resume_command(progress.run_id, args.store)}", soft_wrap=True, markup=False)
+            return EXIT_USAGE
         except KeyboardInterrupt as stop:
             rid = progress.run_id or run_id
             terminated = isinstance(stop, RunInterrupted) and stop.signum == signal.SIGTERM
