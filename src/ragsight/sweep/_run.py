@@ -71,6 +71,9 @@ ANSWER_TEMPLATE_TOKENS = 150
 REWRITE_TEMPLATE_TOKENS = 120
 
 
+_CLAIM_POLL_S = 0.5  # how often a sweep looks whether another sweep's configuration is done
+
+
 def _tokens(text: str) -> int:
     return max(len(text.split()), math.ceil(len(text) / 4))
 
@@ -593,11 +596,11 @@ async def asweep(
         if judge_metrics and not isinstance(judge_spec, Judge):
             eval_judge = make_judge(judge_spec, base_url=spec.base_url, notice=notice)
             own.append(eval_judge)
-        runs: list[ConfigRun] = []
         total = len(spec.configurations)
-        for i, config in enumerate(spec.configurations):
-            run = ConfigRun(config, run_id_for(spec, config, fp))
-            runs.append(run)
+        runs = [ConfigRun(config, run_id_for(spec, config, fp)) for config in spec.configurations]
+
+        async def one(i: int, run: ConfigRun) -> None:
+            config = run.config
             if progress:
                 progress("start", run, i, total)
             c0 = time.monotonic()
@@ -631,6 +634,40 @@ async def asweep(
             run.seconds = time.monotonic() - c0
             if progress:
                 progress("done", run, i, total)
+
+        def finished(run: ConfigRun) -> bool:
+            return any(r.id == run.run_id and r.status == "completed" for r in st.runs())
+
+        # Each configuration is claimed in the store while it is answered and evaluated: a second
+        # sweep of the same file on the same store runs the others meanwhile, then waits for the
+        # claimed ones and reuses them (nothing is paid twice, no run is written by two).
+        deferred: list[tuple[int, ConfigRun]] = []
+        for i, run in enumerate(runs):
+            holder = None if finished(run) else st.claim(run.run_id)
+            if holder is not None:
+                deferred.append((i, run))
+                if notice:
+                    notice(f"configuration {run.config.label} is being run by another sweep ({holder}); "
+                           "the others first, then it is reused from the store")
+                continue
+            try:
+                await one(i, run)
+            finally:
+                st.release(run.run_id)
+        for i, run in deferred:
+            said = time.monotonic()
+            while not finished(run):
+                held_by = st.claim(run.run_id)
+                if held_by is None:  # its holder stopped before finishing it: this sweep continues it
+                    break
+                if notice and time.monotonic() - said > 30:
+                    notice(f"still waiting for configuration {run.config.label} ({held_by})")
+                    said = time.monotonic()
+                await asyncio.sleep(_CLAIM_POLL_S)
+            try:
+                await one(i, run)
+            finally:
+                st.release(run.run_id)
         return SweepResult(spec, runs, time.monotonic() - t0, st.path)
     finally:
         for obj in reversed(own):
