@@ -68,6 +68,10 @@ class Revoking:
         return self.inner(request)
 
 
+def _no_reply(request: RecordedRequest) -> Reply | None:
+    return None
+
+
 def _anthropic_ping(request: RecordedRequest) -> bool:
     body = request.json if isinstance(request.json, dict) else {}
     return [text_of(m.get("content")) for m in body.get("messages", [])] == ["ping"]
@@ -115,13 +119,15 @@ def test_a_key_rejected_mid_run_stops_the_run_and_resume_finishes_it(
     data, store = tmp_path / "data.jsonl", tmp_path / "runs.db"
     data.write_text("".join(json.dumps(s) + "\n" for s in make_samples(12)), "utf-8")
     world = JudgeWorld()
-    inner_world = _azure(world) if name.startswith("azure") else world
-    ping = _anthropic_ping if name.startswith("anthropic") else _openai_ping
-    revoking = Revoking(inner_world, lambda: reply, ping)
+    inner: Callable[[RecordedRequest], Reply | None] = world
     if name.startswith("anthropic"):
-        revoking.inner = lambda req: None  # the fake's own world answers what passes
+        inner = _no_reply  # the fake's own world answers what passes
+    elif name.startswith("azure"):
+        inner = _azure(world)
+    ping = _anthropic_ping if name.startswith("anthropic") else _openai_ping
+    revoking = Revoking(inner, lambda: reply, ping)
     with server(world, revoking) as srv:
-        base = srv.root if not name == "openai" else srv.url
+        base = srv.root if name != "openai" else srv.url
         code = cli.main(["evaluate", str(data), *flags, "--base-url", base, "--store", str(store),
                          "--metrics", "faithfulness", "--quiet", "--concurrency", "1"])
     captured = capsys.readouterr()
@@ -145,7 +151,7 @@ def test_a_key_rejected_mid_run_stops_the_run_and_resume_finishes_it(
 
     # the key works again: --resume finishes the same run, asking only what is missing
     with server(world, None) as srv:
-        base = srv.root if not name == "openai" else srv.url
+        base = srv.root if name != "openai" else srv.url
         code = cli.main(["evaluate", "--resume", run.id, "--base-url", base, "--store", str(store), "--quiet",
                          *(["--api-version", "2024-10-21"] if name.startswith("azure") else [])])
     assert code == 0, capsys.readouterr().err
