@@ -25,7 +25,8 @@ from typing import IO, Any
 
 from .errors import ConfigError
 
-__all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "read_toml", "strict_json"]
+__all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "read_toml", "strict_json",
+           "write_failure"]
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
@@ -70,13 +71,18 @@ def strict_json(value: Any, **kwargs: Any) -> str:
 
 
 def check_writable_target(path: str | os.PathLike[str], what: str = "output file") -> Path:
-    """Check, before long work, that ``path`` can be written: its folder exists and is a folder,
-    and ``path`` itself is not a folder. Returns the path.
+    """Check, before long work, that ``path`` can be written the way :func:`atomic_write` writes
+    it: its folder exists, is a folder and takes a new file; ``path`` itself is a regular file
+    that may be written, or does not exist yet (a folder, a device, a pipe or a socket is
+    refused). Returns the path.
 
-    Raises FileNotFoundError, NotADirectoryError or IsADirectoryError with a message naming the
-    path, for the caller to turn into its own error type.
+    Raises an ``OSError`` (FileNotFoundError, NotADirectoryError, IsADirectoryError,
+    PermissionError, FileExistsError) with a one-line message naming the path, for the caller to
+    turn into its own error type.
     """
     target = Path(path)
+    if not str(path).strip():
+        raise FileNotFoundError(f"the {what} is an empty name; give a file name")
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.exists():
         raise FileNotFoundError(f"the folder of the {what} {target} does not exist ({parent})")
@@ -84,7 +90,27 @@ def check_writable_target(path: str | os.PathLike[str], what: str = "output file
         raise NotADirectoryError(f"the folder of the {what} {target} is not a folder ({parent})")
     if target.is_dir():
         raise IsADirectoryError(f"the {what} {target} is a folder; give a file name")
+    if target.exists() and not target.is_file():
+        raise FileExistsError(f"the {what} {target} exists and is not a regular file (a device, a pipe "
+                              "or a socket); give a file name")
+    if target.is_file() and not os.access(target, os.W_OK):
+        raise PermissionError(f"the {what} {target} is read-only; give another name or make it writable")
+    try:  # the one sure test that the folder takes the temporary file of atomic_write
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise PermissionError(f"cannot create a file in the folder {parent} of the {what} {target} "
+                              f"({exc.strerror or exc})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
     return target
+
+
+def write_failure(path: str | os.PathLike[str], exc: OSError, what: str = "output file") -> str:
+    """A one-line message for a write that failed although the check passed (a full disk, a
+    folder removed meanwhile): names the file and says the previous one is intact."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"cannot write the {what} {path} ({reason}); nothing was written there (a previous file is intact)"
 
 
 @contextlib.contextmanager

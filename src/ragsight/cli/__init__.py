@@ -38,14 +38,19 @@ from .. import __version__
 from .._cost import describe_cost, format_usd, parse_price_flags, prices_from_config
 from .._estimate import aestimate
 from .._evaluate import RunInterrupted, aevaluate, check_store_path, new_run_id, run_sync
-from .._files import check_writable_target
 from .._repeats import evaluate_repeats
 from ..analyses import AnalysisSettings, describe_signals
 from ..engine import Progress, ProgressDisplay
 from ..engine import (
     progress_text as progress_text,  # the progress line (tests and tools read it here)
 )
-from ..errors import BudgetExceededError, ConfigError, MissingExtraError, RagsightError
+from ..errors import (
+    BudgetExceededError,
+    ConfigError,
+    JudgeUnavailableError,
+    MissingExtraError,
+    RagsightError,
+)
 from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
 from ..report import fmt as _fmt
@@ -61,6 +66,7 @@ from ._common import (
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_USAGE,
+    checked_output,
     close_name,
     err,
     out,
@@ -68,6 +74,7 @@ from ._common import (
     say,
     shell_command,
     show_warning,
+    writing_output,
 )
 from ._common import add_store as _add_store
 from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
@@ -274,11 +281,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if added:
             err.print(f"The gate names {', '.join(added)}: evaluated besides the default metrics.",
                       markup=False)
-    if args.out:
-        try:  # a missing folder is found now, not after the run
-            check_writable_target(args.out, "--out file")
-        except OSError as exc:
-            raise RagsightError(str(exc)) from None
+    if args.out:  # a missing folder, a folder or a read-only file is found now, not after the run
+        checked_output(args.out, "--out file")
         if args.out.lower().endswith(".parquet"):
             for module in ("pandas", "pyarrow"):
                 if importlib.util.find_spec(module) is None:
@@ -322,6 +326,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 markup=False)
             err.print(f"  {_resume_command(stop.run_id, args.store)} --max-cost USD", soft_wrap=True, markup=False)
             return EXIT_BUDGET
+        except JudgeUnavailableError as gone:
+            # a rejected key or a silent judge after the run began: its finished samples are saved
+            if not progress.run_id:
+                raise
+            say(err, f"error: {gone}", markup=False)
+            say(err, f"{progress.done} of {progress.total} samples are saved in {args.store}. Continue with:",
+                markup=False)
+            err.print(f"  {_resume_command(progress.run_id, args.store)}", soft_wrap=True, markup=False)
+            return EXIT_USAGE
         except KeyboardInterrupt as stop:
             rid = progress.run_id or run_id
             terminated = isinstance(stop, RunInterrupted) and stop.signum == signal.SIGTERM
@@ -751,7 +764,9 @@ def _fmt_meta(value: Any) -> str:
 def cmd_export(args: argparse.Namespace) -> int:
     with _open_existing(args.store) as store:
         run_id = store.resolve_run(args.run)
-        path = export_run(store, run_id, args.format, args.out or f"{run_id}.{args.format}")
+        target = args.out or f"{run_id}.{args.format}"
+        with writing_output(target, "export file"):
+            path = export_run(store, run_id, args.format, target)
     out.print(f"wrote {path}")
     return EXIT_OK
 

@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._files import atomic_write
 from ..report import fmt, fmt_ci, fmt_p, fmt_signed
 from ._report import LATENCY_MEANING, Effect, SweepReport
 
@@ -270,5 +271,6 @@ def render_sweep_html(rep: SweepReport) -> str:
 
 def write_sweep_html(rep: SweepReport, path: str | os.PathLike[str]) -> Path:
     p = Path(path)
-    p.write_text(render_sweep_html(rep), "utf-8")
+    with atomic_write(p) as f:  # on an error: no temporary file left, the previous file intact
+        f.write(render_sweep_html(rep))
     return p
