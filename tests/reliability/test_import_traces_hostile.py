@@ -368,7 +368,7 @@ OUT_CASES = [
     ("empty", lambda d: "", "--out is empty"),
     ("the_trace_file", lambda d: d / "spans.jsonl", "is the trace file itself"),
     ("a_hard_link_to_the_trace_file", lambda d: d / "link.jsonl", "is the trace file itself"),
-    ("a_pipe", lambda d: d / "pipe", "exists and is not a plain file"),
+    ("a_pipe", lambda d: d / "pipe", "exists and is not a regular file"),
 ]
 
 

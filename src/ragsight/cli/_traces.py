@@ -75,7 +75,7 @@ def _check_target(target: Path, src: Path, given: bool) -> None:
     except OSError as exc:
         raise InputError(f"the {what} {_shown(target)} cannot be checked ({exc.strerror})") from None
     if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"the {what} {_shown(target)} exists and is not a plain file (a device, a pipe "
+        raise InputError(f"the {what} {_shown(target)} exists and is not a regular file (a device, a pipe "
                          "or a socket); give a file name")
     if src.exists() and os.path.samefile(target, src):
         raise InputError(f"--out {_shown(target)} is the trace file itself; give another name")
