@@ -52,9 +52,9 @@ def test_adaptive_limit_gets_far_fewer_refusals_than_a_fixed_one_with_the_same_s
         OpenAIProvider("m", base_url=url, max_concurrency=16), policy=POLICY, adaptive=False))
 
     gate = Capacity(JudgeWorld(latency=0.1), limit=8)
-    adaptive = run(gate, samples)  # the defaults: ceiling 256, starting at 64
+    adaptive = run(gate, samples)  # the defaults: ceiling 256, starting at 128
 
-    # The adaptive limit pays for its start (64 where 8 fit: some 60-90 refusals while it halves
+    # The adaptive limit pays for its start (128 where 8 fit: some 120-200 refusals while it halves
     # down) and then for a probe now and then; the fixed limit of 16 keeps sending twice what fits
     # for the whole run (some 190-400 refusals, and steps that run out of attempts).
     assert gate.refused <= fixed_gate.refused, (gate.refused, fixed_gate.refused)
@@ -67,28 +67,28 @@ def test_adaptive_limit_gets_far_fewer_refusals_than_a_fixed_one_with_the_same_s
         if s.outcome.value == "failed"]
     conc = adaptive.judge_stats["concurrency"]
     assert conc["overloads"] == gate.refused
-    assert conc["cuts"] >= 3  # 64 -> 32 -> 16 -> 8 at least
+    assert conc["cuts"] >= 3  # 128 -> 64 -> 32 -> 16 -> 8: at least 3
     assert conc["min_limit"] <= 8
     assert conc["ceiling"] == 256 and conc["adaptive"] is True
     assert fixed.judge_stats["concurrency"]["adaptive"] is False
 
 
 def test_adaptive_limit_rises_to_use_a_large_server() -> None:
-    # The server sees in flight what the client sends per second times the latency; the client
-    # (this process, the server's threads included) sends fewer per second on a loaded machine.
-    # At 0.15 s and 60 samples the server then never saw more than the start (64) at once, though
-    # the client had 130-160 calls out; at 0.4 s and 120 samples it sees 128.
+    # A ceiling of 128 starts at 64 (half of it); the server takes 96 at once. The server sees in
+    # flight what the client sends per second times the latency; the client (this process, the
+    # server's threads included) sends fewer per second on a loaded machine. At 0.4 s and 120
+    # samples it has kept more than 100 calls out.
     samples = make_samples(120)
-    gate = Capacity(JudgeWorld(latency=0.4), limit=128)
-    result = run(gate, samples)
+    gate = Capacity(JudgeWorld(latency=0.4), limit=96)
+    result = run(gate, samples, judge_concurrency=128)
     conc = result.judge_stats["concurrency"]
     start = result.config["judge_concurrency"]["initial"]
     assert start == 64
     assert conc["max_limit"] > start
     assert gate.peak > start  # the server saw more calls at once than the start allowed
-    # probing above 128 may cost refusals (a slow start can overshoot once), then the limit stays
-    # near the capacity: a limiter that did not back off would climb to 256 and be refused about
-    # one call in two
+    # probing above 96 may cost refusals (a slow start can overshoot once), then the limit stays
+    # near the capacity: a limiter that did not back off would climb to 128 and be refused about
+    # one call in four
     assert gate.refused < gate.accepted / 4, (gate.refused, gate.accepted)
     assert conc["cuts"] >= 1 or gate.refused == 0  # (on a loaded machine the server may never fill)
     assert all(s.outcome.value != "failed" for per in result.scores.values() for s in per.values())
@@ -189,4 +189,4 @@ def test_progress_line_shows_calls_in_flight_against_the_limit() -> None:
     judge = Judge(OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", max_concurrency=64))
     judge.limiter.stats.in_flight = 5
     p = Progress(total=20, done=3, judge_stats=judge.stats)
-    assert progress_text(p) == "failed 0  skipped 0  0 calls, 0 prompt tok  in flight 5/16"
+    assert progress_text(p) == "failed 0  skipped 0  0 calls, 0 prompt tok  in flight 5/32"

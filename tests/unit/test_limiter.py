@@ -33,10 +33,10 @@ def timeout() -> Failure:
 
 
 def test_default_start_is_moderate() -> None:
-    assert default_initial(256) == 64
+    assert default_initial(256) == 128
     assert default_initial(16) == 8
     assert default_initial(4) == 4
-    assert Limiter(256).limit == 64
+    assert Limiter(256).limit == 128
     assert Limiter(256, adaptive=False).limit == 256
 
 
