@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from ragsight.analyses._signals import compute_signals, numbers_in
-from ragsight.analyses._text import cjk_terms, content_words, language, split_sentences
+from ragsight.analyses._text import (
+    cjk_terms,
+    content_words,
+    evident_language,
+    language,
+    split_sentences,
+)
 
 CONTEXTS = {
     "en": ["The airline allows one checked bag of 23 kg on international flights. Extra bags cost 75 "
@@ -98,3 +104,19 @@ def test_stop_words_and_endings_per_language() -> None:
     assert content_words("l'avion et les bagages", "fr") == ["avion", "bagag"]
     assert numbers_in("Es gibt drei Koffer und zwei Taschen.", "de") == {"3", "2"}
 
+
+
+@pytest.mark.parametrize(("text", "lang"), [
+    ("The default value of scale is 0.", "en"),
+    ("You can check one bag of up to 23 kg for free.", "en"),
+    ("Die Dokumente enthalten keine Angabe dazu, in welcher Sprache bc geschrieben ist.", "de"),
+    ("Les batteries sont couvertes pendant deux ans.", "fr"),
+    ("电池保修两年。", "zh"),
+    # language() calls these English for want of function words; they do not show it
+    ("Wie lange gilt die Garantie?", None),
+    ("Ja, zwei Jahre.", None),
+    ("Sí, dos años.", None),
+    ("70.", None),
+])
+def test_a_language_is_evident_only_when_the_text_shows_it(text: str, lang: str | None) -> None:
+    assert evident_language(text) == lang

@@ -8,12 +8,22 @@ from typing import TYPE_CHECKING, Any
 from .._budget import fit_for_judge
 from ..errors import OutputError
 from ..prompts import fence, load_prompt
+from ._text import LANGUAGE_NAMES, evident_language
 from ._types import GeneratedQuestions, lenient_bool, list_of_str, refs
 
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["generate"]
+__all__ = ["generate", "question_language"]
+
+
+def question_language(response: str) -> str:
+    """The language the questions are to be written in, as the prompt says it: the response's
+    language by name when the text shows it ("English"), else "the same language as the answer".
+    A small judge asked for "the language of the answer (a French answer gets French
+    questions)" wrote French questions for English answers."""
+    lang = evident_language(response)
+    return LANGUAGE_NAMES[lang] if lang else "the same language as the answer"
 
 
 async def generate(sa: SampleAnalyses) -> GeneratedQuestions:
@@ -34,6 +44,7 @@ async def generate(sa: SampleAnalyses) -> GeneratedQuestions:
     ans = await judge.ask(
         load_prompt("generate_questions"),
         {"response": fence("response", response), "n": str(n),
+         "language": question_language(sa.sample.response or ""),
          "response_text": sa.sample.response or ""},
         validate, count=n, max_tokens=80 + 50 * n, use_cache=sa.settings.use_cache,
     )

@@ -20,11 +20,13 @@ import unicodedata
 
 __all__ = [
     "LANGUAGES",
+    "LANGUAGE_NAMES",
     "NUMBER_RE",
     "NUMBER_WORDS",
     "STOP_WORDS",
     "cjk_terms",
     "content_words",
+    "evident_language",
     "fold",
     "language",
     "normalise_entity",
@@ -174,6 +176,24 @@ def language(text: str) -> str:
             # English words that are not also function words of this language ("a" is Spanish too)
             best, hits, english = lang, n, len(words & STOP_WORDS - _OTHER_STOP[lang])
     return best if hits >= 2 and hits > 2 * english else "en"
+
+
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "pt": "Portuguese",
+                  "it": "Italian", "nl": "Dutch", "zh": "Chinese", "ja": "Japanese"}
+
+
+def evident_language(text: str) -> str | None:
+    """The language of ``text`` when the text shows it, else None. :func:`language` falls back
+    to English for a text it cannot place ("Wie lange gilt sie?" has too few German function
+    words); here English needs two English function words and none of the words that tell
+    another language apart, so a judge told "write in English" is told so only for English."""
+    lang = language(text)
+    if lang != "en":
+        return lang
+    words = {t.lower() for t in tokens(text)}
+    if len(words & STOP_WORDS) < 2 or any(words & detect for detect in _DETECT.values()):
+        return None
+    return "en"
 
 
 _TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)

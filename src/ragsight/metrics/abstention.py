@@ -121,6 +121,10 @@ FILLER = re.compile(r"^(?:answer|response|reply|result|note)\W*$|"
 _SPLIT = re.compile(r"[.;:!?]+(?:\s+|$)|\s[-–—]\s|,\s+(?=and\b)|,?\s+(?=(?:but|however|although|though|yet|whereas|except\s+that)\b)",
                     re.I)
 _CONTRAST_HEAD = re.compile(r"^(?:but|however|although|though|yet|whereas|except\s+that|and)\b[,\s]*", re.I)
+# a condition or cause inside a statement: "chage exits with 15 when the shadow file cannot be
+# found" states a fact; the decline words describe the condition, not the response
+_SUBORDINATE = re.compile(r",?\s+(?:when|whenever|if|unless|until|once|because|since|where|after|before|"
+                          r"in\s+case)\b", re.I)
 
 # Function words, to tell an English response from one in another language.
 def _wordset(words: str) -> frozenset[str]:
@@ -317,6 +321,19 @@ def is_english(text: str) -> bool:
     return not (other > en)
 
 
+def _in_condition(clause: str) -> bool:
+    """Whether every decline phrase of ``clause`` lies in a condition or cause that follows a
+    statement ("X exits with 3 when the file cannot be found"), not in the clause's own verb
+    ("I cannot say when it opens" declines)."""
+    sub = _SUBORDINATE.search(clause)
+    if sub is None:
+        return False
+    head = clause[: sub.start()].strip(" ,")
+    if not head or FILLER.match(head) or any(rx.search(head) for _, rx in _DECLINE):
+        return False
+    return len(_words(head)) >= 3
+
+
 @functools.lru_cache(maxsize=2048)
 def detect_declines(response: str) -> DeclineSignals:
     """The phrase detector: patterns of a decline, read clause by clause (English; German, French,
@@ -344,6 +361,8 @@ def detect_declines(response: str) -> DeclineSignals:
             continue
         found = ([("mentions X but not Y", clause)] if but_not else
                  [(name, m.group(0).strip()) for name, rx in _DECLINE if (m := rx.search(clause))])
+        if found and not but_not and _in_condition(clause):
+            found = []
         hits = [name for name, _ in found]
         if hits:
             kind = "decline"
