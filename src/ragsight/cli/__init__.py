@@ -141,7 +141,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--timeout", type=float, default=120.0, help="seconds per judge call (default 120)")
     ev.add_argument("--max-retries", type=int, default=3, help="retries per judge call (default 3)")
     ev.add_argument("--explain", choices=["none", "unsupported", "all"], default="unsupported",
-                    help="embedded judge: which verdicts get a written reason (default: unsupported)")
+                    help="embedded judge: which verdicts get a written reason (default: unsupported "
+                         "claims and borderline chunk verdicts)")
     ev.add_argument("--threshold", type=float, default=0.5,
                     help="embedded judge: P(Yes) at which a claim counts as supported (default 0.5)")
     ev.add_argument("--alignment", metavar="FILE",
