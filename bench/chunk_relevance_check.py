@@ -51,12 +51,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _where import metaeval  # noqa: E402
+from _where import metaeval
 
 KINDS = ("needed", "same_conversation", "other_conversation")
-STOP = set("""a an the of to in on at for and or but is are was were be been it its this that these
-those with by as from into than then there their they you your we our can could would should will
-not no do does did have has had which who what when where how why if so such also more most""".split())
+STOP = frozenset({
+    "a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "but", "is", "are", "was",
+    "were", "be", "been", "it", "its", "this", "that", "these", "those", "with", "by", "as", "from",
+    "into", "than", "then", "there", "their", "they", "you", "your", "we", "our", "can", "could",
+    "would", "should", "will", "not", "no", "do", "does", "did", "have", "has", "had", "which",
+    "who", "what", "when", "where", "how", "why", "if", "so", "such", "also", "more", "most",
+})
 
 
 def words(text: str) -> set[str]:
@@ -70,6 +74,20 @@ def overlap(reference: str, chunk: str) -> float:
 
 def _h(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def candidates(t: dict[str, Any], pool: list[dict[str, Any]], same: bool) -> list[str]:
+    """Passages of the other turns in ``pool`` (of the same conversation when ``same``, else of
+    other conversations) that are not among turn ``t``'s passages, in an order fixed by a hash."""
+    own_ids, own_texts = set(t["context_ids"]), set(t["contexts"])
+    found = {}
+    for u in pool:
+        if (u["conversation_id"] == t["conversation_id"]) != same or u["task_id"] == t["task_id"]:
+            continue
+        for cid, text in zip(u["context_ids"], u["contexts"]):
+            if cid not in own_ids and text not in own_texts:
+                found[cid] = text
+    return [found[k] for k in sorted(found, key=lambda k: _h(t["task_id"] + k))]
 
 
 def build_set(path: Path, n: int) -> list[dict[str, Any]]:
@@ -87,22 +105,10 @@ def build_set(path: Path, n: int) -> list[dict[str, Any]]:
         t = turns[task_id]
         if t["answerability"] != "ANSWERABLE" or not t["contexts"] or not (t["reference"] or "").strip():
             continue
-        own_ids = set(t["context_ids"])
-        own_texts = set(t["contexts"])
         needed = max(t["contexts"], key=lambda c: (overlap(t["reference"], c), -t["contexts"].index(c)))
 
-        def candidates(pool: list[dict[str, Any]], same: bool, t: dict[str, Any] = t) -> list[str]:
-            found = {}
-            for u in pool:
-                if (u["conversation_id"] == t["conversation_id"]) != same or u["task_id"] == t["task_id"]:
-                    continue
-                for cid, text in zip(u["context_ids"], u["contexts"]):
-                    if cid not in own_ids and text not in own_texts:
-                        found[cid] = text
-            return [found[k] for k in sorted(found, key=lambda k: _h(task_id + k))]
-
-        same = candidates(by_conv[t["conversation_id"]], True)
-        other = candidates(by_coll[t["collection"]], False)
+        same = candidates(t, by_conv[t["conversation_id"]], True)
+        other = candidates(t, by_coll[t["collection"]], False)
         if not same or not other:
             continue
         out.append({"id": task_id, "question": t["question"], "reference": t["reference"],
