@@ -1,7 +1,8 @@
 """Chunk relevance (issue 30): rank sensitivity and agreement with passage relevance labels.
 
     RAGSIGHT_THREADS=1 nice -n 5 .venv/bin/python bench/chunk_relevance_check.py --n 12
-    RAGSIGHT_THREADS=1 nice -n 5 .venv/bin/python bench/chunk_relevance_check.py --n 12 --json out.json
+    RAGSIGHT_THREADS=1 nice -n 5 .venv/bin/python bench/chunk_relevance_check.py --n 4 --ranks 2 --json r2.json
+    .venv/bin/python bench/chunk_relevance_check.py --combine r1.json r2.json r3.json
 
 Runs whatever ``ragsight`` is importable, so the same command measures the code before a change
 (``PYTHONPATH=<old tree>/src``) and after it.
@@ -167,13 +168,10 @@ class Recorder:
         return await self._timed(request, self.inner.score_choices(request, choices))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=12, help="turns (samples) to judge (default 12)")
-    ap.add_argument("--data", type=Path, default=metaeval() / "mtrag_meta_dev.jsonl")
-    ap.add_argument("--explain", default="unsupported", choices=["none", "unsupported", "all"])
-    ap.add_argument("--json", type=Path, help="write every verdict here")
-    args = ap.parse_args()
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Judge the set's rankings named in ``args.ranks``; the verdicts, values and cost."""
+    import asyncio
+    import tempfile
 
     import ragsight
     from ragsight.analyses import AnalysisSettings
@@ -184,47 +182,54 @@ def main() -> None:
     rec = Recorder(provider)
     judge = Judge(rec)  # type: ignore[arg-type]
     settings = AnalysisSettings(explain=args.explain)
-    import asyncio
-
     t0 = time.perf_counter()
     asyncio.run(provider.preflight())  # the model loaded once, not counted in the cost
     print(f"model loaded in {time.perf_counter() - t0:.0f} s (not counted)")
-    print(f"set: {len(items)} MTRAG development turns, 3 chunks each; ragsight from "
-          f"{Path(ragsight.__file__).resolve().parent.parent.name}; threads "
-          f"{os.environ.get('RAGSIGHT_THREADS', 'default')}; load {os.getloadavg()[0]:.1f}")
-    import tempfile
-
+    print(f"set: {len(items)} MTRAG development turns, 3 chunks each; chunk_relevant prompt "
+          f"v{ragsight.prompts.load_prompt('chunk_relevant').version}; threads "
+          f"{os.environ.get('RAGSIGHT_THREADS', 'default')}; load {os.getloadavg()[0]:.1f}", flush=True)
     store = Path(tempfile.mkdtemp(prefix="ragsight-chunks-")) / "runs.db"
-    cost: dict[str, Counter[str]] = {}
-    cost_seconds: dict[str, float] = {}
-    verdicts: dict[tuple[str, str, int], tuple[bool, float | None, str]] = {}
-    precision: dict[int, dict[str, float]] = {}
-    seconds = 0.0
-    for rank in (1, 2, 3):
+    out: dict[str, Any] = {"items": items, "verdicts": [], "precision": {}, "cost": None}
+    for rank in args.ranks:
         samples = [{"id": it["id"], "question": it["question"], "reference": it["reference"],
                     "contexts": ranking(it, rank)} for it in items]
         t0 = time.perf_counter()
+        before = {k: Counter(v) for k, v in rec.stats.items()}
         res = ragsight.evaluate(samples, ["context_precision"], judge=judge, store=store, settings=settings)
-        if rank == 1:
-            seconds = time.perf_counter() - t0
-            cost = {k: Counter(v) for k, v in rec.stats.items()}
-            cost_seconds = dict(rec.seconds)
-        precision[rank] = {}
+        made = {pid: st["calls"] - before.get(pid, Counter())["calls"] for pid, st in rec.stats.items()}
+        if out["cost"] is None:  # the first ranking judged: nothing cached yet
+            out["cost"] = {"seconds": time.perf_counter() - t0, "rank": rank,
+                           "by_prompt": {pid: {**st, "seconds": rec.seconds[pid]} for pid, st in rec.stats.items()}}
+        out["precision"][str(rank)] = {}
         for it in items:
             score = res.scores[it["id"]]["context_precision"]
             if score.value is None:
                 print(f"  {it['id']} rank {rank}: {score.outcome.value} {score.reason}")
                 continue
-            precision[rank][it["id"]] = score.value
+            out["precision"][str(rank)][it["id"]] = score.value
             texts = ranking(it, rank)
             for c in score.evidence.details["chunks"]:
                 kind = next(k for k in KINDS if it["chunks"][k] == texts[c["rank"] - 1])
-                verdicts[(it["id"], kind, rank)] = (c["relevant"], c["probability"], c.get("reason") or "")
-        print(f"  needed chunk at rank {rank}: {time.perf_counter() - t0:.0f} s, load {os.getloadavg()[0]:.1f}")
+                out["verdicts"].append({"id": it["id"], "kind": kind, "rank": rank, "relevant": c["relevant"],
+                                        "probability": c["probability"], "reason": c.get("reason") or ""})
+        print(f"  needed chunk at rank {rank}: {time.perf_counter() - t0:.0f} s, calls made {made}, "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+    return out
 
+
+def report(parts: list[dict[str, Any]]) -> None:
+    """The figures of one run, or of several runs of the same set that judged different rankings."""
+    items = parts[0]["items"]
     n = len(items)
+    precision: dict[int, dict[str, float]] = {r: {} for r in (1, 2, 3)}
+    verdicts: dict[tuple[str, str, int], tuple[bool, float | None, str]] = {}
+    for part in parts:
+        for r, values in part["precision"].items():
+            precision[int(r)].update(values)
+        for v in part["verdicts"]:
+            verdicts[(v["id"], v["kind"], v["rank"])] = (v["relevant"], v["probability"], v["reason"])
     print("\nrank sensitivity (context_precision with the needed chunk at rank 1 / 2 / 3):")
-    means = [sum(precision[r].values()) / max(1, len(precision[r])) for r in (1, 2, 3)]
+    means = [sum(precision[r].values()) / len(precision[r]) if precision[r] else float("nan") for r in (1, 2, 3)]
     print(f"  mean {means[0]:.3f} / {means[1]:.3f} / {means[2]:.3f}")
     both = [i for i in precision[1] if i in precision[2] and i in precision[3]]
     fall12 = sum(precision[2][i] < precision[1][i] for i in both)
@@ -233,15 +238,15 @@ def main() -> None:
     print(f"  falls from rank 1 to 2 on {fall12} of {len(both)} samples, from 2 to 3 on {fall23}; "
           f"the same at all three ranks on {flat}")
 
-    same = sum(len({verdicts[(it['id'], k, r)][0] for r in (1, 2, 3) if (it["id"], k, r) in verdicts}) == 1
+    same = sum(len({verdicts[(it["id"], k, r)][0] for r in (1, 2, 3) if (it["id"], k, r) in verdicts}) == 1
                for it in items for k in KINDS)
-    print(f"\nconsistency: {same} of {3 * n} chunks keep their verdict in the three rankings")
+    print(f"\nconsistency: {same} of {3 * n} chunks keep their verdict in the rankings judged")
 
     keys = sorted(verdicts)
     labels = [int(k[1] == "needed") for k in keys]
     pred = [int(verdicts[k][0]) for k in keys]
     acc = sum(p == y for p, y in zip(pred, labels)) / len(keys)
-    print(f"\nagreement with the labels by construction ({len(keys)} verdicts, 3 rankings pooled):")
+    print(f"\nagreement with the labels by construction ({len(keys)} verdicts, rankings pooled):")
     print(f"  accuracy {acc:.3f}, Cohen's kappa {kappa(pred, labels):.3f}")
     for kind in KINDS:
         ks = [k for k in keys if k[1] == kind]
@@ -250,26 +255,42 @@ def main() -> None:
     if all(p is not None for p in probs):
         a = auroc([float(p) for p in probs if p is not None], labels)
         print(f"  AUROC of P(Yes): {a:.3f}" if a is not None else "  AUROC of P(Yes): n/a")
-    floor_keys = [(it["id"], k) for it in items for k in KINDS]
-    floor = auroc([overlap(next(x for x in items if x["id"] == i)["reference"],
-                           next(x for x in items if x["id"] == i)["chunks"][k]) for i, k in floor_keys],
-                  [int(k == "needed") for _, k in floor_keys])
+    floor = auroc([overlap(it["reference"], it["chunks"][k]) for it in items for k in KINDS],
+                  [int(k == "needed") for _ in items for k in KINDS])
     print(f"  floor, no model (share of the reference's content words in the chunk): AUROC {floor:.3f}")
     reasons = sum(1 for v in verdicts.values() if v[2])
     print(f"  verdicts with a reason: {reasons} of {len(verdicts)}")
 
-    print(f"\ncost, first ranking (nothing cached; {n} samples of 3 chunks): {seconds:.0f} s, "
-          f"{seconds / n:.1f} s per sample")
-    for pid, st in sorted(cost.items()):
-        print(f"  {pid:<16} {st['calls'] / n:.2f} calls, {st['evaluated'] / n:.0f} prompt tokens "
-              f"evaluated, {cost_seconds[pid] / n:.2f} s per sample")
-    later = {pid: rec.stats[pid]["calls"] - cost.get(pid, Counter())["calls"] for pid in rec.stats}
-    print(f"  calls made for the rankings 2 and 3 (the others came from the cache): {later}")
+    for part in parts:
+        cost = part["cost"]
+        if not cost:
+            continue
+        print(f"\ncost, first ranking judged (rank {cost['rank']}, nothing cached; {n} samples of 3 chunks): "
+              f"{cost['seconds']:.0f} s, {cost['seconds'] / n:.1f} s per sample")
+        for pid, st in sorted(cost["by_prompt"].items()):
+            print(f"  {pid:<16} {st['calls'] / n:.2f} calls, {st['evaluated'] / n:.0f} prompt tokens "
+                  f"evaluated, {st['seconds'] / n:.2f} s per sample")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=12, help="turns (samples) to judge (default 12)")
+    ap.add_argument("--data", type=Path, default=metaeval() / "mtrag_meta_dev.jsonl")
+    ap.add_argument("--explain", default="unsupported", choices=["none", "unsupported", "all"])
+    ap.add_argument("--ranks", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2, 3],
+                    help="the rankings to judge, e.g. 2,3 (default 1,2,3)")
+    ap.add_argument("--json", type=Path, help="write the verdicts, values and cost here")
+    ap.add_argument("--combine", type=Path, nargs="+", metavar="JSON",
+                    help="judge nothing: print the figures of runs written with --json (e.g. one per ranking)")
+    args = ap.parse_args()
+    if args.combine:
+        report([json.loads(p.read_text(encoding="utf-8")) for p in args.combine])
+        return
+    out = run(args)
     if args.json:
-        args.json.write_text(json.dumps(
-            [{"id": k[0], "kind": k[1], "rank": k[2], "relevant": v[0], "probability": v[1], "reason": v[2]}
-             for k, v in sorted(verdicts.items())], indent=1) + "\n", encoding="utf-8")
+        args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
+    report([out])
 
 
 if __name__ == "__main__":
