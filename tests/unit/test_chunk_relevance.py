@@ -20,6 +20,10 @@ QUESTION = "How tall is the Eiffel Tower?"
 REFERENCE = "The Eiffel Tower is 330 metres tall."
 
 
+def call_text(request: Any) -> str:
+    return "\n".join(m.content for m in request.messages)
+
+
 def script(on_topic: float = 0.1) -> RagScript:
     return RagScript(chunk_probabilities={NEEDED: 0.95, ON_TOPIC: on_topic, OTHER: 0.05})
 
@@ -104,6 +108,14 @@ def test_borderline_embedded_verdicts_get_a_reason_and_sure_ones_do_not() -> Non
     assert score.value == pytest.approx(1.0)  # 0.6 >= 0.5: relevant (and said to be borderline)
     (call,) = judge.calls_for("explain_chunk")
     assert call.variables["verdict"] == "relevant"
+    # asked right after its chunk's verdict, whose prompt it extends (the judge reuses it)
+    order = [(r.prompt_id, r.variables["chunk_text"]) for r in judge.requests]
+    assert order == [("chunk_relevant", NEEDED), ("chunk_relevant", ON_TOPIC), ("explain_chunk", ON_TOPIC),
+                     ("chunk_relevant", OTHER)]
+    relevant_prompt = call_text(judge.calls_for("chunk_relevant")[1])
+    explain_prompt = call_text(call)
+    shared = relevant_prompt[: relevant_prompt.index("</chunk>") + len("</chunk>")]
+    assert explain_prompt.startswith(shared)
     # the explanation's call is in the trail
     assert [r.prompt_id for r in score.evidence.calls].count("explain_chunk") == 1
 

@@ -92,16 +92,26 @@ async def _by_choices(
     prompt = load_prompt("chunk_relevant")
     thr = sa.settings.support_threshold
     answers: list[Answer[dict[str, float]]] = []
+    explained: list[Answer[str]] = []
+    reasons: list[str] = []
     async with sa.batch:
-        # Back to back: the question and the answer are the shared prefix, the chunk varies.
+        # Back to back: the question and the answer are the shared prefix, the chunk varies; a
+        # reason, when wanted, is asked right after its chunk's verdict, whose prompt it extends.
         for k, chunk in enumerate(contexts, start=1):
-            answers.append(await judge.choose(
+            answer_k = await judge.choose(
                 prompt, {"question": question, "answer": answer, "chunk": fence("chunk", chunk),
                          "chunk_text": chunk, "k": str(k), "against": against},
                 use_cache=sa.settings.use_cache,
-            ))
-        probs = [a.value["Yes"] for a in answers]
-        reasons, explained = await _explain(sa, judge, question, answer, contexts, probs)
+            )
+            answers.append(answer_k)
+            p = answer_k.value["Yes"]
+            why = None
+            if wants_reason(sa.settings.explain, p, thr):
+                why = await _explain(sa, judge, question, answer, chunk, p >= thr)
+            reasons.append(why.value if why is not None else "")
+            if why is not None:
+                explained.append(why)
+    probs = [a.value["Yes"] for a in answers]
     return ChunkJudgement(against, tuple(p >= thr for p in probs), tuple(reasons), tuple(probs),
                           refs(*answers, *explained))
 
@@ -114,14 +124,10 @@ def wants_reason(mode: str, p: float, threshold: float) -> bool:
 
 
 async def _explain(
-    sa: SampleAnalyses, judge: Judge, question: str, answer: str, contexts: list[str],
-    probs: list[float],
-) -> tuple[list[str], list[Answer[str]]]:
-    """A short reason for the verdicts the explanation mode wants ("" for the others, and "" when
-    the judge gives no usable reason: the verdict stands without it), and the calls made."""
-    thr = sa.settings.support_threshold
-    reasons: list[str] = []
-    calls: list[Answer[str]] = []
+    sa: SampleAnalyses, judge: Judge, question: str, answer: str, chunk: str, relevant: bool
+) -> Answer[str] | None:
+    """A short reason for one chunk verdict, or None when the judge gives no usable reason (a
+    reason is a courtesy: the verdict stands without it)."""
 
     def validate(d: dict[str, Any]) -> str:
         reason = d.get("reason")
@@ -129,20 +135,12 @@ async def _explain(
             raise OutputError('"reason" must be a non-empty string')
         return " ".join(reason.split())
 
-    for chunk, p in zip(contexts, probs):
-        if not wants_reason(sa.settings.explain, p, thr):
-            reasons.append("")
-            continue
-        try:
-            ans = await judge.ask(
-                load_prompt("explain_chunk"),
-                {"question": question, "answer": answer, "chunk": fence("chunk", chunk),
-                 "chunk_text": chunk, "verdict": "relevant" if p >= thr else "not relevant"},
-                validate, max_tokens=64, use_cache=sa.settings.use_cache,
-            )
-        except JudgeFailedError:
-            reasons.append("")
-            continue
-        calls.append(ans)
-        reasons.append(ans.value)
-    return reasons, calls
+    try:
+        return await judge.ask(
+            load_prompt("explain_chunk"),
+            {"question": question, "answer": answer, "chunk": fence("chunk", chunk),
+             "chunk_text": chunk, "verdict": "relevant" if relevant else "not relevant"},
+            validate, max_tokens=64, use_cache=sa.settings.use_cache,
+        )
+    except JudgeFailedError:
+        return None
