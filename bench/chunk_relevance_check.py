@@ -175,12 +175,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     import ragsight
     from ragsight.analyses import AnalysisSettings
-    from ragsight.judge import Judge, make_judge
+    from ragsight.judge import Judge, RetryPolicy, make_judge
 
     items = build_set(args.data, args.n)
     provider = make_judge("local").provider
     rec = Recorder(provider)
-    judge = Judge(rec)  # type: ignore[arg-type]
+    # a busy machine makes one embedded call take minutes: the default timeout would fail them
+    judge = Judge(rec, policy=RetryPolicy(call_timeout_s=args.timeout,  # type: ignore[arg-type]
+                                          step_deadline_s=3 * args.timeout))
     settings = AnalysisSettings(explain=args.explain)
     t0 = time.perf_counter()
     asyncio.run(provider.preflight())  # the model loaded once, not counted in the cost
@@ -229,8 +231,8 @@ def report(parts: list[dict[str, Any]]) -> None:
         for v in part["verdicts"]:
             verdicts[(v["id"], v["kind"], v["rank"])] = (v["relevant"], v["probability"], v["reason"])
     print("\nrank sensitivity (context_precision with the needed chunk at rank 1 / 2 / 3):")
-    means = [sum(precision[r].values()) / len(precision[r]) if precision[r] else float("nan") for r in (1, 2, 3)]
-    print(f"  mean {means[0]:.3f} / {means[1]:.3f} / {means[2]:.3f}")
+    means = [f"{sum(precision[r].values()) / len(precision[r]):.3f}" if precision[r] else "-" for r in (1, 2, 3)]
+    print(f"  mean {' / '.join(means)} (-: not judged, or every sample failed)")
     both = [i for i in precision[1] if i in precision[2] and i in precision[3]]
     fall12 = sum(precision[2][i] < precision[1][i] for i in both)
     fall23 = sum(precision[3][i] < precision[2][i] for i in both)
@@ -243,6 +245,9 @@ def report(parts: list[dict[str, Any]]) -> None:
     print(f"\nconsistency: {same} of {3 * n} chunks keep their verdict in the rankings judged")
 
     keys = sorted(verdicts)
+    if not keys:
+        print("\nno chunk verdict: every sample failed (see above)")
+        return
     labels = [int(k[1] == "needed") for k in keys]
     pred = [int(verdicts[k][0]) for k in keys]
     acc = sum(p == y for p, y in zip(pred, labels)) / len(keys)
@@ -279,6 +284,7 @@ def main() -> None:
     ap.add_argument("--explain", default="unsupported", choices=["none", "unsupported", "all"])
     ap.add_argument("--ranks", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2, 3],
                     help="the rankings to judge, e.g. 2,3 (default 1,2,3)")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per judge call (default 1800)")
     ap.add_argument("--json", type=Path, help="write the verdicts, values and cost here")
     ap.add_argument("--combine", type=Path, nargs="+", metavar="JSON",
                     help="judge nothing: print the figures of runs written with --json (e.g. one per ranking)")
