@@ -21,7 +21,10 @@ class RagScript:
     recheck: dict[str, list[str]] = field(default_factory=dict)
     # (claim, target) -> supported; target is "contexts", "reference", "response" or "chunk:N"
     verdicts: dict[tuple[str, str], bool] = field(default_factory=dict)
-    chunk_relevance: dict[str, list[bool]] = field(default_factory=dict)  # question -> per chunk
+    chunk_relevance: dict[str, list[bool]] = field(default_factory=dict)  # question -> per rank
+    # chunk text -> P(Yes) of the embedded judge (and relevant at >= 0.5 for the JSON judge),
+    # whatever the chunk's rank or neighbours
+    chunk_probabilities: dict[str, float] = field(default_factory=dict)
     questions: dict[str, tuple[list[str], bool]] = field(default_factory=dict)  # response -> (qs, noncommittal)
     entities: dict[str, list[str]] = field(default_factory=dict)  # raw text -> entities
     sentence_relevance: Callable[[str], bool] | None = None
@@ -56,10 +59,16 @@ class RagScript:
             return {"verdicts": out}
 
         def chunk_relevance(v: Mapping[str, Any]) -> Any:
+            # the chunks come in the order shown to the judge; "chunk_ranks" are their ranks
             key = v["question"]
+            shown = list(zip(v["chunk_ranks"], v["chunk_list"]))
             for q, flags in self.chunk_relevance.items():
                 if q in key:
-                    return {"verdicts": [{"id": i + 1, "relevant": r, "reason": "scripted"} for i, r in enumerate(flags)]}
+                    return {"verdicts": [{"id": i + 1, "relevant": flags[rank - 1], "reason": f"scripted {rank}"}
+                                         for i, (rank, _) in enumerate(shown)]}
+            if shown and all(c in self.chunk_probabilities for _, c in shown):
+                return {"verdicts": [{"id": i + 1, "relevant": self.chunk_probabilities[c] >= 0.5,
+                                      "reason": f"scripted: {c}"} for i, (_, c) in enumerate(shown)]}
             raise AssertionError(f"script has no chunk relevance for {key!r}")
 
         def generate_questions(v: Mapping[str, Any]) -> Any:
@@ -99,6 +108,14 @@ class RagScript:
                 return self.probabilities[(claim, target)]
             return 0.9 if self._verdict(claim, target) else 0.1
 
+        def chunk_relevant(v: Mapping[str, Any]) -> float:
+            chunk = v["chunk_text"]
+            if chunk not in self.chunk_probabilities:
+                raise AssertionError(f"script has no chunk probability for {chunk!r}")
+            return self.chunk_probabilities[chunk]
+
         handlers = self.handlers()
         handlers["explain_verdict"] = lambda v: {"reason": "scripted reason"}
-        return ScriptedProvider(handlers, choice_handlers={"verify_claim": verify_claim})
+        handlers["explain_chunk"] = lambda v: {"reason": f"scripted: {v['chunk_text']} is {v['verdict']}"}
+        return ScriptedProvider(handlers, choice_handlers={"verify_claim": verify_claim,
+                                                           "chunk_relevant": chunk_relevant})

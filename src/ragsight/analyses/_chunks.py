@@ -1,24 +1,45 @@
-"""Chunk relevance (context precision): whether each retrieved chunk was useful for the reference
-(or the response).
+"""Chunk relevance (context precision): whether each retrieved chunk holds information that the
+reference (or the response) needs, not merely whether it is on the same topic.
 
-- remote judge: one JSON step with every chunk fenced and numbered (``chunk_relevance``);
-- embedded judge: one yes/no call per chunk (``chunk_relevant``), laid out like the claim
-  verdicts (same system text, then all the contexts) so the contexts are evaluated once for the
-  verdicts, the chunks and the explanations of a sample.
+- embedded judge: one yes/no call per chunk (``chunk_relevant``) with that chunk alone: the
+  question and the answer first (evaluated once for all the chunks of a sample), the chunk last.
+  Neither the other chunks nor the rank is shown, so a chunk's verdict cannot depend on its
+  neighbours or its place. A verdict near the threshold (or every verdict, with explain="all")
+  gets a short reason (``explain_chunk``);
+- remote judge: one JSON step with every chunk fenced and numbered and a reason for each
+  (``chunk_relevance``). One call per sample keeps the call budget; the chunks are shown in an
+  order fixed by their text, so the same chunks make the same prompt whatever their ranking
+  (a chunk's verdict cannot follow its rank), and the prompt asks for each chunk to be judged
+  on its own.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._budget import FENCE_TOKENS, fit_for_judge
-from ..prompts import fence, load_prompt, neutralise
-from ._types import ChunkJudgement, contexts_block, lenient_bool, refs, verdict_items
+from ..errors import OutputError
+from ..judge import Answer, Judge, JudgeFailedError
+from ..prompts import fence, load_prompt
+from ._types import ChunkJudgement, lenient_bool, refs, verdict_items
 
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["relevance"]
+__all__ = ["BORDERLINE", "relevance", "shown_order"]
+
+# An embedded verdict whose P(Yes) is within this distance of the threshold is borderline: it
+# gets a reason even in the default explanation mode.
+BORDERLINE = 0.3
+
+
+def shown_order(contexts: Sequence[str]) -> list[int]:
+    """The 0-based indices of ``contexts`` in the order the remote judge sees them: sorted by a
+    hash of their text, so that any ranking of the same chunks gives the same prompt."""
+    return sorted(range(len(contexts)),
+                  key=lambda i: (hashlib.sha256(contexts[i].encode("utf-8")).hexdigest(), i))
 
 
 async def relevance(sa: SampleAnalyses, against: str) -> ChunkJudgement:
@@ -38,37 +59,88 @@ async def relevance(sa: SampleAnalyses, against: str) -> ChunkJudgement:
     if not contexts:
         return ChunkJudgement(against, (), (), (), ())
     if judge.supports_choices:
-        # Then the question and the answer, then the one short ask that names chunk k.
-        prompt = load_prompt("chunk_relevant")
-        source = contexts_block(contexts)
-        answers = []
-        async with sa.batch:
-            for k, chunk in enumerate(contexts, start=1):
-                answers.append(await judge.choose(
-                    prompt, {"source": source, "question": question, "answer": answer, "k": str(k),
-                             "opening": neutralise(" ".join(chunk.split()[:8])), "chunk_text": chunk},
-                    use_cache=sa.settings.use_cache,
-                ))
-        probs = [a.value["Yes"] for a in answers]
-        thr = sa.settings.support_threshold
-        return ChunkJudgement(against, tuple(p >= thr for p in probs), tuple("" for _ in probs),
-                              tuple(probs), refs(*answers))
+        return await _by_choices(sa, judge, against, question, answer, contexts)
     n = len(contexts)
+    order = shown_order(contexts)
 
     def validate(d: dict[str, Any]) -> list[tuple[bool, str]]:
         out = []
         for i, item in enumerate(verdict_items(d, n, "chunk")):
             reason = item.get("reason")
             out.append((lenient_bool(item.get("relevant"), f"verdict {i + 1} 'relevant'"),
-                        reason if isinstance(reason, str) else ""))
+                        reason.strip() if isinstance(reason, str) else ""))
         return out
 
+    shown = [contexts[i] for i in order]
     ans = await judge.ask(
         load_prompt("chunk_relevance"),
         {"question": question, "answer": answer,
-         "chunks": "\n".join(fence("chunk", c, n=k) for k, c in enumerate(contexts, start=1)),
-         "chunk_list": contexts, "against": against},
+         "chunks": "\n".join(fence("chunk", c, n=k) for k, c in enumerate(shown, start=1)),
+         "chunk_list": shown, "chunk_ranks": [i + 1 for i in order], "against": against},
         validate, count=n, max_tokens=64 + 50 * n, use_cache=sa.settings.use_cache,
     )
-    return ChunkJudgement(against, tuple(r for r, _ in ans.value), tuple(x for _, x in ans.value),
-                          tuple(None for _ in ans.value), refs(ans))
+    by_rank: list[tuple[bool, str]] = [(False, "")] * n
+    for pos, i in enumerate(order):
+        by_rank[i] = ans.value[pos]
+    return ChunkJudgement(against, tuple(r for r, _ in by_rank), tuple(x for _, x in by_rank),
+                          tuple(None for _ in by_rank), refs(ans))
+
+
+async def _by_choices(
+    sa: SampleAnalyses, judge: Judge, against: str, question: str, answer: str, contexts: list[str]
+) -> ChunkJudgement:
+    prompt = load_prompt("chunk_relevant")
+    thr = sa.settings.support_threshold
+    answers: list[Answer[dict[str, float]]] = []
+    explained: list[Answer[str]] = []
+    reasons: list[str] = []
+    async with sa.batch:
+        # Back to back: the question and the answer are the shared prefix, the chunk varies; a
+        # reason, when wanted, is asked right after its chunk's verdict, whose prompt it extends.
+        for k, chunk in enumerate(contexts, start=1):
+            answer_k = await judge.choose(
+                prompt, {"question": question, "answer": answer, "chunk": fence("chunk", chunk),
+                         "chunk_text": chunk, "k": str(k), "against": against},
+                use_cache=sa.settings.use_cache,
+            )
+            answers.append(answer_k)
+            p = answer_k.value["Yes"]
+            why = None
+            if wants_reason(sa.settings.explain, p, thr):
+                why = await _explain(sa, judge, question, answer, chunk, p >= thr)
+            reasons.append(why.value if why is not None else "")
+            if why is not None:
+                explained.append(why)
+    probs = [a.value["Yes"] for a in answers]
+    return ChunkJudgement(against, tuple(p >= thr for p in probs), tuple(reasons), tuple(probs),
+                          refs(*answers, *explained))
+
+
+def wants_reason(mode: str, p: float, threshold: float) -> bool:
+    """Whether the explanation mode wants a reason for a chunk verdict of probability ``p``: every
+    verdict with "all", the borderline ones (within :data:`BORDERLINE` of the threshold) with the
+    default "unsupported", none with "none"."""
+    return mode == "all" or (mode == "unsupported" and abs(p - threshold) < BORDERLINE)
+
+
+async def _explain(
+    sa: SampleAnalyses, judge: Judge, question: str, answer: str, chunk: str, relevant: bool
+) -> Answer[str] | None:
+    """A short reason for one chunk verdict, or None when the judge gives no usable reason (a
+    reason is a courtesy: the verdict stands without it)."""
+
+    def validate(d: dict[str, Any]) -> str:
+        reason = d.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise OutputError('"reason" must be a non-empty string')
+        return " ".join(reason.split())
+
+    try:
+        return await judge.ask(
+            load_prompt("explain_chunk"),
+            {"question": question, "answer": answer, "chunk": fence("chunk", chunk),
+             "chunk_text": chunk, "verdict": "relevant" if relevant else "not relevant"},
+            validate, max_tokens=64, use_cache=sa.settings.use_cache,
+        )
+    except JudgeFailedError:
+        return None

@@ -170,7 +170,8 @@ class SampleAnalyses:
         return self.once("short_answer", lambda: _short_answer.grade(self))
 
     def chunk_relevance(self, against: str) -> Awaitable[ChunkJudgement]:
-        """Whether each retrieved chunk was useful for the reference (or the response)."""
+        """Whether each retrieved chunk holds information the reference (or the response) needs,
+        each chunk judged on its own (analyses/_chunks.py)."""
         return self.once(f"chunks:{against}", lambda: _chunks.relevance(self, against))
 
     def generated_questions(self) -> Awaitable[GeneratedQuestions]:

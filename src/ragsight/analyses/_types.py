@@ -50,7 +50,8 @@ class AnalysisSettings:
 
     n_questions: int = 3
     support_threshold: float = 0.5  # P(Yes) at or above which a claim counts as supported
-    explain: str = "unsupported"  # embedded judge: "none" | "unsupported" | "all"
+    # embedded judge: "none" | "unsupported" (unsupported claims, borderline chunk verdicts) | "all"
+    explain: str = "unsupported"
     max_claims: int = 64
     need_chunk_support: bool = False  # per-chunk attribution (noise sensitivity)
     verify_reference_vs_contexts: bool = False  # context recall / noise sensitivity in the run

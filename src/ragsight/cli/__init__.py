@@ -150,7 +150,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--timeout", type=float, default=120.0, help="seconds per judge call (default 120)")
     ev.add_argument("--max-retries", type=int, default=3, help="retries per judge call (default 3)")
     ev.add_argument("--explain", choices=["none", "unsupported", "all"], default="unsupported",
-                    help="embedded judge: which verdicts get a written reason (default: unsupported)")
+                    help="embedded judge: which verdicts get a written reason (default: unsupported "
+                         "claims and borderline chunk verdicts)")
     ev.add_argument("--threshold", type=float, default=0.5,
                     help="embedded judge: P(Yes) at which a claim counts as supported (default 0.5)")
     ev.add_argument("--alignment", metavar="FILE",
@@ -714,11 +715,28 @@ def _print_scores(result: EvaluationResult, sample_id: str, metric: str | None) 
                 out.print(Text("      " + cv.reason, style="dim"))
             if cv.signals:
                 out.print(Text("      signals: " + describe_signals(cv.signals), style="dim"))
-        if score.evidence.details:
-            out.print(Text("  details: " + json.dumps(score.evidence.details, ensure_ascii=False)[:2000], style="dim"))
+        details = dict(score.evidence.details)
+        chunks = details.pop("chunks", None)
+        if _is_chunk_list(chunks):  # chunk verdicts (context precision): one line each, like claims
+            for c in chunks:
+                mark, style = ("✓ relevant", "green") if c["relevant"] else ("✗ not relevant", "red")
+                prob = f" P={c['probability']:.2f}" if isinstance(c.get("probability"), float) else ""
+                out.print(Text.assemble((f"  {mark}", style), (f" [chunk {c['rank']}]{prob}", "dim")))
+                if c.get("reason"):
+                    out.print(Text("      " + str(c["reason"]), style="dim"))
+        elif chunks is not None:
+            details["chunks"] = chunks
+        if details:
+            out.print(Text("  details: " + json.dumps(details, ensure_ascii=False)[:2000], style="dim"))
         for ref in score.evidence.calls:
             tag = " (cache)" if ref.cached else ""
             out.print(Text(f"  judge step {ref.prompt_id} v{ref.prompt_version}{tag}  key {ref.key[:12]}", style="dim"))
+
+
+def _is_chunk_list(chunks: Any) -> bool:
+    return isinstance(chunks, list) and all(
+        isinstance(c, dict) and isinstance(c.get("rank"), int) and isinstance(c.get("relevant"), bool)
+        for c in chunks)
 
 
 def _print_calls(store: Store, result: EvaluationResult, sample_id: str) -> None:
