@@ -22,7 +22,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -50,6 +50,9 @@ from ._texts import TextStore, long_strings
 
 __all__ = ["RunInfo", "SQLiteCallCache", "Store"]
 
+_SCORES = ("SELECT s.sample_id, s.metric, s.outcome, s.value, s.reason, s.evidence FROM scores s"
+           " JOIN samples p ON p.run_id = s.run_id AND p.sample_id = s.sample_id")
+_READ_BATCH = 256  # samples decoded at a time by the streamed reads
 _OPEN_RETRY_S = 30.0  # how long opening a store retries "database is locked" (see Store.__init__)
 PAGE_SIZE = 2048
 
@@ -556,21 +559,82 @@ class Store:
         w.committed()
 
     def scores(self, run_id: str, sample_id: str | None = None) -> dict[str, dict[str, Score]]:
-        """sample id -> metric key -> Score, in sample order."""
-        q = ("SELECT s.sample_id, s.metric, s.outcome, s.value, s.reason, s.evidence FROM scores s"
-             " JOIN samples p ON p.run_id = s.run_id AND p.sample_id = s.sample_id WHERE s.run_id=?")
+        """sample id -> metric key -> Score, in sample order (a sample's metrics by key)."""
+        q = _SCORES + " WHERE s.run_id=?"
         args: list[Any] = [run_id]
         if sample_id is not None:
             q += " AND s.sample_id=?"
             args.append(sample_id)
-        q += " ORDER BY p.idx"
         out: dict[str, dict[str, Score]] = {}
-        rows = self.conn.execute(q, args).fetchall()
+        self._read_scores(self.conn.execute(q + " ORDER BY p.idx, s.metric", args).fetchall(), out)
+        return out
+
+    def _read_scores(self, rows: Sequence[Any], out: dict[str, dict[str, Score]]) -> None:
         evidence = self.texts.get_many(r[5] for r in rows)
         for sid, metric, outcome, value, reason, ev in rows:
             out.setdefault(sid, {})[metric] = Score(metric, Outcome(outcome), value, reason,
                                                     Evidence.from_dict(json.loads(evidence[ev])))
-        return out
+
+    # ---- streamed reads (a large run's result reads its samples and scores from here) ---------
+
+    def iter_samples(self, run_id: str, start: int = 0, stop: int | None = None,
+                     batch: int = _READ_BATCH) -> Iterator[Sample]:
+        """The run's samples ``start:stop`` in data order (as :meth:`samples`), decoded
+        ``batch`` at a time: memory holds one batch, not the run."""
+        q = "SELECT data FROM samples WHERE run_id=? ORDER BY idx"
+        args: list[Any] = [run_id]
+        if start or stop is not None:
+            q += " LIMIT ? OFFSET ?"
+            args += [-1 if stop is None else max(0, stop - start), start]
+        cur = self.conn.execute(q, args)
+        while rows := cur.fetchmany(batch):
+            for (data,) in rows:
+                yield sample_from_mapping(self.texts.decode_json(data))[0]
+
+    def iter_scores(self, run_id: str, batch: int = _READ_BATCH) -> Iterator[tuple[str, dict[str, Score]]]:
+        """(sample id, metric key -> Score) of the run's scored samples, in the order and with
+        the values of :meth:`scores`, about ``batch`` samples decoded at a time."""
+        cur = self.conn.execute(_SCORES + " WHERE s.run_id=? ORDER BY p.idx, s.metric", (run_id,))
+        pending: list[Any] = []
+        while rows := cur.fetchmany(batch * 8):
+            pending += rows
+            # a sample's rows may go on in the next fetch: keep its rows until then
+            last = pending[-1][0]
+            cut = len(pending)
+            while cut and pending[cut - 1][0] == last:
+                cut -= 1
+            if cut:
+                out: dict[str, dict[str, Score]] = {}
+                self._read_scores(pending[:cut], out)
+                yield from out.items()
+                pending = pending[cut:]
+        if pending:
+            out = {}
+            self._read_scores(pending, out)
+            yield from out.items()
+
+    def scored_sample_ids(self, run_id: str) -> Iterator[str]:
+        """The ids of the run's samples that have a score, in data order."""
+        cur = self.conn.execute(
+            "SELECT p.sample_id FROM samples p WHERE p.run_id=? AND EXISTS (SELECT 1 FROM scores s"
+            " WHERE s.run_id = p.run_id AND s.sample_id = p.sample_id) ORDER BY p.idx", (run_id,))
+        while rows := cur.fetchmany(_READ_BATCH * 8):
+            for (sid,) in rows:
+                yield str(sid)
+
+    def has_scores(self, run_id: str, sample_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM scores WHERE run_id=? AND sample_id=? LIMIT 1",
+                                 (run_id, sample_id)).fetchone() is not None
+
+    def score_outcomes(self, run_id: str, metric: str) -> Iterator[tuple[str, float | None, str]]:
+        """(outcome, value, reason) of every score of ``metric`` in the run, in data order,
+        without the evidence: what a metric's summary is computed from."""
+        cur = self.conn.execute(
+            "SELECT s.outcome, s.value, s.reason FROM scores s JOIN samples p ON p.run_id = s.run_id"
+            " AND p.sample_id = s.sample_id WHERE s.run_id=? AND s.metric=? ORDER BY p.idx", (run_id, metric))
+        while rows := cur.fetchmany(_READ_BATCH * 8):
+            for outcome, value, reason in rows:
+                yield str(outcome), value, str(reason)
 
     def judge_calls(self, run_id: str, sample_id: str | None = None, step: str | None = None) -> list[dict[str, Any]]:
         """The run's judge calls (a sample's, a step's), oldest first, each as it was made: step,
