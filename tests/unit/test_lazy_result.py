@@ -22,13 +22,15 @@ from ragsight.result import (
     EvaluationResult,
     StoredSamples,
     StoredScores,
+    _stored_metric_tokens,
     load_result,
+    metric_tokens,
     truncation_note,
 )
 from ragsight.sample import Sample
 from ragsight.store import Store
 
-METRICS = ["faithfulness", "exact_match", "token_f1", "hit_rate", "mrr"]
+METRICS = ["faithfulness", "context_recall", "exact_match", "token_f1", "hit_rate", "mrr"]
 
 
 def _h(*parts: object) -> int:
@@ -201,3 +203,18 @@ def test_a_lazy_result_whose_store_is_gone_says_so(tmp_path: Path) -> None:
     assert not db.exists()  # reading did not make a new, empty store
     with Store(":memory:") as st, pytest.raises(ValueError, match="store file"):
         load_result(st, "x", lazy=True)
+
+
+def test_a_run_s_cost_read_a_sample_at_a_time_is_the_cost_of_the_whole_run_at_once(tmp_path: Path) -> None:
+    result, db = _run(tmp_path)
+    with Store(db) as st:
+        held = metric_tokens(st.call_tokens(result.run_id), st.scores(result.run_id))
+        streamed = _stored_metric_tokens(st, result.run_id)
+        # faithfulness and context_recall share a verdict step: its tokens are split between them
+        shared = sum(1 for per in st.scores(result.run_id).values() for ref in per["faithfulness"].evidence.calls
+                     if "context_recall" in per and ref in per["context_recall"].evidence.calls)
+    assert shared > 0
+    assert streamed == held and list(streamed) == list(held)
+    assert {"faithfulness", "context_recall"} <= set(streamed)
+    assert result.cost is not None and result.cost["tokens_by_metric"] == {
+        m: [round(p, 1), round(c, 1)] for m, (p, c) in held.items()}

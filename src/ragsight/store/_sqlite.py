@@ -591,10 +591,13 @@ class Store:
             for (data,) in rows:
                 yield sample_from_mapping(self.texts.decode_json(data))[0]
 
-    def iter_scores(self, run_id: str, batch: int = _READ_BATCH) -> Iterator[tuple[str, dict[str, Score]]]:
+    def iter_scores(self, run_id: str, batch: int = _READ_BATCH, by_id: bool = False
+                    ) -> Iterator[tuple[str, dict[str, Score]]]:
         """(sample id, metric key -> Score) of the run's scored samples, in the order and with
-        the values of :meth:`scores`, about ``batch`` samples decoded at a time."""
-        cur = self.conn.execute(_SCORES + " WHERE s.run_id=? ORDER BY p.idx, s.metric", (run_id,))
+        the values of :meth:`scores` (``by_id``: in the order of the sample ids), about
+        ``batch`` samples decoded at a time."""
+        order = "s.sample_id, s.metric" if by_id else "p.idx, s.metric"
+        cur = self.conn.execute(_SCORES + f" WHERE s.run_id=? ORDER BY {order}", (run_id,))
         pending: list[Any] = []
         while rows := cur.fetchmany(batch * 8):
             pending += rows
@@ -653,12 +656,18 @@ class Store:
 
     def call_tokens(self, run_id: str) -> list[tuple[str | None, str, int, int]]:
         """(sample id, step, prompt tokens, completion tokens) of the run's calls that reached
-        the judge (cache hits cost nothing), without reading their texts."""
-        rows = self.conn.execute(
+        the judge (cache hits cost nothing), without reading their texts; by sample id, then
+        call by call."""
+        return list(self.iter_call_tokens(run_id))
+
+    def iter_call_tokens(self, run_id: str) -> Iterator[tuple[str | None, str, int, int]]:
+        """:meth:`call_tokens` one call at a time (a large run's cost is worked out from here)."""
+        cur = self.conn.execute(
             "SELECT sample_id, step, prompt_tokens, completion_tokens FROM judge_calls"
-            " WHERE run_id=? AND cached=0", (run_id,)).fetchall()
-        return [(sid, step.hex() if isinstance(step, (bytes, bytearray)) else str(step), int(p), int(c))
-                for sid, step, p, c in rows]
+            " WHERE run_id=? AND cached=0 ORDER BY sample_id, id", (run_id,))
+        while rows := cur.fetchmany(_READ_BATCH * 8):
+            for sid, step, p, c in rows:
+                yield sid, step.hex() if isinstance(step, (bytes, bytearray)) else str(step), int(p), int(c)
 
     def problems(self, run_id: str) -> list[RowProblem]:
         return [RowProblem(*r) for r in self.conn.execute(
