@@ -204,7 +204,9 @@ values, in the same order, of the same types."""
 
 class StoredRun:
     """A finished run's samples and scores, read from its store file on demand: a connection
-    of its own, opened at the first read; a few pages of samples kept (:data:`_PAGES`)."""
+    of its own, opened at the first read; a few pages of samples kept (:data:`_PAGES`). The
+    first read of a sample by index takes the run's sample ids (about 60 bytes a sample), so
+    that a page is read by its keys wherever it lies."""
 
     _PAGE = 256
     _PAGES = 4
@@ -214,6 +216,7 @@ class StoredRun:
         self.run_id = run_id
         self._store: Store | None = None
         self._pages: OrderedDict[int, list[Sample]] = OrderedDict()
+        self._ids: list[str] | None = None
         n, _ = self.store.sample_counts(run_id).get(run_id, (0, 0))
         self.n_samples = n
         self.n_scored = int(self.store.conn.execute(
@@ -237,8 +240,10 @@ class StoredRun:
         page = i // self._PAGE
         got = self._pages.get(page)
         if got is None:
+            if self._ids is None:
+                self._ids = self.store.sample_ids(self.run_id)
             start = page * self._PAGE
-            got = list(self.store.iter_samples(self.run_id, start, start + self._PAGE))
+            got = self.store.samples_by_id(self.run_id, self._ids[start:start + self._PAGE])
             self._pages[page] = got
             while len(self._pages) > self._PAGES:
                 self._pages.popitem(last=False)

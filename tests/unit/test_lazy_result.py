@@ -20,6 +20,7 @@ from ragsight.judge import ScriptedProvider
 from ragsight.result import (
     LAZY_FROM,
     EvaluationResult,
+    StoredRun,
     StoredSamples,
     StoredScores,
     _stored_metric_tokens,
@@ -113,6 +114,7 @@ def _same(lazy: EvaluationResult, eager: EvaluationResult) -> None:
     for i in (0, 1, n // 2, n - 1, -1, -n):
         assert lazy.samples[i] == eager.samples[i]
     assert lazy.samples[3:n:4] == eager.samples[3:n:4]
+    assert [lazy.samples[i] for i in reversed(range(n))] == eager.samples[::-1]  # across pages, backwards
     with pytest.raises(IndexError):
         lazy.samples[n]
     # the scores: a mapping equal to the dict, with the same keys in the same order
@@ -133,7 +135,11 @@ def _same(lazy: EvaluationResult, eager: EvaluationResult) -> None:
     assert list(lazy.iter_records()) == eager.records()
 
 
-def test_a_lazy_result_equals_the_result_held_in_memory_field_by_field(tmp_path: Path) -> None:
+def test_a_lazy_result_equals_the_result_held_in_memory_field_by_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(StoredRun, "_PAGE", 4)  # pages of 4 samples: indexing crosses pages
+    monkeypatch.setattr(StoredRun, "_PAGES", 2)
     result, db = _run(tmp_path)
     counts = result.summary["faithfulness"].counts
     assert counts["scored"] and counts["undetermined"] and counts["failed"]  # the data reaches every outcome

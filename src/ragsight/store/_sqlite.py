@@ -591,6 +591,25 @@ class Store:
             for (data,) in rows:
                 yield sample_from_mapping(self.texts.decode_json(data))[0]
 
+    def sample_ids(self, run_id: str) -> list[str]:
+        """The ids of the run's samples in data order (no field decoded)."""
+        return [str(r[0]) for r in self.conn.execute(
+            "SELECT sample_id FROM samples WHERE run_id=? ORDER BY idx", (run_id,))]
+
+    def samples_by_id(self, run_id: str, sample_ids: Sequence[str]) -> list[Sample]:
+        """The run's samples of these ids, in the order given (each read by its key)."""
+        found: dict[str, Sample] = {}
+        for i in range(0, len(sample_ids), 500):
+            chunk = list(sample_ids[i:i + 500])
+            for sid, data in self.conn.execute(
+                    f"SELECT sample_id, data FROM samples WHERE run_id=? AND sample_id IN ({','.join('?' * len(chunk))})",
+                    [run_id, *chunk]):
+                found[str(sid)] = sample_from_mapping(self.texts.decode_json(data))[0]
+        missing = [sid for sid in sample_ids if sid not in found]
+        if missing:
+            raise StoreError(f"no sample '{missing[0]}' in run {run_id} of {self.path}")
+        return [found[sid] for sid in sample_ids]
+
     def iter_scores(self, run_id: str, batch: int = _READ_BATCH, by_id: bool = False
                     ) -> Iterator[tuple[str, dict[str, Score]]]:
         """(sample id, metric key -> Score) of the run's scored samples, in the order and with
