@@ -14,6 +14,7 @@ import pytest
 
 import ragsight
 import ragsight._evaluate
+import ragsight.result
 from ragsight.conversation import Conversation, ToolCall, Turn
 from ragsight.errors import StoreError
 from ragsight.judge import ScriptedProvider
@@ -224,3 +225,16 @@ def test_a_run_s_cost_read_a_sample_at_a_time_is_the_cost_of_the_whole_run_at_on
     assert {"faithfulness", "context_recall"} <= set(streamed)
     assert result.cost is not None and result.cost["tokens_by_metric"] == {
         m: [round(p, 1), round(c, 1)] for m, (p, c) in held.items()}
+
+
+def test_resuming_a_finished_large_run_gives_its_result_read_from_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "runs.db"
+    rows = [r for r in _rows(14) if "broken" not in r["response"]]  # nothing failed: nothing to ask again
+    result = ragsight.evaluate(rows, METRICS, judge=_judge(), store=str(db), show_progress=False)
+    assert not result.lazy
+    monkeypatch.setattr(ragsight.result, "LAZY_FROM", len(rows))
+    again = ragsight.evaluate(None, resume=result.run_id, store=str(db), show_progress=False)
+    assert again.lazy
+    _same(again, result)
