@@ -236,6 +236,10 @@ class StoredRun:
             self._store.close()
             self._store = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # pickled (a result sent to another process): the path and counts, not the connection
+        return {**self.__dict__, "_store": None, "_pages": OrderedDict(), "_ids": None}
+
     def sample_at(self, i: int) -> Sample:
         page = i // self._PAGE
         got = self._pages.get(page)

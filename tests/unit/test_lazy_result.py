@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,7 @@ def test_a_lazy_result_equals_the_result_held_in_memory_field_by_field(
     assert (tmp_path / "lazy.jsonl").read_bytes() == (tmp_path / "eager.jsonl").read_bytes()
     lazy.close()
     assert lazy.samples[2] == eager.samples[2]  # reads again after close()
+    _same(pickle.loads(pickle.dumps(lazy)), eager)  # sent to another process: it reads the same file
 
 
 def test_evaluate_returns_a_lazy_result_from_LAZY_FROM_samples_in_a_store_file(
