@@ -47,7 +47,7 @@ from .errors import (
 from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, SpendLimit, make_judge
 from .metrics import Metric, metrics_of_run, resolve_metrics
 from .prompts import load_prompt, prompt_ids
-from .result import EvaluationResult, load_result, run_cost
+from .result import LAZY_FROM, EvaluationResult, StoredRun, load_result, run_cost
 from .sample import Dataset, RowProblem, Sample, group_problems
 from .store import SQLiteCallCache, Store
 
@@ -670,6 +670,10 @@ async def _run(
             stopped.run_id, stopped.total = run_id, len(samples)
             stopped.done = len(st.finished_samples(run_id))
             raise stopped
+        if st.path != ":memory:" and len(samples) >= LAZY_FROM:
+            # a large run's result reads its samples and scores from the store when asked
+            return EvaluationResult.from_store(StoredRun(st.path, run_id), chosen, stats, st.problems(run_id),
+                                               status, config)
         scores = st.scores(run_id)
         return EvaluationResult(run_id, samples, chosen, scores, stats, st.problems(run_id),
                                 None if st.path == ":memory:" else st.path, status, config)

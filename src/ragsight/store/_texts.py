@@ -46,7 +46,11 @@ __all__ = ["TEXT_MIN", "PackWriter", "TextStore", "join_segments", "long_strings
 TEXT_MIN = 32  # characters: lines and strings this long or longer are texts of their own
 _LINES = re.compile(r"(?<=\n)")
 _PACK_CACHE = 64  # decompressed packs kept in memory per store
-_KNOWN_CACHE = 200_000  # text hashes known to be stored, kept in memory per store
+# Text hashes known to be stored, kept in memory per store: about 200 bytes each. A miss costs
+# part of one batched query (PackWriter.prefetch). At 200,000 a resumed process grew by some
+# 12 MB per 1,000 samples until it held 40 MB of hashes (a new run filled it when the run was
+# created, so it looked flat); 16,384 hold the texts of the samples being saved.
+_KNOWN_CACHE = 16_384
 _DICT_MIN = 4096  # bytes: the first pack this large becomes the store's compression dictionary
 
 
