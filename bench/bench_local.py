@@ -7,10 +7,11 @@
     RAGSIGHT_THREADS=1 .venv/bin/python bench/bench_local.py --n 3 --ab 2   # before/after, interleaved
 
 ``--ab K`` (issue 29): the main run 2K times in one process, alternating the settings of before
-issue 29 (``AnalysisSettings(sentence_claims=False, embedded_questions=3)``: every text extracted
-whole, three generated questions) and the shipped ones (A, B, A, B, ...), on the same samples with
-the model loaded once, then a table of seconds per sample, calls, generated tokens and metric
-means of each run and the ratio of the medians (after / before).
+issue 29 (``AnalysisSettings(embedded_questions=3)``: three generated questions) and the shipped
+ones (one question) (A, B, A, B, ...), on the same samples with the model loaded once, then a
+table of seconds per sample, calls, generated tokens and metric means of each run and the ratio
+of the medians (after / before). ``--sentences`` also turns on claims from sentences
+(``sentence_claims=True``, not shipped) on the after side.
 
 This benchmark reads the data of the shared kit, ``../shared/bench/airline_20.jsonl`` (beside the
 repository; ``--data`` to point elsewhere). The product never reads it.
@@ -426,7 +427,7 @@ async def compare(args: argparse.Namespace, rows: list[dict[str, Any]], prep: di
     return {"samples": results, "aggregate": {k2: dict(v) for k2, v in agg.items()}, "claims": n_claims_total}
 
 
-BEFORE_29 = {"sentence_claims": False, "embedded_questions": 3}
+BEFORE_29 = {"embedded_questions": 3}
 
 
 def ab_runs(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[str, Any]) -> dict[str, Any]:
@@ -437,7 +438,7 @@ def ab_runs(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[str
     for i in range(2 * args.ab):
         side = "before" if i % 2 == 0 else "after"
         print(f"\n===== run {i + 1} of {2 * args.ab}: {side} =====")
-        args.overrides = BEFORE_29 if side == "before" else {}
+        args.overrides = BEFORE_29 if side == "before" else ({"sentence_claims": True} if args.sentences else {})
         m = main_run(args, rows, prep)
         gen = sum(c["generated"] for c in m["calls"]) / m["n"]
         runs.append({"side": side, "s_per_sample": m["s_per_sample"], "calls": len(m["calls"]) / m["n"],
@@ -474,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--ab", type=int, default=0, metavar="K",
                     help="before/after issue 29, interleaved: K runs of each, alternating (see above)")
+    ap.add_argument("--sentences", action="store_true", help="with --ab: claims from sentences on the after side")
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds per judge call in the main run (default 900: token counts stay "
                          "comparable on a busy machine)")

@@ -1,6 +1,6 @@
-"""Claims from sentences for the embedded judge (issue 29) and atomic claims (issue 30): a plain
-sentence is its own claim, only compound or pronoun sentences go to the judge, and a compound
-sentence is never one claim."""
+"""Atomic claims (issue 30): a compound sentence is never one claim. Claims from sentences (issue
+29, opt-in): a plain sentence is its own claim, only compound or pronoun sentences go to the
+judge. One generated question for the embedded judge (issue 29)."""
 
 from __future__ import annotations
 
@@ -128,24 +128,15 @@ def embedded(provider: ScriptedProvider) -> ScriptedProvider:
     return provider
 
 
-def test_by_default_only_the_embedded_judge_takes_claims_from_sentences() -> None:
+def test_claims_from_sentences_are_off_by_default_for_every_judge() -> None:
     response = f"{PLAIN_1} {PLAIN_2}"
     s = script()
     s.claims[response] = [PLAIN_1, PLAIN_2]
     row = {"id": "s", "contexts": [CONTEXT], "response": response}
-    remote = s.judge()  # a remote (JSON) judge: the whole text, as before
-    ragsight.evaluate([row], ["faithfulness"], judge=remote)
-    assert len(remote.calls_for("extract_claims")) == 1
-    logprobs = s.choice_judge()  # per-item but not the embedded model: unchanged too
-    ragsight.evaluate([row], ["faithfulness"], judge=logprobs)
-    assert len(logprobs.calls_for("extract_claims")) == 1
-    local = embedded(s.choice_judge())
-    res = ragsight.evaluate([row], ["faithfulness"], judge=local)
-    assert local.calls_for("extract_claims") == []
-    assert [v.claim for v in res.scores["s"]["faithfulness"].evidence.claims] == [PLAIN_1, PLAIN_2]
-    off = embedded(s.choice_judge())
-    ragsight.evaluate([row], ["faithfulness"], judge=off, settings=AnalysisSettings(sentence_claims=False))
-    assert len(off.calls_for("extract_claims")) == 1
+    for judge in (s.judge(), s.choice_judge(), embedded(s.choice_judge())):
+        ragsight.evaluate([row], ["faithfulness"], judge=judge)
+        assert len(judge.calls_for("extract_claims")) == 1, judge.name
+        assert judge.calls_for("extract_claims_part") == []
 
 
 @pytest.mark.parametrize(("local", "asked"), [(True, 1), (False, 3)])

@@ -19,8 +19,9 @@ a claim about gzip). Each claim extracted from a response is checked against its
 Atomic claims (issue 30): a sentence with two clauses ("gzip uses LZ77 and was written by
 Microsoft"), a list or two numbers is never its own claim, so each fact gets its own verdict.
 
-Claims from sentences (issue 29; the embedded judge only, ``AnalysisSettings.sentence_claims``):
-an English text is split into sentences; a plain sentence (:func:`split_reason` gives None) is
+Claims from sentences (issue 29; opt-in, ``AnalysisSettings.sentence_claims``, off by default:
+measured with the embedded judge, it generated as many claim tokens as whole-text extraction,
+docs/benchmarks.md): an English text is split into sentences; a plain sentence (:func:`split_reason` gives None) is
 its own claim, and only the other sentences go to the judge, in one ``extract_claims_part`` call
 that shows the whole text (to resolve "it" and "they") and asks for the claims of those
 sentences only. Claims from that call that are not made of the text's own words are dropped
@@ -157,7 +158,7 @@ async def extract(sa: SampleAnalyses, source: str) -> ClaimList:
     assert text is not None
     if sa.settings.own_claim and (single := own_claim(text)) is not None:
         return ClaimList(source, (single,), ())
-    if _sentence_claims(sa) and (from_sentences := await _extract_sentences(sa, source, text)) is not None:
+    if sa.settings.sentence_claims and (from_sentences := await _extract_sentences(sa, source, text)) is not None:
         return from_sentences
     question = fence("question", sa.sample.question) if sa.sample.question else ""
     limit = sa.settings.max_claims
@@ -176,11 +177,6 @@ async def extract(sa: SampleAnalyses, source: str) -> ClaimList:
     claims = list(dict.fromkeys(ans.value))
     kept, dropped, again = await _recheck(sa, source, values, claims, text, validate)
     return ClaimList(source, tuple(kept), refs(ans, again), tuple(dropped))
-
-
-def _sentence_claims(sa: SampleAnalyses) -> bool:
-    on = sa.settings.sentence_claims
-    return sa.embedded if on is None else on
 
 
 async def _extract_sentences(sa: SampleAnalyses, source: str, text: str) -> ClaimList | None:
