@@ -42,7 +42,7 @@ most often on the development data (``dev``, ``heldout`` and ``final``; ties: fe
 reported for every method.
 
 Every model output is cached on disk (``$RAGSIGHT_ABSTENTION_CACHE``, default
-``/work/cache/abstention/calls.jsonl``), keyed by the judge's own step key (model, prompt hash,
+``cache/abstention/calls.jsonl`` beside the shared kit), keyed by the judge's own step key (model, prompt hash,
 rendered messages), so a re-run makes no model call.
 """
 
@@ -62,6 +62,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _where  # noqa: E402
 
 from ragsight._stats import auroc  # noqa: E402
 from ragsight.judge import Judge, make_judge  # noqa: E402
@@ -70,7 +73,7 @@ from ragsight.prompts import fence, load_prompt, load_prompt_file  # noqa: E402
 
 SETS = {name: ROOT / "bench" / f"abstention_{name}.jsonl" for name in ("dev", "heldout", "final", "confirm")}
 DEVELOPMENT = ("dev", "heldout", "final")
-CACHE = Path(os.environ.get("RAGSIGHT_ABSTENTION_CACHE", "/work/cache/abstention/calls.jsonl"))
+CACHE = Path(os.environ.get("RAGSIGHT_ABSTENTION_CACHE") or _where.cache("abstention") / "calls.jsonl")
 # prompt id -> (where it is, whether P(declines) is P(Yes) (True) or P(No))
 PROMPTS: dict[str, tuple[str, bool]] = {
     "declines_v1": ("bench", True),

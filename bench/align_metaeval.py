@@ -33,15 +33,16 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _where  # noqa: E402
 
 from ragsight import evaluate  # noqa: E402
 from ragsight.analyses import AnalysisSettings  # noqa: E402
 from ragsight.report import align, import_labels  # noqa: E402
 from ragsight.store import Store  # noqa: E402
 
-METAEVAL = Path(os.environ.get("RAGSIGHT_METAEVAL", ROOT.parent / "shared" / "metaeval"))
-if not METAEVAL.is_dir() and Path("/work/shared/metaeval").is_dir():
-    METAEVAL = Path("/work/shared/metaeval")
+METAEVAL = _where.metaeval()
 
 
 def one_claim(text: str) -> bool:

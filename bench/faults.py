@@ -41,6 +41,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.fakes and tests.reliability.world
 
+import _where  # noqa: E402
+
 import ragsight  # noqa: E402
 from ragsight import Outcome  # noqa: E402
 from ragsight.judge import Judge, RetryPolicy  # noqa: E402
@@ -50,7 +52,7 @@ POLICY = RetryPolicy(max_attempts=4, max_reasks=3, backoff_base_s=0.05, backoff_
 CORE = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
 SEVEN = ["faithfulness", "answer_relevancy", "context_precision", "context_recall",
          "factual_correctness", "noise_sensitivity", "context_entity_recall"]
-KIT = Path(os.environ.get("RAGSIGHT_BENCH_KIT", "/work/shared/bench"))
+KIT = _where.kit()
 
 
 def outcome_counts(result: Any) -> dict[str, int]:

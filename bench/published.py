@@ -28,7 +28,7 @@ through this script's protocol and through a literal transcription of ``meta_eva
 (its array layout, numpy/scipy calls and rounding); the two must agree exactly. The annotators'
 agreement with each other is printed beside the paper's.
 
-Cache: ``$RAGSIGHT_VALIDITY_CACHE`` (default ``/work/cache/validity``) holds the store of the
+Cache: ``$RAGSIGHT_VALIDITY_CACHE`` (default: ``cache/validity`` beside the shared kit) holds the store of the
 ragsight runs (``published.db``: runs, evidence and the judge-call cache keyed on everything that
 changes an answer), so a re-run or a report repeats no model call.
 """
@@ -39,7 +39,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -47,20 +46,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _where  # noqa: E402
 
-def _metaeval_dir() -> Path:
-    env = os.environ.get("RAGSIGHT_METAEVAL")
-    if env:
-        return Path(env)
-    for base in (ROOT.parent, ROOT.parent.parent):  # a clone beside shared/, or a worktree under wt/
-        if (base / "shared" / "metaeval").is_dir():
-            return base / "shared" / "metaeval"
-    return ROOT.parent / "shared" / "metaeval"
-
-
-METAEVAL = _metaeval_dir()
-CACHE_DIR = Path(os.environ.get("RAGSIGHT_VALIDITY_CACHE", "/work/cache/validity"))
+METAEVAL = _where.metaeval()
+CACHE_DIR = _where.cache("validity")
 DEV_FILE = "ragchecker_meta_dev.jsonl"
 ASPECTS = ("correctness", "completeness", "overall")
 

@@ -33,9 +33,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _where
+
 ROOT = Path(__file__).resolve().parents[1]
-KIT = Path(os.environ.get("RAGSIGHT_KIT", "/work/shared/bench" if Path("/work/shared/bench").is_dir()
-                          else ROOT.parent / "shared" / "bench"))
+KIT = _where.kit()
 METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall",
            "factual_correctness", "noise_sensitivity", "context_entity_recall"]
 

@@ -9,7 +9,7 @@ embedding with the reference answer's is above a threshold. Similarity scales di
 embedders (e5 packs almost everything into 0.7-1.0), so the threshold has to be measured per
 embedder. This script measures it on labelled (reference, chunk) pairs:
 
-- data: ``/work/shared/bench/airline_20.jsonl`` (20 questions about a fictional airline, each
+- data: ``airline_20.jsonl`` of the shared kit (20 questions about a fictional airline, each
   with a reference answer and three retrieved chunks). Its generator
   (``airline_dataset.py``, ``contexts_for``) puts the paragraph the reference was written from
   first in ``retrieved_contexts``; the other two are other paragraphs of the same corpus.
@@ -41,9 +41,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import _where
 import numpy as np
 
-DATA = Path("/work/shared/bench/airline_20.jsonl")
+DATA = _where.kit() / "airline_20.jsonl"
 EMBEDDERS = ("e5-small", "minilm")
 CONVENTIONS = (("query", "query"), ("query", "passage"), ("passage", "passage"))
 

@@ -1,7 +1,7 @@
 """Validity of claim verdicts and answer correctness against human labels (issue 6, issue 3).
 
 Every model output is cached on disk (``$RAGSIGHT_VALIDITY_CACHE``, default
-``/work/cache/validity/calls.jsonl``), keyed by the judge's own step key (a hash of the model,
+``../cache/validity/calls.jsonl`` beside the repository), keyed by the judge's own step key (a hash of the model,
 the prompt and the rendered messages), so re-running any measurement or any combination of
 signals never repeats a model call.
 
@@ -36,6 +36,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _where  # noqa: E402
 
 from ragsight.analyses import contexts_block  # noqa: E402
 from ragsight.analyses._signals import best_sentences  # noqa: E402
@@ -50,18 +53,8 @@ def load_prompt(prompt_id: str) -> Prompt:
     return load_prompt_file(local) if local.exists() else _load_packaged(prompt_id)
 
 
-def _metaeval_dir() -> Path:
-    env = os.environ.get("RAGSIGHT_METAEVAL")
-    if env:
-        return Path(env)
-    for base in (ROOT.parent, ROOT.parent.parent):  # a clone beside shared/, or a worktree under wt/
-        if (base / "shared" / "metaeval").is_dir():
-            return base / "shared" / "metaeval"
-    return ROOT.parent / "shared" / "metaeval"
-
-
-METAEVAL = _metaeval_dir()
-CACHE_DIR = Path(os.environ.get("RAGSIGHT_VALIDITY_CACHE", "/work/cache/validity"))
+METAEVAL = _where.metaeval()
+CACHE_DIR = _where.cache("validity")
 SETS = {
     "wice": "wice_claims_dev.jsonl",
     "expertqa": "expertqa_claims_val.jsonl",

@@ -30,6 +30,7 @@ clauses, the judge's P or reason when asked, and which of them decided.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -271,6 +272,8 @@ _OTHER_SPLIT = re.compile(r"[.;:!?。；：！？，、]+(?:\s+|$)?|\s[-–—]\
 def _fold_accents(text: str) -> str:
     """Latin accents dropped ("weiß" stays, "é" -> "e"); Chinese and Japanese kept as they are
     (NFKD would strip the voicing marks of kana: "ございません" -> "こさいません")."""
+    if text.isascii():
+        return text
     return "".join(ch if ord(ch) >= 0x2E80 else
                    "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
                    for ch in text)
@@ -314,10 +317,13 @@ def is_english(text: str) -> bool:
     return not (other > en)
 
 
+@functools.lru_cache(maxsize=2048)
 def detect_declines(response: str) -> DeclineSignals:
     """The phrase detector: patterns of a decline, read clause by clause (English; German, French,
     Spanish, Portuguese, Italian, Dutch, Chinese and Japanese by a shorter list,
-    :data:`OTHER_DECLINE_PATTERNS`; another language: ``not_english``)."""
+    :data:`OTHER_DECLINE_PATTERNS`; another language: ``not_english``). A pure function of the
+    text, remembered for the last 2,048 texts: a run asks it of each response several times
+    (faithfulness, answer relevancy, abstention)."""
     text = response.replace("’", "'").strip()
     if not text:
         return DeclineSignals("empty", (), ())
