@@ -60,7 +60,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "bench" / "airline_20.jsonl"
+sys.path.insert(0, str(REPO / "bench"))
+import _where  # noqa: E402
+
+DEFAULT_DATA = _where.kit() / "airline_20.jsonl"  # the shared kit beside the repository (or its worktree)
 CORE4 = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
 TARGET_S = 25.0
 # LocalProvider counters of generation (absent in older versions): forward passes, prompt-lookup draft

@@ -28,31 +28,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+sys.path.insert(0, str(ROOT / "bench"))
+
+import _where  # noqa: E402
+
 from ragsight.analyses._claims import OWN_CLAIM_WORDS, compound, own_claim, split_reason  # noqa: E402
 from ragsight.analyses._text import language, split_sentences, tokens  # noqa: E402
-
-
-def _shared() -> Path:
-    for base in (ROOT.parent, ROOT.parent.parent):
-        if (base / "shared").is_dir():
-            return base / "shared"
-    return ROOT.parent / "shared"
 
 
 def _rows(path: Path) -> list[dict[str, object]]:
     return [json.loads(x) for x in path.read_text("utf-8").splitlines() if x.strip()]
 
 
-def texts(name: str, shared: Path) -> list[str]:
+def texts(name: str) -> list[str]:
     if name == "airline":
-        return [str(r[k]) for r in _rows(shared / "bench" / "airline_20.jsonl") for k in ("response", "reference")]
+        return [str(r[k]) for r in _rows(_where.kit() / "airline_20.jsonl") for k in ("response", "reference")]
     if name == "wice":
-        return [str(r["answer"]) for r in _rows(shared / "metaeval" / "wice_claims_dev.jsonl")]
+        return [str(r["answer"]) for r in _rows(_where.metaeval() / "wice_claims_dev.jsonl")]
     if name == "expertqa":
-        return [str(r["answer"]) for r in _rows(shared / "metaeval" / "expertqa_claims_val.jsonl")]
+        return [str(r["answer"]) for r in _rows(_where.metaeval() / "expertqa_claims_val.jsonl")]
     if name == "ragchecker":
         out = []
-        for r in _rows(shared / "metaeval" / "ragchecker_meta_dev.jsonl"):
+        for r in _rows(_where.metaeval() / "ragchecker_meta_dev.jsonl"):
             out += [str(r["response_1"]), str(r["response_2"]), str(r["reference"])]
         return out
     raise ValueError(name)
@@ -109,8 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default="airline,wice,expertqa,ragchecker")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    shared = _shared()
-    out = {name: figures(texts(name, shared)) for name in args.sets.split(",")}
+    out = {name: figures(texts(name)) for name in args.sets.split(",")}
     print("| set | texts | sentences | own claims (no generation) | words sent to the judge | "
           "texts extracted whole | texts with no call | one-sentence texts now split |")
     print("|---|---|---|---|---|---|---|---|")
