@@ -43,8 +43,11 @@ def test_why_a_sentence_is_not_its_own_claim(sentence: str, reason: str | None) 
     assert split_reason(sentence) == reason
 
 
-def test_a_thousands_separator_is_not_a_list() -> None:
+def test_a_thousands_separator_is_not_a_list_and_a_number_in_a_name_is_not_a_second_fact() -> None:
     assert compound("Aurora Skyways employs 4,200 people in total.") is None
+    assert compound("Passenger 1 may bring three cabin bags on board.") is None
+    assert compound("It flies a Boeing 787 four times per week.") is None
+    assert compound("In 2023 the route opened with 4 flights.") == "several numbers"
 
 
 def test_a_one_sentence_compound_text_is_not_its_own_claim() -> None:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .._budget import fit_for_judge
 from ..errors import OutputError
 from ..prompts import fence, load_prompt
-from ._text import NUMBER_WORDS, content_words, language, split_sentences, tokens
+from ._text import NUMBER_WORDS, STOP_WORDS, content_words, language, split_sentences, tokens
 from ._types import ClaimList, list_of_str, refs
 
 if TYPE_CHECKING:
@@ -63,19 +63,29 @@ _REFERRING = frozenset({"it", "its", "it's", "they", "them", "their", "theirs", 
 # ... or at the start ("This includes ...", "That hangar ...", "There are ...").
 _LEADING = frozenset({"this", "these", "that", "those", "such", "there"})
 _NUMBER_RE = re.compile(r"(?<![\w.-])\d[\d,.\-/]*")
+_NAMED_NUMBER = re.compile(r"(?:^|\s)([A-Z][\w-]*)\s$")
+
+
+def _named(before: str) -> bool:
+    """Whether the text before a number ends with a capitalised word that is not a stop word."""
+    m = _NAMED_NUMBER.search(before)
+    return m is not None and m.group(1).lower() not in STOP_WORDS
 
 
 def compound(sentence: str) -> str | None:
     """Why ``sentence`` may state more than one fact ("two clauses", "a list", "several numbers"),
     or None: a connective word (and, or, but, which, ...), a semicolon or colon, two commas or
-    more, or two numbers or more (digits or number words other than "one")."""
+    more, or two numbers or more (digits or number words other than "one"; a number after a
+    capitalised word is part of a name)."""
     words = [w.lower() for w in tokens(sentence)]
     if any(w in _CONNECTIVES for w in words) or ";" in sentence or ":" in sentence:
         return "two clauses"
     if sentence.count(",") - len(re.findall(r"\d,\d", sentence)) >= 2:
         return "a list"
-    # "one" is as often an article ("one cabin bag of eight kilograms" states one fact)
-    if len(_NUMBER_RE.findall(sentence)) + sum(1 for w in words if w in NUMBER_WORDS and w != "one") >= 2:
+    # "one" is as often an article ("one cabin bag of eight kilograms" states one fact), and a
+    # number after a capitalised word is part of a name ("Passenger 1", "Boeing 787", "Terminal 2")
+    numbers = [m for m in _NUMBER_RE.finditer(sentence) if not _named(sentence[:m.start()])]
+    if len(numbers) + sum(1 for w in words if w in NUMBER_WORDS and w != "one") >= 2:
         return "several numbers"
     return None
 
