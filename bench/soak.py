@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 kills.append({"finished": done[0][0] if done else 0})
                 continue
             if proc.returncode != 0:
-                print(err.decode(errors="replace")[-3000:], file=sys.stderr)
+                text = err.decode(errors="replace")
+                print(text if len(text) <= 6000 else text[:2000] + "\n[...]\n" + text[-4000:], file=sys.stderr)
                 print(f"the final process exited {proc.returncode}", file=sys.stderr)
                 return 1
             break

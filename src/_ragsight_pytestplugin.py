@@ -2,8 +2,9 @@
 
 Kept outside the ``ragsight`` package, as hypothesis keeps its own, so that starting pytest does
 not import ragsight: it is imported only when a test calls ``ragsight.testing.assert_scores``
-(which finds this module's session options and records its runs here) and at the end of a
-session that made runs.
+(which finds this module's session options and records its runs here), at the start of a session
+given ``--ragsight-report`` (the report's path is checked before any test runs) and at the end of
+a session that made runs.
 
 Options (command line, else the ini option, else the environment variable):
 ``--ragsight-judge`` / ``ragsight_judge`` / ``RAGSIGHT_JUDGE``; ``--ragsight-base-url`` /
@@ -29,6 +30,7 @@ class _Session:
     report: str | None
     records: list[Any] = field(default_factory=list)
     test: str | None = None
+    report_error: str | None = None
 
 
 # one per configured pytest session, innermost last (pytester runs a session inside a session)
@@ -57,7 +59,15 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in _OPTIONS:
         value = config.getoption(f"ragsight_{name}") or config.getini(f"ragsight_{name}")
         options[name] = value or None
-    _sessions.append(_Session(config, options, config.getoption("ragsight_report")))
+    report = config.getoption("ragsight_report")
+    if report is not None:  # checked before the tests pay for their judge calls, not after them
+        from ragsight._files import check_writable_target
+
+        try:
+            check_writable_target(report, "--ragsight-report file")
+        except OSError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    _sessions.append(_Session(config, options, report))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -81,9 +91,16 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     mine = _of(session.config)
     if mine is not None and mine.report and mine.records:
+        from ragsight._files import write_failure
+        from ragsight.errors import RagsightError
         from ragsight.testing import write_session_report
 
-        write_session_report(mine.records, mine.report)
+        try:
+            write_session_report(mine.records, mine.report)
+        except (OSError, RagsightError) as exc:  # a full disk, a folder removed meanwhile
+            mine.report_error = (write_failure(mine.report, exc, "--ragsight-report file")
+                                 if isinstance(exc, OSError) else str(exc))
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -93,8 +110,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from ragsight.testing import summary_lines
 
     terminalreporter.section("ragsight")
-    for line in summary_lines(mine.records, mine.report):
+    for line in summary_lines(mine.records, None if mine.report_error else mine.report):
         terminalreporter.write_line(line)
+    if mine.report_error:
+        terminalreporter.write_line(f"error: {mine.report_error}", red=True, bold=True)
 
 
 # ---- for ragsight.testing: the innermost session --------------------------------------------------

@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from ._cost import PriceTable, load_prices, price_for
 from ._http import display_url
@@ -151,20 +151,27 @@ async def aevaluate(
     Cancelled (a notebook's "interrupt kernel" on ``await aevaluate(...)``), the run saves its
     finished samples and, unless the caller passed its own ``progress`` (the command line
     prints its own line), writes to standard error how many are saved and the call that
-    continues it."""
+    continues it. Ctrl-C under the script's own ``asyncio.run(...)`` does the same and then
+    raises :class:`RunInterrupted` (a KeyboardInterrupt) whose message is that line, as
+    :func:`evaluate` does, not a CancelledError."""
     mode = _display_mode(show_progress, given=progress is not None)
     counters = progress if progress is not None else Progress()
+    watch = _CtrlC.watch()
     try:
-        return await _aevaluate(
-            data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
-            concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
-            base_url=base_url, embedder_base_url=embedder_base_url, counters=counters, mode=mode,
-            preflight=preflight, notice=notice, run_id=run_id, backend=backend, ray_address=ray_address,
-            judge_concurrency=judge_concurrency, api_version=api_version, prices=prices,
-            max_cost=max_cost)
+        with watch:
+            return await _aevaluate(
+                data, metrics, judge=judge, embedder=embedder, store=store, cache=cache, resume=resume,
+                concurrency=concurrency, settings=settings, policy=policy, metadata=metadata,
+                base_url=base_url, embedder_base_url=embedder_base_url, counters=counters, mode=mode,
+                preflight=preflight, notice=notice, run_id=run_id, backend=backend,
+                ray_address=ray_address, judge_concurrency=judge_concurrency, api_version=api_version,
+                prices=prices, max_cost=max_cost)
     except (asyncio.CancelledError, KeyboardInterrupt):
+        message = interrupted_message(counters, store)
         if progress is None:
-            _say(f"ragsight: {interrupted_message(counters, store)}")
+            _say(f"ragsight: {message}")
+        if watch.fired:  # Ctrl-C, not a cancellation by the caller's code: said as evaluate() says it
+            raise RunInterrupted(signal.SIGINT, message) from None
         raise
 
 
@@ -945,10 +952,8 @@ def _ctrl_c_interrupts_the_wait() -> Any:
     its main task, and that task is blocked in this very wait: the first Ctrl-C did nothing (issue
     30). While the wait lasts, Ctrl-C raises KeyboardInterrupt here, as it does outside asyncio.
     An application's own handler is left alone."""
-    runner = getattr(asyncio, "Runner", None)
     handler = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
-    owner = getattr(getattr(handler, "func", handler), "__self__", None)  # a partial of Runner._on_sigint
-    if runner is None or not isinstance(owner, runner):
+    if not _runners(handler):
         yield
         return
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -956,6 +961,85 @@ def _ctrl_c_interrupts_the_wait() -> Any:
         yield
     finally:
         signal.signal(signal.SIGINT, handler)
+
+
+class _CtrlC:
+    """Ctrl-C during ``await aevaluate(...)`` in the main thread: the run is cancelled (so it saves
+    what it finished) and knows that a signal, not the caller's code, cancelled it.
+
+    Under ``asyncio.run`` the runner's SIGINT handler cancels the main task, and the run cannot
+    tell that from a time-out of the caller's; under a bare ``loop.run_until_complete`` Ctrl-C
+    raises KeyboardInterrupt wherever the loop happens to be, and nothing is saved in order. While
+    one or more ``aevaluate`` calls run, one handler of ours takes SIGINT instead (only in place of
+    the default or the runner's; an application's own handler stays): the first Ctrl-C cancels
+    every such call, a second one raises KeyboardInterrupt at once. A Ctrl-C that came when the
+    call was ending anyway is passed on to the handler it replaced."""
+
+    active: ClassVar[dict[asyncio.Task[Any], _CtrlC]] = {}
+    previous: ClassVar[Any] = None
+    installed: ClassVar[bool] = False
+    hits: ClassVar[int] = 0
+    stopped: ClassVar[bool] = False  # a call was stopped by the Ctrl-C
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        self.task = task
+        self.fired = False
+
+    @classmethod
+    def watch(cls) -> _CtrlC:
+        task = asyncio.current_task() if threading.current_thread() is threading.main_thread() else None
+        return cls(task)
+
+    def __enter__(self) -> _CtrlC:
+        cls = type(self)
+        if self.task is None:
+            return self
+        if not cls.active and _replaceable(signal.getsignal(signal.SIGINT)):
+            cls.previous = signal.signal(signal.SIGINT, cls._on_sigint)
+            cls.installed, cls.hits, cls.stopped = True, 0, False
+        if cls.installed:
+            cls.active[self.task] = self
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        cls = type(self)
+        if self.task is None or cls.active.pop(self.task, None) is None:
+            return
+        if self.fired and kind is not None:
+            uncancel = getattr(self.task, "uncancel", None)  # the cancel was ours; now said otherwise
+            if uncancel is not None:
+                uncancel()
+            cls.stopped = True
+        if cls.active or not cls.installed:
+            return
+        cls.installed = False
+        if signal.getsignal(signal.SIGINT) == cls._on_sigint:
+            signal.signal(signal.SIGINT, cls.previous)
+        if cls.hits and not cls.stopped:
+            signal.raise_signal(signal.SIGINT)  # the calls ended anyway: the Ctrl-C goes where it went
+
+    @classmethod
+    def _on_sigint(cls, signum: int, frame: Any) -> None:
+        cls.hits += 1
+        if cls.hits > 1:
+            raise KeyboardInterrupt  # the second one: stop now
+        for task, watch in list(cls.active.items()):
+            watch.fired = True
+            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                task.get_loop().call_soon_threadsafe(task.cancel)
+
+
+def _replaceable(handler: Any) -> bool:
+    """SIGINT's handler is Python's default or an asyncio runner's (``asyncio.run``)."""
+    return handler is signal.default_int_handler or _runners(handler)
+
+
+def _runners(handler: Any) -> bool:
+    """The handler is an asyncio runner's (Python 3.11+ ``asyncio.run``: a partial of
+    ``Runner._on_sigint``)."""
+    runner = getattr(asyncio, "Runner", None)
+    owner = getattr(getattr(handler, "func", handler), "__self__", None)
+    return runner is not None and isinstance(owner, runner)
 
 
 def _run_in_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -1,4 +1,8 @@
-"""Writing files that others read: strict JSON and atomic replacement.
+"""Reading and writing files: TOML read with one wording of its errors, strict JSON, and atomic
+replacement.
+
+- :func:`read_toml` reads a TOML file the user wrote (a config, rubrics); a file that cannot be
+  read or is not TOML is a ConfigError naming what the file is for and where it is;
 
 - :func:`strict_json` writes JSON that every parser accepts: a non-finite float (NaN, Infinity),
   which Python's ``json`` would write as a bare ``NaN`` token, becomes ``null``;
@@ -13,12 +17,33 @@ import contextlib
 import json
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "strict_json"]
+from .errors import ConfigError
+
+__all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "read_toml", "strict_json",
+           "write_failure"]
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """The TOML document in ``path``. ``what`` names the file for the user ("config file",
+    "rubric file"): a file that cannot be read, or is not valid TOML, raises ConfigError
+    ("cannot read the config file PATH: ...", "the config file PATH is not valid TOML: ...")."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 (tomli is a dependency there)
+        import tomli as tomllib
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the {what} {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"the {what} {path} is not valid TOML: {exc}") from None
 
 
 def finite(value: Any) -> Any:
@@ -46,13 +71,18 @@ def strict_json(value: Any, **kwargs: Any) -> str:
 
 
 def check_writable_target(path: str | os.PathLike[str], what: str = "output file") -> Path:
-    """Check, before long work, that ``path`` can be written: its folder exists and is a folder,
-    and ``path`` itself is not a folder. Returns the path.
+    """Check, before long work, that ``path`` can be written the way :func:`atomic_write` writes
+    it: its folder exists, is a folder and takes a new file; ``path`` itself is a regular file
+    that may be written, or does not exist yet (a folder, a device, a pipe or a socket is
+    refused). Returns the path.
 
-    Raises FileNotFoundError, NotADirectoryError or IsADirectoryError with a message naming the
-    path, for the caller to turn into its own error type.
+    Raises an ``OSError`` (FileNotFoundError, NotADirectoryError, IsADirectoryError,
+    PermissionError, FileExistsError) with a one-line message naming the path, for the caller to
+    turn into its own error type.
     """
     target = Path(path)
+    if not str(path).strip():
+        raise FileNotFoundError(f"the {what} is an empty name; give a file name")
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.exists():
         raise FileNotFoundError(f"the folder of the {what} {target} does not exist ({parent})")
@@ -60,7 +90,27 @@ def check_writable_target(path: str | os.PathLike[str], what: str = "output file
         raise NotADirectoryError(f"the folder of the {what} {target} is not a folder ({parent})")
     if target.is_dir():
         raise IsADirectoryError(f"the {what} {target} is a folder; give a file name")
+    if target.exists() and not target.is_file():
+        raise FileExistsError(f"the {what} {target} exists and is not a regular file (a device, a pipe "
+                              "or a socket); give a file name")
+    if target.is_file() and not os.access(target, os.W_OK):
+        raise PermissionError(f"the {what} {target} is read-only; give another name or make it writable")
+    try:  # the one sure test that the folder takes the temporary file of atomic_write
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise PermissionError(f"cannot create a file in the folder {parent} of the {what} {target} "
+                              f"({exc.strerror or exc})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
     return target
+
+
+def write_failure(path: str | os.PathLike[str], exc: OSError, what: str = "output file") -> str:
+    """A one-line message for a write that failed although the check passed (a full disk, a
+    folder removed meanwhile): names the file and says the previous one is intact."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"cannot write the {what} {path} ({reason}); nothing was written there (a previous file is intact)"
 
 
 @contextlib.contextmanager

@@ -365,6 +365,7 @@ def merge_phoenix_spans(rows: Sequence[Any], numbers: Sequence[int]) -> tuple[li
         traces.setdefault(r["context.trace_id"], []).append((n, r))
     out: list[Any] = []
     nums: list[int] = []
+    sessions: list[tuple[str | None, str]] = []  # per trace row: its session, its request's start
     for trace_id, spans in traces.items():
         def kind(r: Mapping[str, Any]) -> str:
             return str(r.get("span_kind") or r.get("attributes.openinference.span.kind") or "").upper()
@@ -388,4 +389,68 @@ def merge_phoenix_spans(rows: Sequence[Any], numbers: Sequence[int]) -> tuple[li
             row["contexts"] = docs
         out.append(row)
         nums.append(spans[0][0])
+        sessions.append((_session_of([r for _, r in spans]), str(root.get("start_time") or "")))
+    return _group_sessions(out, nums, sessions)
+
+
+# ---- Phoenix spans of one session: one conversation -----------------------------------------------
+
+
+def _session_of(spans: Sequence[Mapping[str, Any]]) -> str | None:
+    """The trace's chat session: OpenInference's ``session.id`` on any of its spans, as a Phoenix
+    spans DataFrame holds it (the ``attributes.session.id`` column, or nested in an
+    ``attributes`` / ``attributes.session`` mapping)."""
+    for r in spans:
+        attrs = to_plain(r.get("attributes"))
+        session = to_plain(r.get("attributes.session"))
+        found = [r.get("attributes.session.id"), session.get("id") if isinstance(session, Mapping) else None]
+        if isinstance(attrs, Mapping):
+            nested = attrs.get("session")
+            found += [attrs.get("session.id"), nested.get("id") if isinstance(nested, Mapping) else None]
+        for value in found:
+            value = to_plain(value)
+            if not is_missing(value) and not isinstance(value, (Mapping, list)) and str(value).strip():
+                return str(value).strip()
+    return None
+
+
+def _group_sessions(rows: list[Any], numbers: list[int], sessions: Sequence[tuple[str | None, str]]
+                    ) -> tuple[list[Any], list[int]]:
+    """The traces of one session (two or more) as one conversation row, as ``ragsight
+    import-traces`` writes it: each trace's question a user turn, its answer with its documents
+    the assistant turn, in the order the requests started; the session id is the conversation's
+    id, each trace's metadata in ``metadata.traces``. A session of one trace stays a sample."""
+    members: dict[str, list[int]] = {}
+    for i, (sid, _) in enumerate(sessions):
+        if sid is not None:
+            members.setdefault(sid, []).append(i)
+    grouped = {sid: idx for sid, idx in members.items() if len(idx) > 1}
+    if not grouped:
+        return rows, numbers
+    first = {idx[0]: sid for sid, idx in grouped.items()}
+    out: list[Any] = []
+    nums: list[int] = []
+    for i, (row, n) in enumerate(zip(rows, numbers)):
+        sid = sessions[i][0]
+        if sid not in grouped:
+            out.append(row)
+            nums.append(n)
+        elif i in first:
+            order = sorted(grouped[sid], key=lambda k: (sessions[k][1], k))
+            out.append(_conversation_row(sid, [rows[k] for k in order]))
+            nums.append(n)
     return out, nums
+
+
+def _conversation_row(sid: str, traces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    turns: list[dict[str, Any]] = []
+    for t in traces:
+        # as read: a question or answer that is not text is reported by the conversation reader
+        turns.append({"role": "user", "content": t.get("question")})
+        answer: dict[str, Any] = {"role": "assistant", "content": t.get("response")}
+        if "contexts" in t:
+            answer["contexts"] = t["contexts"]
+        turns.append(answer)
+    return {"id": sid, "turns": turns, "metadata": {
+        "session_id": sid, "trace_ids": [t["metadata"]["trace_id"] for t in traces],
+        "traces": [t["metadata"] for t in traces]}}

@@ -15,7 +15,15 @@ from ._stats import harmonic_mean, summarize
 from .errors import MissingExtraError
 from .metrics import Metric, metrics_of_run
 from .sample import RowProblem, Sample
-from .store import INPUT_COLUMNS, Store, conversation_columns, input_columns
+from .store import (
+    INPUT_COLUMNS,
+    TURN_COLUMNS,
+    Store,
+    conversation_columns,
+    input_columns,
+    table_rows,
+    write_table,
+)
 
 __all__ = [
     "EvaluationResult",
@@ -311,10 +319,26 @@ class EvaluationResult:
             for rec in self.records():
                 f.write(strict_json(rec) + "\n")
 
+    def write(self, path: str | os.PathLike[str]) -> str:
+        """Write the per-sample results in the format the file name says: ``.csv`` and
+        ``.parquet`` as ``ragsight export --format csv|parquet`` writes them (one flat row per
+        sample), anything else as :meth:`write_jsonl`. Returns the format written."""
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        if suffix in (".csv", ".parquet"):
+            fmt = suffix[1:]
+            write_table(table_rows(self.run_id, self.samples, self.scores, self.metric_keys, self.levels,
+                                   "text" if fmt == "csv" else "parquet"), fmt, os.fspath(path))
+            return fmt
+        self.write_jsonl(path)
+        return "jsonl"
+
     def to_pandas(self) -> Any:
         """A DataFrame with one row per sample: the inputs (``id``, ``question``, ``contexts``,
         ``response``, ``reference``, ``reference_contexts``, ``retrieved_ids``, ``relevant_ids``,
-        ``metadata``, as Python lists and dicts), then for each metric its value,
+        ``metadata``, as Python lists and dicts; a run with conversations also has
+        ``conversation_id`` and ``turn`` after ``id``, and each turn's ``history``, ``tool_calls``,
+        ``reference_tool_calls``, ``scenario``, ``expected_outcome`` and ``system_role`` after the
+        inputs), then for each metric its value,
         ``<metric>__outcome`` and ``<metric>__reason``. So a filter reads
         ``df[df.faithfulness < 0.5][["question", "contexts"]]``."""
         try:
@@ -325,9 +349,12 @@ class EvaluationResult:
         conv = any(s.conversation_id is not None for s in self.samples)
         for s in self.samples:
             row: dict[str, Any] = {"id": s.id}
+            turn = conversation_columns(s, "python") if conv else {}
             if conv:
                 row.update({"conversation_id": s.conversation_id, "turn": s.turn})
             row.update(input_columns(s, "python"))
+            if conv:
+                row.update({k: turn.get(k) for k in TURN_COLUMNS})
             for k in self.metric_keys:
                 sc = self.scores.get(s.id, {}).get(k)
                 row[k] = sc.value if sc else None

@@ -238,6 +238,30 @@ def _turn(value: Any) -> Turn:
     )
 
 
+def _turn_json_text(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A CSV or Parquet export writes a turn's history and tool calls as JSON text: read back,
+    they are lists again. Only for a row with a ``conversation_id``; text that is not a JSON
+    list is left as it is (a column of the user's own: it stays what it was)."""
+    if is_missing(raw.get("conversation_id")):
+        return raw
+    parsed: dict[str, Any] = {}
+    for key in ("history", "tool_calls", "reference_tool_calls"):
+        v = raw.get(key)
+        if v is not None and not isinstance(v, (list, tuple)) and is_missing(v):
+            parsed[key] = None  # an empty cell of a DataFrame (NaN)
+        elif isinstance(v, str):
+            if not v.strip():
+                parsed[key] = None
+                continue
+            try:
+                got = json.loads(v)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(got, list):
+                parsed[key] = got
+    return {**raw, **parsed} if parsed else raw
+
+
 def split_turn_fields(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, Any]]:
     """A row of a turn of a conversation, as ``Sample.to_dict`` and the exports write it: the
     row without the turn's fields, and those fields read back (Turn / ToolCall). A row without
@@ -247,6 +271,7 @@ def split_turn_fields(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[s
     turn = raw.get("turn")
     if (isinstance(turn, float) and turn.is_integer()) or (isinstance(turn, str) and turn.strip().isdigit()):  # a pandas column with empty cells
         turn = int(turn)
+    raw = _turn_json_text(raw)
     history = raw.get("history")
     is_turn = isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0
     if is_missing(cid) or not (is_turn or isinstance(history, (list, tuple))):
@@ -255,8 +280,9 @@ def split_turn_fields(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[s
         if not is_missing(cid) and "turn" in raw and is_missing(to_plain(turn)) and str(raw.get("id")) == str(cid):
             # a conversation's own row of a CSV / Parquet export: its messages are not in it
             raise FieldError("history", f"conversation '{cid}': a conversation's own row without its messages "
-                             "(a CSV or Parquet export holds only the turns' conversation_id and turn). Load "
-                             "the JSONL export or the conversations themselves to evaluate it again.")
+                             "(a CSV or Parquet export written before exports held the history has only the "
+                             "turns' conversation_id and turn). Export the run again, or load the JSONL export "
+                             "or the conversations themselves to evaluate it again.")
         return raw, {}
     out: dict[str, Any] = {"conversation_id": str(cid), "turn": turn if is_turn else None}
     try:

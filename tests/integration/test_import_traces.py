@@ -58,7 +58,7 @@ def test_otlp_json_one_sample_per_rag_request_fields_exact() -> None:
         },
     ]
     assert [str(p) for p in got.problems] == [
-        "file: record 1: span 'orphan' has no trace id; skipped",
+        "file: record 1: resourceSpans.0.scopeSpans.0.spans.8: span 'orphan' has no trace id; skipped",
         "trace 0af7651916cd43dd8448eb211c80319c: retriever span b7ad6b7169203332 has no text at "
         "retrieval.documents.1.document.content; not imported",
         "trace a3ce929d0e0e47364bf92f3577b34da6: no answer: no output.value on the root span "

@@ -469,3 +469,81 @@ def test_sync_evaluate_under_asyncio_run_stops_on_the_first_ctrl_c(tmp_path: Pat
                   r"ragsight\.evaluate\(None, resume=", done.stderr)
     assert m is not None, done.stderr[-2000:]
     assert 2 <= int(m.group(1)) < 40  # before: the first Ctrl-C was swallowed and all 40 ran
+
+
+ACTRL_C_SCRIPT = """
+import asyncio, os, signal, sqlite3, sys, threading, time
+import ragsight
+from tests.fakes import FakeOpenAIServer
+from tests.reliability.world import JudgeWorld, make_samples
+
+store, how = sys.argv[1], sys.argv[2]
+
+def interrupt():  # Ctrl-C once two samples are saved
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        try:
+            with sqlite3.connect(store, timeout=1) as c:
+                if c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0] >= 2:
+                    break
+        except sqlite3.OperationalError:
+            pass
+    os.kill(os.getpid(), signal.SIGINT)
+
+async def main(url):  # a script's own async main awaiting the async API
+    threading.Thread(target=interrupt, daemon=True).start()
+    await ragsight.aevaluate(make_samples(40), ["faithfulness"], judge="openai:m", base_url=url, store=store,
+                             concurrency=2, show_progress=False)
+    print("the script went on after the Ctrl-C")
+
+with FakeOpenAIServer(handler=JudgeWorld(latency=0.2)) as srv:
+    if how == "asyncio.run":
+        asyncio.run(main(srv.url))
+    else:
+        asyncio.new_event_loop().run_until_complete(main(srv.url))
+"""
+
+
+@pytest.mark.parametrize("how", ["asyncio.run", "run_until_complete"])
+def test_an_interrupted_aevaluate_says_what_it_saved_and_how_to_resume(how: str, tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import ragsight
+
+    script = tmp_path / "actrl_c.py"
+    script.write_text(ACTRL_C_SCRIPT, encoding="utf-8")
+    store = tmp_path / "c.db"
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "PYTHONPATH": os.pathsep.join(
+        [str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script), str(store), how], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode not in (0, -signal.SIGKILL), done.stderr[-2000:]
+    assert "went on" not in done.stdout
+    # before: the same line, then a CancelledError traceback and "During handling of the above
+    # exception" ending in a bare KeyboardInterrupt (run_until_complete: no line at all)
+    assert "CancelledError" not in done.stderr and "During handling" not in done.stderr, done.stderr[-3000:]
+    line = (r"interrupted: (\d+) of 40 samples are saved in \S+ \(run (\S+)\)\. Continue with: "
+            r"ragsight\.evaluate\(None, resume='\S+', store='\S+'\)")
+    said = re.search(r"^ragsight: " + line, done.stderr, re.M)
+    assert said is not None, done.stderr[-2000:]
+    # the exception the script sees is evaluate()'s, its message the same line
+    assert re.search(r"^ragsight\._evaluate\.RunInterrupted: " + line + "$", done.stderr, re.M), done.stderr[-2000:]
+    saved, run_id = int(said.group(1)), said.group(2)
+    assert 2 <= saved < 40
+    # nothing lost: the run is marked interrupted with the saved samples, and the resume call finishes it
+    st = ragsight.Store(str(store))
+    try:
+        assert st.run(run_id).status == "interrupted"
+        assert len(st.finished_samples(run_id)) == saved
+    finally:
+        st.close()
+    with FakeOpenAIServer(handler=JudgeWorld()) as srv:
+        world = srv
+        result = ragsight.evaluate(None, resume=run_id, store=str(store), base_url=srv.url, show_progress=False)
+    assert result.status == "completed" and len(result.samples) == 40
+    assert len(result.scores) == 40
+    assert chat_calls(world) > 0

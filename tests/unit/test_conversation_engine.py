@@ -196,7 +196,9 @@ async def test_a_follow_up_whose_answer_is_not_in_the_text_is_rejected(tmp_path:
     assert result.rejected[0]["reasons"] == ["reference_not_grounded"]
 
 
-def test_a_csv_export_reloads_its_turns_and_names_the_conversation_rows_it_cannot(tmp_path: Path) -> None:
+def test_a_csv_export_reloads_its_turns_and_conversations_and_names_an_old_exports_rows(tmp_path: Path) -> None:
+    import csv
+
     from ragsight import Dataset
 
     res = evaluate(CONVS, ["exact_match"], store=tmp_path / "r.db", show_progress=False)
@@ -204,7 +206,21 @@ def test_a_csv_export_reloads_its_turns_and_names_the_conversation_rows_it_canno
         export_run(st, res.run_id, "csv", tmp_path / "x.csv")
     ds = Dataset.load(tmp_path / "x.csv")
     assert [(s.id, s.conversation_id, s.turn) for s in ds.samples] == [
+        (s.id, s.conversation_id, s.turn) for s in res.samples]
+    assert [s.history for s in ds.samples] == [s.history for s in res.samples]
+    assert ds.problems == []
+    # an export written before the rows held the history: the turns load, the conversations'
+    # own rows are named
+    with (tmp_path / "x.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    old = ["run_id", "id", "conversation_id", "turn", "question", "response", "reference", "metadata"]
+    with (tmp_path / "old.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=old, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    ds = Dataset.load(tmp_path / "old.csv")
+    assert [(s.id, s.conversation_id, s.turn) for s in ds.samples] == [
         ("a:0", "a", 0), ("a:1", "a", 1), ("b:0", "b", 0), ("b:1", "b", 1)]
     assert [(p.field, p.message.split(":")[0]) for p in ds.problems] == [
         ("history", "conversation 'a'"), ("history", "conversation 'b'")]
-    assert "Load the JSONL export" in ds.problems[0].message
+    assert "Export the run again" in ds.problems[0].message

@@ -40,7 +40,7 @@ SIDEWAYS = {("sample", "conversation"), ("sample", "_conversations"), ("_convers
             ("_http", "errors"),
             ("_budget", "prompts"), ("prompts", "errors"), ("_score", "errors"), ("sample", "_text"),
             ("_budget", "_text"), ("_http", "_retry"), ("_retry", "errors"),
-            ("_limiter", "_retry"), ("_cost", "errors")}
+            ("_limiter", "_retry"), ("_cost", "errors"), ("_files", "errors")}
 # The package's own __init__ sits on top: it only re-exports.
 TOP = "__init__"
 

@@ -187,3 +187,50 @@ def test_reasons_are_asked_against_the_contexts_not_against_the_users_words() ->
     assert len(sources) == 2 and all(src.startswith("<context") for src in sources)  # both claims, stage 1
     assert [v.reason for v in got.evidence.claims][1] == "scripted reason"  # kept from the contexts check
     assert [r.variables["target"] for r in provider.calls_for("verify_claim")].count("user") == 1
+
+
+# ---- a claim that only says what the documents do not contain: set aside, as in a single turn ----
+
+ABOUT_RESPONSE = "Yes, it comes in red. The documents do not say whether it comes in green."
+ABOUT = "The documents do not say whether it comes in green."
+
+
+def about_world(*claims: str) -> RagScript:
+    s = RagScript()
+    s.claims[ABOUT_RESPONSE] = list(claims)
+    s.verdicts[(RED, "contexts")] = False  # "it": resolved through the first turn
+    s.verdicts[(ABOUT, "contexts")] = False  # the contexts do not say it: they are silent on green
+    s.verdicts[(ABOUT, "user")] = False  # nor did the user
+    return s
+
+
+def about_sample() -> Sample:
+    return Sample(id="c1:1", question=QUESTION, response=ABOUT_RESPONSE, contexts=CONTEXTS,
+                  conversation_id="c1", turn=1, history=HISTORY)
+
+
+def test_a_turns_claim_about_the_documents_is_set_aside_not_a_hallucination() -> None:
+    got = score(Faithfulness(), about_sample(), json_judge(about_world(RED, ABOUT)))
+    assert got.outcome is Outcome.SCORED
+    assert got.value == 1.0  # was 0.5: the claim about the documents counted as unsupported
+    d = got.evidence.details
+    assert d["about_the_documents"] == [ABOUT]
+    assert (d["supported"], d["claims"], d["restates_user"]) == (1, 1, 0)
+    assert [v.claim for v in got.evidence.claims] == [RED]
+    assert got.reason == "1 of 1 claims supported by the contexts, read with the earlier turns"
+
+
+def test_a_turn_that_only_says_what_the_documents_lack_is_undetermined() -> None:
+    got = score(Faithfulness(), about_sample(), json_judge(about_world(ABOUT)))
+    assert got.outcome is Outcome.UNDETERMINED
+    assert got.reason == "the response only says what the documents do not contain"
+    assert got.evidence.details["about_the_documents"] == [ABOUT]
+
+
+def test_the_set_aside_follows_the_nonanswers_setting_in_a_turn_too() -> None:
+    s = about_world(RED, ABOUT)
+    ctx = SampleAnalyses(about_sample(), Judge(json_judge(s)), None,
+                         AnalysisSettings(verify_response_vs_contexts=True, calibrated=False, explain="none",
+                                          nonanswers=False))
+    got = asyncio.run(Faithfulness().score(ctx))
+    assert got.value == 0.5 and "about_the_documents" not in got.evidence.details

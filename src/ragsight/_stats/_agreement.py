@@ -131,13 +131,9 @@ class GroupComparison:
     p_value: float | None
 
 
-def auroc(scores: Floats, labels: Labels) -> float | None:
-    """Area under the ROC curve of ``scores`` for binary ``labels`` (1 / True = positive).
-
-    Computed as the Mann-Whitney U of the positives over n_pos * n_neg, with tied scores given
-    their average rank (a tie between a positive and a negative counts one half). ``None`` when
-    either class is absent.
-    """
+def _both_classes(scores: Floats, labels: Labels) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_], int, int] | None:
+    """(scores, labels, positives, negatives), checked and paired; None when either class is
+    absent (no ranking or threshold can be judged on one class)."""
     s = _floats(scores, "scores")
     y = _labels(labels)
     _same_length("scores", s, "labels", y)
@@ -145,6 +141,20 @@ def auroc(scores: Floats, labels: Labels) -> float | None:
     n_neg = int(y.shape[0]) - n_pos
     if n_pos == 0 or n_neg == 0:
         return None
+    return s, y, n_pos, n_neg
+
+
+def auroc(scores: Floats, labels: Labels) -> float | None:
+    """Area under the ROC curve of ``scores`` for binary ``labels`` (1 / True = positive).
+
+    Computed as the Mann-Whitney U of the positives over n_pos * n_neg, with tied scores given
+    their average rank (a tie between a positive and a negative counts one half). ``None`` when
+    either class is absent.
+    """
+    both = _both_classes(scores, labels)
+    if both is None:
+        return None
+    s, y, n_pos, n_neg = both
     ranks = sps.rankdata(s)
     u = float(np.sum(ranks[y])) - n_pos * (n_pos + 1) / 2.0
     return u / (n_pos * n_neg)
@@ -159,13 +169,10 @@ def best_threshold(scores: Floats, labels: Labels) -> float | None:
     Ties go to the higher accuracy, then to the higher threshold. ``None`` when either class is
     absent.
     """
-    s = _floats(scores, "scores")
-    y = _labels(labels)
-    _same_length("scores", s, "labels", y)
-    n_pos = int(np.count_nonzero(y))
-    n_neg = int(y.shape[0]) - n_pos
-    if n_pos == 0 or n_neg == 0:
+    both = _both_classes(scores, labels)
+    if both is None:
         return None
+    s, y, n_pos, n_neg = both
     candidates = np.unique(s)
     pos_sorted = np.sort(s[y])
     neg_sorted = np.sort(s[~y])

@@ -37,7 +37,7 @@ from .._budget import FENCE_TOKENS, fit_for_judge
 from .._score import ClaimVerdict
 from ..conversation import Conversation, Turn
 from ..errors import OutputError
-from ..judge import Answer, Judge, JudgeFailedError
+from ..judge import Answer, Judge, JudgeFailedError, JudgeRejectedError
 from ..prompts import fence, load_prompt, neutralise
 from . import _verdicts
 from ._calibrated import assess_claim
@@ -390,6 +390,8 @@ async def judge_items(
                 why = await ask([item])
                 answers.append(why)
                 reason = why.value[0][1]
+            except JudgeRejectedError:
+                raise  # a rejected key stops the run; it is not a missing courtesy
             except JudgeFailedError:
                 reason = ""  # a reason is a courtesy; the verdict stands without it
         out.append((p >= thr, p, reason))

@@ -54,6 +54,11 @@ __all__ = ["SampleAnalyses"]
 T = TypeVar("T")
 
 
+def _mark_read(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 class SampleAnalyses:
     """The analyses of one sample, each computed at most once."""
 
@@ -81,6 +86,9 @@ class SampleAnalyses:
         task = self._memo.get(key)
         if task is None:
             task = asyncio.ensure_future(make())
+            # its error reaches every caller through the shield; marked read here as well, so
+            # that an analysis whose callers were all cancelled is not reported at exit
+            task.add_done_callback(_mark_read)
             self._memo[key] = task
         return asyncio.shield(task)
 
@@ -95,6 +103,21 @@ class SampleAnalyses:
         """How many questions answer relevancy asks the judge for: ``embedded_questions`` for the
         embedded judge, ``n_questions`` for any other."""
         return self.settings.embedded_questions if self.embedded else self.settings.n_questions
+
+    def cancel(self) -> list[asyncio.Task[Any]]:
+        """Cancel the analyses still running (no metric waits for them any more: a metric that
+        stopped the run, a cancelled sample); returns them."""
+        pending = [t for t in self._memo.values() if not t.done()]
+        for task in pending:
+            task.cancel()
+        return pending
+
+    async def aclose(self) -> None:
+        """End the sample's analyses: :meth:`cancel`, then wait until they have stopped. None is
+        left running to send calls after its sample."""
+        pending = self.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def need_judge(self) -> Judge:
         """The run's judge, or a clear error when the run has none."""

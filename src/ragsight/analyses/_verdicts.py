@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._budget import FENCE_TOKENS, fit_for_judge
 from .._score import ClaimVerdict
 from ..errors import OutputError
-from ..judge import Answer, Judge, JudgeFailedError
+from ..judge import Answer, Judge, JudgeFailedError, JudgeRejectedError
 from ..prompts import Prompt, fence, load_prompt
 from ._calibrated import PRIOR_SOURCE, assess_claim, combine, needs_prior
 from ._signals import compute_signals, unfence
@@ -251,6 +251,8 @@ async def explain(
                 validate, max_tokens=64, use_cache=sa.settings.use_cache,
             )
             reasons.append(ans.value)
+        except JudgeRejectedError:
+            raise  # a rejected key stops the run; it is not a missing courtesy
         except JudgeFailedError:
             reasons.append("")
     return reasons

@@ -21,6 +21,7 @@ Exit status (the same for every sub-command):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -37,14 +38,19 @@ from .. import __version__
 from .._cost import describe_cost, format_usd, parse_price_flags, prices_from_config
 from .._estimate import aestimate
 from .._evaluate import RunInterrupted, aevaluate, check_store_path, new_run_id, run_sync
-from .._files import check_writable_target
 from .._repeats import evaluate_repeats
 from ..analyses import AnalysisSettings, describe_signals
 from ..engine import Progress, ProgressDisplay
 from ..engine import (
     progress_text as progress_text,  # the progress line (tests and tools read it here)
 )
-from ..errors import BudgetExceededError, ConfigError, RagsightError
+from ..errors import (
+    BudgetExceededError,
+    ConfigError,
+    JudgeUnavailableError,
+    MissingExtraError,
+    RagsightError,
+)
 from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
 from ..report import fmt as _fmt
@@ -60,6 +66,7 @@ from ._common import (
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_USAGE,
+    checked_output,
     close_name,
     err,
     out,
@@ -67,6 +74,7 @@ from ._common import (
     say,
     shell_command,
     show_warning,
+    writing_output,
 )
 from ._common import add_store as _add_store
 from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate_thresholds
@@ -124,7 +132,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--embedder", help="openai:MODEL, local (default), local:e5-small or local:minilm")
     ev.add_argument("--embedder-base-url", help="base URL for the embedder, if not --base-url")
     _add_store(ev)
-    ev.add_argument("--out", help="write per-sample results to this JSONL file")
+    ev.add_argument("--out", help="write per-sample results to this file: JSONL, or CSV / Parquet when "
+                    "its name ends in .csv / .parquet (as 'ragsight export' writes them)")
     ev.add_argument("--no-cache", action="store_true", help="do not read or write the judge-call cache")
     ev.add_argument("--resume", metavar="RUN", help="continue an interrupted run (run id or 'last')")
     ev.add_argument("--concurrency", type=int, help="samples in flight (default: 16 remote, 1 embedded)")
@@ -272,11 +281,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if added:
             err.print(f"The gate names {', '.join(added)}: evaluated besides the default metrics.",
                       markup=False)
-    if args.out:
-        try:  # a missing folder is found now, not after the run
-            check_writable_target(args.out, "--out file")
-        except OSError as exc:
-            raise RagsightError(str(exc)) from None
+    if args.out:  # a missing folder, a folder or a read-only file is found now, not after the run
+        checked_output(args.out, "--out file")
+        if args.out.lower().endswith(".parquet"):
+            for module in ("pandas", "pyarrow"):
+                if importlib.util.find_spec(module) is None:
+                    raise MissingExtraError("--out FILE.parquet", "parquet", module)
     if args.repeats > 1:
         if thresholds:
             raise ConfigError("--fail-under/--fail-over gate one run; leave out --repeats")
@@ -316,6 +326,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 markup=False)
             err.print(f"  {_resume_command(stop.run_id, args.store)} --max-cost USD", soft_wrap=True, markup=False)
             return EXIT_BUDGET
+        except JudgeUnavailableError as gone:
+            # a rejected key or a silent judge after the run began: its finished samples are saved
+            if not progress.run_id:
+                raise
+            say(err, f"error: {gone}", markup=False)
+            say(err, f"{progress.done} of {progress.total} samples are saved in {args.store}. Continue with:",
+                markup=False)
+            err.print(f"  {_resume_command(progress.run_id, args.store)}", soft_wrap=True, markup=False)
+            return EXIT_USAGE
         except KeyboardInterrupt as stop:
             rid = progress.run_id or run_id
             terminated = isinstance(stop, RunInterrupted) and stop.signum == signal.SIGTERM
@@ -330,7 +349,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print_summary(result)
     if args.out:
         try:
-            result.write_jsonl(args.out)
+            result.write(args.out)
         except OSError as exc:
             raise RagsightError(f"cannot write the --out file {args.out} ({exc}); the run is saved in "
                                 f"{args.store}: 'ragsight export {result.run_id} --store {args.store}'") from None
@@ -745,7 +764,9 @@ def _fmt_meta(value: Any) -> str:
 def cmd_export(args: argparse.Namespace) -> int:
     with _open_existing(args.store) as store:
         run_id = store.resolve_run(args.run)
-        path = export_run(store, run_id, args.format, args.out or f"{run_id}.{args.format}")
+        target = args.out or f"{run_id}.{args.format}"
+        with writing_output(target, "export file"):
+            path = export_run(store, run_id, args.format, target)
     out.print(f"wrote {path}")
     return EXIT_OK
 

@@ -10,12 +10,15 @@ import os
 import shlex
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
+from .._files import check_writable_target, write_failure
 from .._terminal import guard
+from ..errors import ConfigError, RagsightError
 
 __all__ = [
     "DEFAULT_STORE",
@@ -26,12 +29,14 @@ __all__ = [
     "EXIT_TERMINATED",
     "EXIT_USAGE",
     "add_store",
+    "checked_output",
     "close_name",
     "err",
     "out",
     "piped_at_80",
     "say",
     "shell_command",
+    "writing_output",
 ]
 
 EXIT_OK = 0
@@ -97,3 +102,22 @@ def say(console: Console, text: str | Text, **kw: Any) -> None:
     spaces to its width, so no word is cut at the edge; in a log or a pipe one whole line, which
     grep finds. (A command to copy is printed whole either way, with ``soft_wrap=True``.)"""
     console.print(text, soft_wrap=not console.is_terminal, **kw)
+
+
+def checked_output(path: str | os.PathLike[str], what: str) -> Path:
+    """A file the user named for output, checked before the work (see ``check_writable_target``):
+    a ConfigError (exit 2, one line) when it cannot be written."""
+    try:
+        return check_writable_target(path, what)
+    except OSError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def writing_output(path: str | os.PathLike[str], what: str, after: str = "") -> Iterator[None]:
+    """Turn an OSError of writing ``path`` (after the check passed: a full disk, a folder removed
+    meanwhile) into a one-line error; ``after`` says where the work is kept."""
+    try:
+        yield
+    except OSError as exc:
+        raise RagsightError(write_failure(path, exc, what) + after) from None

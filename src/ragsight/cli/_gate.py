@@ -21,12 +21,12 @@ or was skipped on every sample, gated or not.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._files import read_toml
 from ..errors import ConfigError
 from ..metrics import check_threshold, resolve_metrics
 from ..result import EvaluationResult
@@ -87,22 +87,8 @@ def _from_flags(items: Sequence[str], kind: str) -> list[Threshold]:
     return out
 
 
-def _read_toml(path: Path) -> Mapping[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10 (tomli is a dependency there)
-        import tomli as tomllib
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except OSError as exc:
-        raise ConfigError(f"cannot read the config file {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"the config file {path} is not valid TOML: {exc}") from None
-
-
 def _from_config(path: Path, explicit: bool) -> list[Threshold]:
-    doc = _read_toml(path)
+    doc = read_toml(path, "config file")
     table = doc.get("tool", {}).get("ragsight") if isinstance(doc.get("tool"), Mapping) else None
     if table is None:
         if explicit:

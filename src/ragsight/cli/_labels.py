@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from ..analyses import AnalysisSettings
 from ..errors import ConfigError
 from ..report import Alignment, align, export_labels, import_labels, load_alignment
 from ..store import Store
-from ._common import EXIT_FAILED, EXIT_OK, err, out
+from ._common import EXIT_FAILED, EXIT_OK, checked_output, err, out, writing_output
 from ._common import add_store as _add_store
 
 __all__ = ["aligned_settings", "register"]
@@ -61,7 +62,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    with _open(args.store) as store:
+    if args.out:
+        checked_output(args.out, "labels file")
+    with _open(args.store) as store, writing_output(args.out, "labels file") if args.out else nullcontext():
         n = export_labels(store, args.out, args.run)
     if args.out:
         out.print(Text(f"{n} label(s) written to {args.out}"))
@@ -89,6 +92,8 @@ def _print_alignment(a: Alignment) -> None:
 def cmd_align(args: argparse.Namespace) -> int:
     if args.examples < 0 or args.folds < 2:
         raise ConfigError("--examples must be 0 or more and --folds at least 2")
+    if args.out:  # the alignment is saved after its judge calls: the path is checked first
+        checked_output(args.out, "alignment file")
     with _open(args.store) as store:
         run_id = store.resolve_run(args.run)
         judge = (args.judge or store.run(run_id).config.get("judge_spec")) if args.examples else None
@@ -100,7 +105,8 @@ def cmd_align(args: argparse.Namespace) -> int:
                        "fitted on; label more claims, or keep the metric as it is.", style="bold red"))
         return EXIT_FAILED
     if args.out:
-        a.save(args.out)
+        with writing_output(args.out, "alignment file", "; run the command again with another --out"):
+            a.save(args.out)
         out.print(Text(f"Alignment saved to {args.out}; use it with "
                        f"'ragsight evaluate DATA --alignment {args.out}'."))
     else:

@@ -23,7 +23,7 @@ from ..report import (
 )
 from ..result import load_result
 from ..store import Store
-from ._common import EXIT_OK, out, piped_at_80
+from ._common import EXIT_OK, checked_output, out, piped_at_80, writing_output
 from ._common import add_store as _add_store
 
 __all__ = ["register"]
@@ -81,13 +81,12 @@ def _floats_pair(text: str, flag: str) -> tuple[float, float]:
 def cmd_report(args: argparse.Namespace) -> int:
     from . import print_summary
 
+    path = checked_output(args.out, "report file")  # before the work, not after it
     with _open_store(args.store) as store:
         runs = load_runs(store, args.runs)
-    path = Path(args.out)
-    if not path.parent.exists():
-        raise ConfigError(f"cannot write {path}: folder {path.parent} does not exist")
     text = render_report(runs, title=args.title, allow_poor_pairing=args.allow_poor_pairing)
-    save_html(text, path)
+    with writing_output(path, "report file"):
+        save_html(text, path)
     for run in runs:
         print_summary(run.result)
     what = "comparison of " + ", ".join(r.run_id for r in runs) if len(runs) > 1 else runs[0].run_id

@@ -27,7 +27,16 @@ from ..sweep import (
     write_sweep_html,
 )
 from ..testset import read_testset
-from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, add_store, shell_command, show_warning
+from ._common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    add_store,
+    checked_output,
+    shell_command,
+    show_warning,
+    writing_output,
+)
 
 __all__ = ["register"]
 
@@ -94,11 +103,14 @@ def _report(args: argparse.Namespace) -> int:
         name = load_sweep(name).name
     if args.example and not name:
         name = example_spec()["name"]
+    if args.html:
+        checked_output(args.html, "--report file")
     with Store(args.store) as st:
         rep = build_report(st, name, quality=args.quality)
     print_sweep_report(rep, out)
     if args.html:
-        path = write_sweep_html(rep, args.html)
+        with writing_output(args.html, "--report file"):
+            path = write_sweep_html(rep, args.html)
         err.print(f"HTML report: {path}")
     return EXIT_OK
 
@@ -110,6 +122,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(spec, args)
     html = args.html or ("ragsight-sweep-example.html" if args.example else None)
+    if html:  # checked before the sweep pays for anything, not after it ran
+        checked_output(html, "--report file")
 
     def progress(event: str, run: ConfigRun, i: int, total: int) -> None:
         if args.quiet:
@@ -147,7 +161,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                            baseline=result.runs[spec.baseline_index].run_id)
     print_sweep_report(rep, out)
     if html:
-        path = write_sweep_html(rep, html)
+        again = shell_command(["ragsight", "sweep", "report", spec.name, "--store", args.store, "--html", "FILE"])
+        with writing_output(html, "--report file", f". The sweep is saved; write its report with: {again}"):
+            path = write_sweep_html(rep, html)
         err.print(f"HTML report: {path}")
     dead = [r for r in result.runs if r.status != "reused" and r.answered == 0 and r.failed > 0]
     if dead:

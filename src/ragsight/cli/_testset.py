@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from .._evaluate import run_sync
+from .._files import atomic_write
 from .._terminal import guard
 from ..embed import make_embedder
 from ..errors import ConfigError
@@ -31,7 +32,7 @@ from ..testset import (
     parse_headers,
     read_testset,
 )
-from ._common import EXIT_FAILED
+from ._common import EXIT_FAILED, checked_output, writing_output
 
 __all__ = ["register", "write_jsonl"]
 
@@ -177,14 +178,11 @@ def register(sub: Any) -> None:
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:
-    p = Path(path)
-    if p.parent and not p.parent.exists():
-        p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
+    """Write ``rows`` as JSONL atomically (on an error the previous file is intact, no
+    temporary file is left); an OSError becomes a one-line error naming the file."""
+    with writing_output(path, "--out file"), atomic_write(path) as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(p)
 
 
 def rejected_path(out_path: str) -> str:
@@ -211,6 +209,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         filter=filt,
         attempts=args.attempts,
     )
+    checked_output(args.out, "--out file")  # both files are written after paying: checked first
+    checked_output(rejected_path(args.out), "file of rejected questions")
     corpus = load_corpus(args.docs, chunking)
     err.print(f"{len(corpus.doc_ids)} document(s), {len(corpus.chunks)} chunk(s)")
     policy = RetryPolicy(call_timeout_s=args.timeout, step_deadline_s=max(300.0, args.timeout * 3))
@@ -309,6 +309,7 @@ def _mix(text: str | None, default: Mapping[str, float]) -> Mapping[str, float] 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    checked_output(args.out, "--out file")  # written after every question was asked: checked first
     rows = read_testset(args.testset)
     if args.retries < 0:
         raise ConfigError("--retries must be 0 or more")

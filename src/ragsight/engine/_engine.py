@@ -97,7 +97,17 @@ async def score_sample(
         except Exception as exc:
             return _failed(m, exc)
 
-    scores = tuple(await asyncio.gather(*(one(m) for m in metrics)))
+    tasks = [asyncio.ensure_future(one(m)) for m in metrics]
+    try:
+        scores = tuple(await asyncio.gather(*tasks))
+    finally:
+        # A metric that stops the run (or a cancelled sample) leaves the other metrics and the
+        # shared analyses behind: stop them here, so that no call goes out after the sample.
+        for task in tasks:
+            task.cancel()
+        ctx.cancel()  # at once: the waits below may be cut short by a second cancellation
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await ctx.aclose()
     if ctx.truncations:
         # Over-long text was cut to fit the judge: every judged score that reads a cut field says so.
         cuts = list(dict.fromkeys(ctx.truncations))

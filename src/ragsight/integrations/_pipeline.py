@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_write
 from ..errors import ConfigError, InputError
 from ..sample import Dataset, Sample
 
@@ -49,7 +50,7 @@ class PipelineRun:
 
     def write_jsonl(self, path: str | Path) -> Path:
         out = Path(path)
-        with out.open("w", encoding="utf-8") as f:
+        with atomic_write(out) as f:  # on an error the previous file is intact, no temporary left
             for row in self.rows:
                 f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
         return out

@@ -125,6 +125,14 @@ class JudgeFailedError(JudgeError):
         self.calls = tuple(calls)
 
 
+class JudgeRejectedError(JudgeFailedError, JudgeUnavailableError):
+    """A judge call met a failure no retry or wait can help: the key is rejected (HTTP 401/403),
+    the model is unknown (404), the quota is exhausted, the host does not resolve. It stops the
+    run at once, as the preflight would have (finished samples are saved; ``--resume``
+    continues once it is fixed); the Judge sends no further call. A JudgeFailedError for the
+    step that met it (``step``, ``calls``), and a JudgeUnavailableError for the run."""
+
+
 class CallCache(Protocol):
     """Content-addressed store of finished judge steps: key -> (parsed value, raw output, calls).
 
@@ -382,6 +390,8 @@ class Judge:
         # runs still ask afresh. Bounded (least recently used out): an answer holds its call
         # records, prompts included, and repeats come from nearby samples.
         self._memo: OrderedDict[str, Answer[Any]] = OrderedDict()
+        # the first fatal failure (a rejected key...): every later step raises it, sends nothing
+        self._rejected: JudgeRejectedError | None = None
 
     def for_run(
         self, *, cache: CallCache | None = None, seed: int | None = None,
@@ -627,6 +637,8 @@ class Judge:
             stopped = limiter.stopped_answering
             if stopped is not None:  # the circuit is open: no call goes to a judge that went silent
                 raise JudgeUnavailableError(self._silent_message(stopped))
+            if self._rejected is not None:  # a rejected key does not come back within a run
+                raise JudgeRejectedError(str(self._rejected), key, calls)
             started = time.time()
             t0 = time.monotonic()
             permit: Permit | None = None
@@ -670,7 +682,12 @@ class Judge:
                 self._emit(calls[-1])
                 if failure.fatal:
                     self.stats.failed_steps += 1
-                    raise JudgeFailedError(f"{prompt.id}: {failure.message}", key, calls) from exc
+                    if self._rejected is None:
+                        self._rejected = JudgeRejectedError(
+                            f"judge {self.name!r}, step {prompt.id}: {failure.message.rstrip().rstrip('.')}. The "
+                            "run stops here (finished samples are saved; --resume continues it once this is "
+                            "fixed)", key, calls)
+                    raise JudgeRejectedError(str(self._rejected), key, calls) from exc
                 if limiter.stopped_answering is not None:
                     raise JudgeUnavailableError(self._silent_message(limiter.stopped_answering)) from exc
                 if cut and failure.retry_after is None and not quick_retry_used:

@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._score import ClaimVerdict
-from ..analyses import ClaimList, SampleAnalyses, VerdictList, content_words, split_sentences
+from .._score import ClaimVerdict, Evidence
+from ..analyses import ClaimList, Need, SampleAnalyses, VerdictList, content_words, split_sentences
+from ._base import Metric
 
-__all__ = ["Citation", "CitationTable", "Marker", "attach", "citation_table", "parse_citations"]
+__all__ = ["Citation", "CitationMetric", "CitationTable", "Marker", "attach", "citation_table", "parse_citations"]
 
 _BRACKET = re.compile(r"\[(?!\^)([^\[\]\n]{1,80})\](?!\()|【([^【】\n]{1,80})】")
 _FOOTREF = re.compile(r"\[\^([^\]\s]{1,40})\](?!:)")
@@ -322,3 +323,19 @@ def details(check: CitationCheck) -> dict[str, Any]:
         "sentences": [{"sentence": j + 1, "text": s.text, "markers": list(s.markers)}
                       for j, s in enumerate(check.table.sentences)],
     }
+
+
+class CitationMetric(Metric):
+    """What citation_precision and citation_recall share: the fields they read, the analyses
+    they use (the response's claims, judged chunk by chunk), their groups, and the citation
+    check with the evidence both record."""
+
+    requires = ("response", "contexts")
+    needs_judge = True
+    needs = frozenset({Need.RESPONSE_VS_CONTEXTS, Need.CHUNK_SUPPORT})
+    groups = frozenset({"generation", "reference-free"})
+
+    async def checked(self, ctx: SampleAnalyses) -> tuple[CitationCheck, Evidence]:
+        """The sample's citation check (computed once for both metrics) and its evidence."""
+        check, claims, verdicts = await citation_table(ctx)
+        return check, Evidence(claims=check.verdicts, calls=claims.refs + verdicts.refs, details=details(check))

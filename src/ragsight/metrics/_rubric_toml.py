@@ -17,11 +17,11 @@ table that cannot be used is refused with a ConfigError naming the file, the tab
 from __future__ import annotations
 
 import difflib
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._files import read_toml
 from .._shapes import ALIAS_TO_FIELD
 from ..errors import ConfigError
 from .rubric import _NAME, FIELDS, PASS_FAIL, RubricMetric
@@ -30,20 +30,6 @@ __all__ = ["RUBRIC_KEYS", "load_rubrics", "rubrics_from_toml"]
 
 RUBRIC_KEYS = ("criteria", "fields", "scale", "examples", "threshold")
 _EXAMPLE_KEYS = ("score", "reason")
-
-
-def _read(path: Path) -> Mapping[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10 (tomli is a dependency there)
-        import tomli as tomllib
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except OSError as exc:
-        raise ConfigError(f"cannot read the rubric file {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
 def _near(word: str, known: tuple[str, ...]) -> str:
@@ -148,8 +134,8 @@ def load_rubrics(path: str | Path, *, required: bool = True) -> list[RubricMetri
     """The rubrics of a TOML file (see the module docstring). ``required``: a file without any
     rubric table is an error (a ``--rubric`` file), else it gives no rubric (pyproject.toml)."""
     path = Path(path)
-    found = rubrics_from_toml(_read(path), str(path.name if required is False else path),
-                              top_level=required)
+    doc = read_toml(path, "rubric file" if required else "config file")
+    found = rubrics_from_toml(doc, str(path.name if required is False else path), top_level=required)
     if required and not found:
         raise ConfigError(f"{path} defines no rubric; write [rubrics.NAME] tables (see docs/rubrics.md)")
     return found

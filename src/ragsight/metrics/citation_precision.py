@@ -11,24 +11,18 @@ the claims left without support.
 
 from __future__ import annotations
 
-from .._score import Evidence, Score
-from ..analyses import Need, SampleAnalyses
-from ._base import Metric
-from ._citations import citation_table, details
+from .._score import Score
+from ..analyses import SampleAnalyses
+from ._citations import CitationMetric
 
 __all__ = ["CitationPrecision"]
 
 
-class CitationPrecision(Metric):
+class CitationPrecision(CitationMetric):
     name = "citation_precision"
-    requires = ("response", "contexts")
-    needs_judge = True
-    needs = frozenset({Need.RESPONSE_VS_CONTEXTS, Need.CHUNK_SUPPORT})
-    groups = frozenset({"generation", "reference-free"})
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
-        check, claims, verdicts = await citation_table(ctx)
-        ev = Evidence(claims=check.verdicts, calls=claims.refs + verdicts.refs, details=details(check))
+        check, ev = await self.checked(ctx)
         n = len(check.citations)
         if n == 0:
             return Score.undetermined(self.key, "the response cites nothing", ev)

@@ -9,24 +9,18 @@ scores 0 when it makes claims; a response without claims is ``undetermined``.
 
 from __future__ import annotations
 
-from .._score import Evidence, Score
-from ..analyses import Need, SampleAnalyses
-from ._base import Metric
-from ._citations import citation_table, details
+from .._score import Score
+from ..analyses import SampleAnalyses
+from ._citations import CitationMetric
 
 __all__ = ["CitationRecall"]
 
 
-class CitationRecall(Metric):
+class CitationRecall(CitationMetric):
     name = "citation_recall"
-    requires = ("response", "contexts")
-    needs_judge = True
-    needs = frozenset({Need.RESPONSE_VS_CONTEXTS, Need.CHUNK_SUPPORT})
-    groups = frozenset({"generation", "reference-free"})
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
-        check, claims, verdicts = await citation_table(ctx)
-        ev = Evidence(claims=check.verdicts, calls=claims.refs + verdicts.refs, details=details(check))
+        check, ev = await self.checked(ctx)
         n = check.n_claims
         if n == 0:
             return Score.undetermined(self.key, "the response makes no factual claims", ev)

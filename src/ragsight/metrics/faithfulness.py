@@ -13,7 +13,8 @@ A turn of a conversation (a sample with a ``history``) is judged in its conversa
 (:meth:`Faithfulness.in_conversation`): a claim is supported when the contexts support it with
 its references read through the earlier turns, and the evidence names the earlier message that
 resolved it; a claim that only restates what the user said is neither supported nor a
-hallucination: it is left out of the count and marked ``target="user"`` in the trail.
+hallucination: it is left out of the count and marked ``target="user"`` in the trail. A claim
+that only says what the documents do not contain is set aside there too, as in a single turn.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ class Faithfulness(Metric):
         the user left out of the count (module docstring)."""
         claims = await ctx.response_claims()
         judged = await ctx.response_in_conversation()
-        counted = [v for v in judged.verdicts if v.target != "user"]
-        restated = len(judged.verdicts) - len(counted)
+        kept, set_aside = _about_the_subject(ctx, judged.verdicts)
+        counted = [v for v in kept if v.target != "user"]
+        restated = len(kept) - len(counted)
         form = resolve_form(self.form, counted)
         n = len(counted)
         n_ok = sum(v.supported for v in counted)
@@ -94,12 +96,15 @@ class Faithfulness(Metric):
         }
         if form == "expected":
             details["expected_supported"] = supported_count(counted, form)
-        ev = Evidence(claims=judged.verdicts, calls=claims.refs + judged.refs, details=details)
+        if claims.dropped:
+            details["dropped_claims"] = list(claims.dropped)
+        if set_aside:
+            details["about_the_documents"] = [v.claim for v in set_aside]
+        ev = Evidence(claims=kept, calls=claims.refs + judged.refs, details=details)
         if not claims.claims:
             return Score.undetermined(self.key, "the response makes no factual claims", ev)
         if not counted:
-            return Score.undetermined(
-                self.key, f"the response only restates what the user said ({restated} claims)", ev)
+            return Score.undetermined(self.key, _nothing_counted(restated, len(set_aside)), ev)
         note = f"; {restated} restating the user not counted" if restated else ""
         if form == "expected":
             expected = details["expected_supported"]
@@ -120,6 +125,18 @@ class Faithfulness(Metric):
         return Score.undetermined(
             self.key, f"the response declines to answer ({signals.quoted()}): "
             "no factual claim about the subject", Evidence(details=details))
+
+
+def _nothing_counted(restated: int, about_the_documents: int) -> str:
+    """Why a conversation turn has no claim to count."""
+    parts = []
+    if restated:
+        parts.append(f"restates what the user said ({restated} claim{'s' if restated != 1 else ''})")
+    if about_the_documents:
+        parts.append("says what the documents do not contain" if not restated else
+                     f"says what the documents do not contain ({about_the_documents} claim"
+                     f"{'s' if about_the_documents != 1 else ''})")
+    return "the response only " + " and ".join(parts)
 
 
 def _about_the_subject(ctx: SampleAnalyses, verdicts: Sequence[ClaimVerdict]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._cost import describe_cost
-from .._files import strict_json
+from .._files import atomic_write, strict_json
 from .._score import Outcome, Score
 from .._stats import MIN_LABELS
 from .._version import __version__
@@ -776,7 +776,6 @@ def write_report(
 def save_html(text: str, out: str | os.PathLike[str]) -> Path:
     """Write a rendered report atomically (a reader never sees half a file)."""
     path = Path(out)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_write(path) as f:  # on an error: no temporary file left, the previous file intact
+        f.write(text)
     return path

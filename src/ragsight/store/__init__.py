@@ -3,13 +3,17 @@
 from ._export import (
     FORMATS,
     INPUT_COLUMNS,
+    TURN_COLUMNS,
     conversation_columns,
     export_run,
     flat_rows,
     input_columns,
+    table_rows,
+    write_table,
 )
 from ._labels import ANY_METRIC, Label, claim_key, sample_key
 from ._sqlite import RunInfo, SQLiteCallCache, Store
 
-__all__ = ["ANY_METRIC", "FORMATS", "INPUT_COLUMNS", "Label", "RunInfo", "SQLiteCallCache", "Store", "claim_key",
-           "conversation_columns", "export_run", "flat_rows", "input_columns", "sample_key"]
+__all__ = ["ANY_METRIC", "FORMATS", "INPUT_COLUMNS", "TURN_COLUMNS", "Label", "RunInfo", "SQLiteCallCache", "Store",
+           "claim_key", "conversation_columns", "export_run", "flat_rows", "input_columns", "sample_key", "table_rows",
+           "write_table"]

@@ -13,17 +13,19 @@ writes ``reference``, ``relevant_ids`` and ``metadata`` as JSON text where they 
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .._conversations import conversation_aggregates, sample_level
 from .._files import atomic_path, atomic_write, check_writable_target, strict_json
+from .._score import Score
 from ..errors import ConfigError, MissingExtraError
 from ..sample import Sample
 from ._sqlite import Store
 
-__all__ = ["FORMATS", "INPUT_COLUMNS", "conversation_columns", "export_run", "flat_rows", "input_columns"]
+__all__ = ["FORMATS", "INPUT_COLUMNS", "TURN_COLUMNS", "conversation_columns", "export_run", "flat_rows", "input_columns",
+           "table_rows", "write_table"]
 
 FORMATS = ("jsonl", "csv", "parquet")
 INPUT_COLUMNS = ("question", "contexts", "response", "reference", "reference_contexts", "retrieved_ids",
@@ -53,18 +55,26 @@ def input_columns(sample: Sample, form: str = "python") -> dict[str, Any]:
     return out
 
 
+TURN_COLUMNS = ("history", "tool_calls", "reference_tool_calls", "scenario", "expected_outcome", "system_role")
+
+
 def conversation_columns(sample: Sample, form: str = "json") -> dict[str, Any]:
-    """A turn's place in its conversation: ``conversation_id`` and ``turn`` (None on the
-    conversation's own row); in JSON also what loads it back as a turn (``history``,
-    ``tool_calls``, ``reference_tool_calls``, ``scenario``, ``expected_outcome``, ``system_role``).
-    Empty for a single-turn sample."""
+    """A turn's place in its conversation and what a reader needs to read it alone:
+    ``conversation_id``, ``turn`` (None on the conversation's own row), ``history`` (the messages
+    before this turn's question; on the conversation's own row, all its messages),
+    ``tool_calls``, ``reference_tool_calls``, ``scenario``, ``expected_outcome``, ``system_role``.
+    ``form`` as in :func:`input_columns`: ``text`` and ``parquet`` write the history and the
+    tool calls as JSON text, so a CSV or Parquet export loads back as the same turns. Empty for a
+    single-turn sample."""
     if sample.conversation_id is None:
         return {}
     d = sample.to_dict()
-    if form != "json":
-        return {"conversation_id": sample.conversation_id, "turn": sample.turn}
-    return {k: d[k] for k in ("conversation_id", "turn", "history", "tool_calls", "reference_tool_calls",
-                              "scenario", "expected_outcome", "system_role")}
+    out = {k: d[k] for k in ("conversation_id", "turn", *TURN_COLUMNS)}
+    if form in ("text", "parquet"):
+        for k in ("history", "tool_calls", "reference_tool_calls"):
+            if out[k] is not None:
+                out[k] = _json(out[k])
+    return out
 
 
 def _level_missing(sample: Sample, key: str, levels: Mapping[str, str]) -> bool:
@@ -74,22 +84,31 @@ def _level_missing(sample: Sample, key: str, levels: Mapping[str, str]) -> bool:
 
 
 def flat_rows(store: Store, run_id: str, form: str = "text") -> list[dict[str, Any]]:
+    """One flat row per sample of a stored run (see :func:`table_rows`)."""
+    info = store.run(run_id)
+    levels = {m["key"]: str(m.get("level", "turn")) for m in info.metrics}
+    return table_rows(run_id, store.samples(run_id), store.scores(run_id), info.metric_keys, levels, form)
+
+
+def table_rows(run_id: str, samples: Sequence[Sample], scores: Mapping[str, Mapping[str, Score]],
+               metric_keys: Sequence[str], levels: Mapping[str, str], form: str = "text") -> list[dict[str, Any]]:
     """One flat row per sample: run_id, id, the inputs (see :func:`input_columns`), and
     <metric>, <metric>__outcome, <metric>__reason columns. A run with conversations has one row
     per assistant turn and one per conversation, with ``conversation_id`` and ``turn`` after
-    ``id``; a metric of the other level than the row is left empty (outcome "")."""
-    info = store.run(run_id)
-    scores = store.scores(run_id)
-    samples = store.samples(run_id)
-    levels = {m["key"]: str(m.get("level", "turn")) for m in info.metrics}
+    ``id`` and the turn's history, tool calls, scenario, expected outcome and system role after
+    the inputs (see :func:`conversation_columns`); a metric of the other level than the row is
+    left empty (outcome "")."""
     conv = any(s.conversation_id is not None for s in samples)
     rows = []
     for s in samples:
         row: dict[str, Any] = {"run_id": run_id, "id": s.id}
+        turn = conversation_columns(s, form) if conv else {}
         if conv:
-            row.update({"conversation_id": s.conversation_id, "turn": s.turn})
+            row.update({"conversation_id": turn.get("conversation_id"), "turn": turn.get("turn")})
         row.update(input_columns(s, form))
-        for key in info.metric_keys:
+        if conv:
+            row.update({k: turn.get(k) for k in TURN_COLUMNS})
+        for key in metric_keys:
             sc = scores.get(s.id, {}).get(key)
             row[key] = sc.value if sc else None
             other = sc is None and _level_missing(s, key, levels)
@@ -97,6 +116,30 @@ def flat_rows(store: Store, run_id: str, form: str = "text") -> list[dict[str, A
             row[f"{key}__reason"] = sc.reason if sc else ""
         rows.append(row)
     return rows
+
+
+def write_table(rows: Sequence[Mapping[str, Any]], fmt: str, out: str | Path) -> Path:
+    """Write :func:`table_rows` (``fmt`` ``csv`` from form ``text``, ``parquet`` from form
+    ``parquet``) to a temporary file renamed over ``out`` when complete."""
+    path = Path(out)
+    if fmt == "csv":
+        with atomic_write(path, newline="") as f:
+            fields = list(rows[0]) if rows else ["run_id", "id", *INPUT_COLUMNS]
+            w = csv.DictWriter(f, fieldnames=fields)
+            w.writeheader()
+            w.writerows(rows)
+        return path
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise MissingExtraError("Parquet export", "parquet", "pandas") from exc
+    try:
+        with atomic_path(path) as tmp:
+            columns = list(rows[0]) if rows else ["run_id", "id", *INPUT_COLUMNS]
+            pd.DataFrame(list(rows), columns=columns).to_parquet(tmp, index=False)
+    except ImportError as exc:
+        raise MissingExtraError("Parquet export", "parquet", "pyarrow") from exc
+    return path
 
 
 def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
@@ -129,23 +172,4 @@ def export_run(store: Store, run_id: str, fmt: str, out: str | Path) -> Path:
                     obj["turn_means"] = {k: v.to_dict() for k, v in means.get(s.conversation_id, {}).items()}
                 f.write(strict_json(obj) + "\n")
         return path
-    if fmt == "csv":
-        rows = flat_rows(store, run_id, "text")
-        with atomic_write(path, newline="") as f:
-            fields = list(rows[0]) if rows else ["run_id", "id", *INPUT_COLUMNS]
-            w = csv.DictWriter(f, fieldnames=fields)
-            w.writeheader()
-            w.writerows(rows)
-        return path
-    try:
-        import pandas as pd
-    except ImportError as exc:
-        raise MissingExtraError("Parquet export", "parquet", "pandas") from exc
-    rows = flat_rows(store, run_id, "parquet")
-    try:
-        with atomic_path(path) as tmp:
-            columns = list(rows[0]) if rows else ["run_id", "id", *INPUT_COLUMNS]
-            pd.DataFrame(rows, columns=columns).to_parquet(tmp, index=False)
-    except ImportError as exc:
-        raise MissingExtraError("Parquet export", "parquet", "pyarrow") from exc
-    return path
+    return write_table(flat_rows(store, run_id, "text" if fmt == "csv" else "parquet"), fmt, path)

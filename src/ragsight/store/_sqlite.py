@@ -230,6 +230,7 @@ class Store:
         self.lock_lease_s = lock_lease_s()
         self.unreadable_cache_entries = 0  # damaged entries read as misses (cache_get)
         self._beat: _Heartbeat | None = None
+        self._claims: dict[str, _Heartbeat] = {}
         # Several processes opening a new store at once: switching it to WAL needs an exclusive
         # lock, and SQLite answers "database is locked" at once, without waiting, where waiting
         # could deadlock. Those attempts are retried (with a growing pause) for up to 30 s.
@@ -338,6 +339,8 @@ class Store:
 
     def close(self) -> None:
         self.stop_heartbeat()
+        for name in list(self._claims):
+            self.release(name)
         self.conn.close()
 
     def __enter__(self) -> Store:
@@ -433,6 +436,42 @@ class Store:
     def lock_lost(self) -> bool:
         """True when the heartbeat found that another process took the run's lock."""
         return self._beat is not None and self._beat.lost.is_set()
+
+    # ---- claims: a lease on a piece of work shared by processes (a sweep's configuration) ----
+
+    def claim(self, name: str) -> str | None:
+        """Take the lease ``name`` (kept fresh by a background thread until :meth:`release`),
+        unless another live process holds it, as a run's lock is taken: a holder whose process is
+        alive and whose heartbeat is younger than the lease. Returns None when taken (or already
+        held by this store), else the holder as ``host:pid``."""
+        key, mine = _claim_key(name), strict_json({"owner": self.owner})
+        now = time.time()
+        with self._tx():
+            row = self.conn.execute("SELECT entry, created_at FROM cache WHERE key=?", (key,)).fetchone()
+            if row is not None and row[0] != mine:
+                try:
+                    owner = str(json.loads(row[0]).get("owner") or "")
+                except (ValueError, AttributeError):
+                    owner = ""
+                if owner and now - float(row[1] or 0) < self.lock_lease_s and _alive(owner):
+                    return _show_owner(owner)
+            self.conn.execute("INSERT OR REPLACE INTO cache (key, entry, created_at) VALUES (?,?,?)",
+                              (key, mine, now))
+        if name not in self._claims and self.path != ":memory:":
+            beat = _Heartbeat(self.path, name, self.owner, min(self.lock_lease_s / 4, _BEAT_MAX_S), None,
+                              claim=(key, mine))
+            self._claims[name] = beat
+            beat.start()
+        return None
+
+    def release(self, name: str) -> None:
+        """Give the lease ``name`` back (nothing when another process has taken it over)."""
+        beat = self._claims.pop(name, None)
+        if beat is not None:
+            beat.stop()
+        with self._tx():
+            self.conn.execute("DELETE FROM cache WHERE key=? AND entry=?",
+                              (_claim_key(name), strict_json({"owner": self.owner})))
 
     def finish_run(self, run_id: str, status: str, stats: dict[str, Any]) -> None:
         """Record the run's end, its status and statistics, and release its lock; nothing is
@@ -737,6 +776,10 @@ def _alive(owner: str) -> bool:
     return True
 
 
+def _claim_key(name: str) -> str:
+    return "claim/" + name
+
+
 def _show_owner(owner: str) -> str:
     """``host:pid`` of a lock owner, for messages."""
     host, _, pid = owner.rpartition(":")
@@ -749,8 +792,9 @@ class _Heartbeat:
     when another process has taken the lock."""
 
     def __init__(self, path: str, run_id: str, owner: str, interval: float,
-                 stats: Callable[[], dict[str, Any]] | None) -> None:
+                 stats: Callable[[], dict[str, Any]] | None, claim: tuple[str, str] | None = None) -> None:
         self.path, self.run_id, self.owner, self.interval, self.stats = path, run_id, owner, interval, stats
+        self.claim = claim  # a claim's (cache key, entry) instead of a run's lock
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"ragsight-heartbeat-{run_id}", daemon=True)
@@ -781,7 +825,10 @@ class _Heartbeat:
 
     def _beat(self, conn: sqlite3.Connection) -> bool:
         try:
-            if self.stats is not None:
+            if self.claim is not None:
+                cur = conn.execute("UPDATE cache SET created_at=? WHERE key=? AND entry=?",
+                                   (time.time(), *self.claim))
+            elif self.stats is not None:
                 cur = conn.execute("UPDATE runs SET lock_heartbeat=?, stats=? WHERE id=? AND lock_owner=?",
                                    (time.time(), _dumps(self.stats()), self.run_id, self.owner))
             else:

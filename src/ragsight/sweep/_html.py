@@ -11,8 +11,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._files import atomic_write
 from ..report import fmt, fmt_ci, fmt_p, fmt_signed
-from ._report import Effect, SweepReport
+from ._report import LATENCY_MEANING, Effect, SweepReport
 
 __all__ = ["render_sweep_html", "write_sweep_html"]
 
@@ -54,7 +55,9 @@ def _axis(values: Sequence[float | None], pad: float = 0.05) -> tuple[float, flo
 
 
 def effect_svg(eff: Effect, lower: bool) -> str:
-    """A metric against one parameter: the mean per value with its CI as a band."""
+    """A metric against one parameter: the mean per value with its CI as a band. A categorical
+    parameter's levels are drawn apart, each with its CI as a bar, and the baseline level's mean
+    as a dashed line across: no band and no line joins levels that have no order."""
     w, h, left, right, top, bottom = 300, 170, 40, 30, 14, 34
     pw, ph = w - left - right, h - top - bottom
     ys = [v for pair in eff.ci for v in pair] + list(eff.means)
@@ -63,6 +66,8 @@ def effect_svg(eff: Effect, lower: bool) -> str:
     n = len(eff.values)
 
     def x(i: int) -> float:
+        if eff.categorical:  # levels side by side, none at the edges
+            return left + pw * (i + 0.5) / n
         return left + (pw * (i / (n - 1)) if n > 1 else pw / 2)
 
     def y(v: float) -> float:
@@ -75,18 +80,25 @@ def effect_svg(eff: Effect, lower: bool) -> str:
     for t in (lo, (lo + hi) / 2, hi):
         parts.append(f'<line x1="{left}" x2="{w - right}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#e6eaef"/>'
                      f'<text x="{left - 4}" y="{y(t) + 4:.1f}" text-anchor="end">{t:.2f}</text>')
-    band_top = [(x(i), y(b)) for i, (_, b) in enumerate(eff.ci) if b is not None]
-    band_bot = [(x(i), y(a)) for i, (a, _) in enumerate(eff.ci) if a is not None]
-    if len(band_top) == n and len(band_bot) == n and n > 1:
-        pts = " ".join(f"{px:.1f},{py:.1f}" for px, py in band_top + band_bot[::-1])
-        parts.append(f'<polygon points="{pts}" fill="#1f6feb" fill-opacity="0.15" stroke="none"/>')
-    line = [(x(i), y(m)) for i, m in enumerate(eff.means) if m is not None]
-    if len(line) > 1:
-        parts.append('<polyline fill="none" stroke="#1f6feb" stroke-width="2" points="'
-                     + " ".join(f"{px:.1f},{py:.1f}" for px, py in line) + '"/>')
+    if eff.categorical:
+        if eff.means and eff.means[0] is not None:
+            parts.append(f'<line x1="{left}" x2="{w - right}" y1="{y(eff.means[0]):.1f}" y2="{y(eff.means[0]):.1f}" '
+                         'stroke="#5b6b7c" stroke-dasharray="4,3"/>')
+    else:
+        band_top = [(x(i), y(b)) for i, (_, b) in enumerate(eff.ci) if b is not None]
+        band_bot = [(x(i), y(a)) for i, (a, _) in enumerate(eff.ci) if a is not None]
+        if len(band_top) == n and len(band_bot) == n and n > 1:
+            pts = " ".join(f"{px:.1f},{py:.1f}" for px, py in band_top + band_bot[::-1])
+            parts.append(f'<polygon points="{pts}" fill="#1f6feb" fill-opacity="0.15" stroke="none"/>')
+        line = [(x(i), y(m)) for i, m in enumerate(eff.means) if m is not None]
+        if len(line) > 1:
+            parts.append('<polyline fill="none" stroke="#1f6feb" stroke-width="2" points="'
+                         + " ".join(f"{px:.1f},{py:.1f}" for px, py in line) + '"/>')
     for i, (m, (a, b)) in enumerate(zip(eff.means, eff.ci)):
         if a is not None and b is not None:
-            parts.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(a):.1f}" y2="{y(b):.1f}" stroke="#1f6feb"/>')
+            width = 2 if eff.categorical else 1
+            parts.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(a):.1f}" y2="{y(b):.1f}" '
+                         f'stroke="#1f6feb" stroke-width="{width}"/>')
         if m is not None:
             parts.append(f'<circle cx="{x(i):.1f}" cy="{y(m):.1f}" r="3.5" fill="#1f6feb"/>')
         parts.append(f'<text x="{x(i):.1f}" y="{h - bottom + 16}" text-anchor="middle">{e(eff.values[i])}</text>')
@@ -179,10 +191,16 @@ def render_sweep_html(rep: SweepReport) -> str:
         out.append(f"<td{cls}>{fmt(c.overall)}</td><td>{fmt(c.tokens_per_question, 0)}</td>"
                    f"<td>{fmt(c.latency_per_question, 2)} s</td></tr>")
     out.append("</tbody></table>")
+    said = []
     if rep.overall_metrics:
-        out.append(f"<p class='muted'>overall: mean of the metric means (↓ as 1 − mean) of {e(', '.join(rep.overall_metrics))}. Tokens and "
-                   "latency: the generator's work per answered question (rewrites and answer) as measured when "
-                   "it was made, plus retrieval.</p>")
+        said.append(f"overall: mean of the metric means (↓ as 1 − mean) of {e(', '.join(rep.overall_metrics))}.")
+    if any(c.tokens_per_question is not None for c in rep.configs):
+        said.append("Tokens: the generator's per answered question (rewrites and answer), as counted when "
+                    "each step was made.")
+    if any(c.latency_per_question is not None for c in rep.configs):
+        said.append(e(LATENCY_MEANING[0].upper() + LATENCY_MEANING[1:]))
+    if said:
+        out.append(f"<p class='muted' id='matrix-notes'>{' '.join(said)}</p>")
     # best per metric
     out.append(f"<h2>Best configuration per metric, against the baseline {e(base.short)}</h2>"
                "<table id='best'><thead><tr><th>metric</th><th>best</th><th>mean [CI]</th><th>baseline</th>"
@@ -213,17 +231,22 @@ def render_sweep_html(rep: SweepReport) -> str:
     # effects
     if rep.effects:
         out.append("<h2>Effect of each parameter</h2><p class='muted'>Mean per value with its 95% CI as a band. "
-                   "Each chart says whether the other settings are held at the baseline or averaged.</p>")
+                   "A parameter whose values are names or switches is drawn as levels: each level's mean "
+                   "and CI, the baseline's level as a dashed line, and each level's paired difference from "
+                   "it below. Each chart says whether the other settings are held at the baseline or "
+                   "averaged.</p>")
         for p in rep.varied:
             effs = [x for x in rep.effects if x.parameter == p]
             if not effs:
                 continue
             out.append(f"<h3>{e(p)}</h3><div class='charts'>")
             for x in effs:
-                steps = "; ".join(f"{s.value_from}→{s.value_to}: {fmt_signed(s.difference.diff)} "
+                steps = "; ".join((f"{s.value_to} vs {s.value_from}" if x.categorical else f"{s.value_from}→{s.value_to}")
+                                  + f": {fmt_signed(s.difference.diff)} "
                                   f"{fmt_ci(s.difference.ci_low, s.difference.ci_high, signed=True)} p {fmt_p(s.p_holm)}"
                                   for s in x.steps)
-                out.append(f"<div class='chart'><p><b>{e(x.metric)}</b> ({e(x.mode)})</p>"
+                how = (f"levels, each against the baseline's {x.values[0]}; " if x.categorical else "") + x.mode
+                out.append(f"<div class='chart'><p><b>{e(x.metric)}</b> ({e(how)})</p>"
                            f"{effect_svg(x, rep.lower_is_better[x.metric])}<p class='muted'>{e(steps)}</p></div>")
             out.append("</div>")
     # trade-off
@@ -248,5 +271,6 @@ def render_sweep_html(rep: SweepReport) -> str:
 
 def write_sweep_html(rep: SweepReport, path: str | os.PathLike[str]) -> Path:
     p = Path(path)
-    p.write_text(render_sweep_html(rep), "utf-8")
+    with atomic_write(p) as f:  # on an error: no temporary file left, the previous file intact
+        f.write(render_sweep_html(rep))
     return p

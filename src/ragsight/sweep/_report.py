@@ -15,7 +15,6 @@ for at least two values; otherwise each value's configurations are averaged per 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ MIN_OVERALL_N = 5
 on as many as the best-measured metric, when that is fewer)."""
 
 __all__ = [
+    "LATENCY_MEANING",
     "MIN_OVERALL_N",
     "ConfigSummary",
     "Effect",
@@ -100,8 +100,14 @@ class EffectStep:
 
 @dataclass(frozen=True)
 class Effect:
-    """A metric along one parameter's values: mean and CI per value, and each step's paired
-    difference. ``mode`` is "held at the baseline" or "averaged over the other settings"."""
+    """A metric along one parameter's values: mean and CI per value, and paired differences.
+    ``mode`` is "held at the baseline" or "averaged over the other settings".
+
+    A numeric parameter (``categorical`` False) has its values in order and one step between
+    each pair of neighbours: a trend. A parameter whose values are names or switches (a
+    generator, ``fusion = [true, false]``: any value that is not a number) has no order: its
+    values are levels, the baseline's level first, and each other level is compared with the
+    baseline's (``steps``: baseline level -> level)."""
 
     parameter: str
     metric: str
@@ -111,6 +117,7 @@ class Effect:
     ci: tuple[tuple[float | None, float | None], ...]
     configs: tuple[tuple[int, ...], ...]
     steps: tuple[EffectStep, ...]
+    categorical: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,6 +168,12 @@ def sweep_names(store: Store) -> list[str]:
 
 def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
+
+
+LATENCY_MEANING = ("latency: the system's answering time per answered question, as measured when "
+                   "each answer was made: loading (models, indexes) left out, an answer reused from "
+                   "the store counted at the time it took then, not the time of reading it back.")
+"""What the latency column measures, said under it in the text and the HTML report."""
 
 
 def _cost(result: EvaluationResult) -> tuple[float | None, float | None, int, int]:
@@ -367,7 +380,10 @@ def _effects(configs: Sequence[ConfigSummary], results: Sequence[EvaluationResul
     bp = configs[base].params
     for p in varied:
         values = list(dict.fromkeys(c.params.get(p) for c in configs))
-        with contextlib.suppress(TypeError):  # numbers in order; mixed types keep the sweep's order
+        categorical = is_categorical(values)
+        if categorical:  # levels: the baseline's first, then the sweep's order
+            values.sort(key=lambda v: v != bp.get(p))
+        else:
             values.sort()
         held = {}
         for v in values:
@@ -391,16 +407,26 @@ def _effects(configs: Sequence[ConfigSummary], results: Sequence[EvaluationResul
             sums = [summarize(list(d.values()), seed=seed) for d in per_value]
             if all(s.mean is None for s in sums):
                 continue
+            # a trend: each value against the one before; levels: each against the baseline's
+            pairs = ([(0, j) for j in range(1, len(use_values))] if categorical
+                     else [(j - 1, j) for j in range(1, len(use_values))])
             steps = []
-            for j in range(len(use_values) - 1):
-                a, b = per_value[j], per_value[j + 1]
+            for i, j in pairs:
+                a, b = per_value[i], per_value[j]
                 ids = [s for s in a if s in b]
                 if ids:
-                    steps.append(EffectStep(use_values[j], use_values[j + 1],
+                    steps.append(EffectStep(use_values[i], use_values[j],
                                             paired_difference([a[s] for s in ids], [b[s] for s in ids], seed=seed)))
             out.append(Effect(p, k, mode, tuple(use_values), tuple(s.mean for s in sums),
-                              tuple((s.ci_low, s.ci_high) for s in sums), tuple(groups), tuple(steps)))
+                              tuple((s.ci_low, s.ci_high) for s in sums), tuple(groups), tuple(steps),
+                              categorical))
     return out
+
+
+def is_categorical(values: Sequence[Any]) -> bool:
+    """A parameter's values are levels, not points on a scale, unless every one is a number (a
+    switch, true/false, is a level: Python's bool is an int, and is not counted as one)."""
+    return not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
 def _findings(configs: Sequence[ConfigSummary], effects: Sequence[Effect],
@@ -416,8 +442,10 @@ def _findings(configs: Sequence[ConfigSummary], effects: Sequence[Effect],
             good = (d.diff > 0) != lower[e.metric]
             lo, hi = (d.ci_low, d.ci_high) if d.diff > 0 else (
                 None if d.ci_high is None else -d.ci_high, None if d.ci_low is None else -d.ci_low)
+            change = (f"{e.parameter} = {s.value_to} instead of the baseline's {s.value_from}" if e.categorical
+                      else f"{e.parameter} {s.value_from} -> {s.value_to}")
             out.append(
-                f"{e.parameter} {s.value_from} -> {s.value_to} {verb} {e.metric} by {abs(d.diff):.3f} "
+                f"{change} {verb} {e.metric} by {abs(d.diff):.3f} "
                 f"{fmt_ci(lo, hi)} ({'better' if good else 'worse'}; "
                 f"p Holm {fmt_p(s.p_holm)}; n={d.n}; other settings {e.mode.replace('held at', 'at')})"
             )
@@ -537,6 +565,9 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
         effs = [e for e in rep.effects if e.parameter == p]
         if not effs:
             continue
+        if effs[0].categorical:
+            _print_levels(c, p, effs)
+            continue
         t2 = Table(title=f"Effect of {p} ({effs[0].mode}; mean [95% CI])", title_justify="left")
         t2.add_column("metric")
         for v in effs[0].values:
@@ -557,9 +588,35 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
         tr.add_row(x.short, fmt(x.overall, 3), fmt(x.tokens_per_question, 0) if x.tokens_per_question is not None else "-",
                    fmt(x.latency_per_question, 2), "P" if i in rep.pareto else "")
     c.print(tr)
+    if any(x.latency_per_question is not None for x in rep.configs):
+        c.print(Text(LATENCY_MEANING))
     if rep.findings:
         c.print(Text("Findings:", style="bold"))
         for f in rep.findings:
             c.print(Text("  - " + f))
     for n in rep.notes:
         c.print(Text("NOTE: " + n, style="yellow"))
+
+
+def _print_levels(c: Console, p: str, effs: Sequence[Effect]) -> None:
+    """A categorical parameter: each level's mean, and its paired difference from the baseline's
+    level (no order, so no steps between neighbours)."""
+    base = effs[0].values[0]
+    t = Table(title=f"Effect of {p}: levels, each against the baseline's {base} (paired; {effs[0].mode}; "
+                    "mean [95% CI]; p Holm)", title_justify="left")
+    for col in ("metric", p, "mean", f"vs {base}", "p"):
+        t.add_column(col, justify="left" if col in ("metric", p) else "right")
+    for e in effs:
+        by_level = {repr(s.value_to): s for s in e.steps}
+        for j, (v, mn, (lo, hi)) in enumerate(zip(e.values, e.means, e.ci)):
+            step = by_level.get(repr(v))
+            diff = p_holm = ""
+            if j == 0:
+                diff = "base"
+            elif step is not None:
+                d = step.difference
+                diff = f"{fmt_signed(d.diff, 2)} {fmt_ci(d.ci_low, d.ci_high, 2, signed=True)}"
+                p_holm = fmt_p(step.p_holm)
+            t.add_row(_short_metric(e.metric) if j == 0 else "", str(v), f"{fmt(mn, 2)} {fmt_ci(lo, hi, 2)}",
+                      diff, p_holm, end_section=j == len(e.values) - 1)
+    c.print(t)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._evaluate import aevaluate
+from .._files import check_writable_target
 from ..errors import ConfigError, InputError
 from ..judge import Judge, JudgeProvider, make_judge
 from ..metrics import Metric, check_threshold, resolve_metrics
@@ -427,8 +428,9 @@ def write_session_report(records: Sequence[RunRecord], path: str | os.PathLike[s
     runs = [RunData.from_result(r.result, {"pytest": r.test or "(outside a test)",
                                            "passed": r.passed,
                                            "thresholds": dict(r.thresholds)}) for r in records]
-    target = Path(path)
-    if not target.parent.exists():
-        raise ConfigError(f"--ragsight-report {target}: folder {target.parent} does not exist")
+    try:
+        target = check_writable_target(path, "--ragsight-report file")
+    except OSError as exc:
+        raise ConfigError(str(exc)) from None
     return save_html(render_report(runs, title=f"ragsight: {len(runs)} runs of a pytest session",
                                    compare_runs=False), target)
