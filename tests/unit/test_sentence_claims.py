@@ -48,6 +48,7 @@ def test_a_thousands_separator_is_not_a_list_and_a_number_in_a_name_is_not_a_sec
     assert compound("Passenger 1 may bring three cabin bags on board.") is None
     assert compound("It flies a Boeing 787 four times per week.") is None
     assert compound("In 2023 the route opened with 4 flights.") == "several numbers"
+    assert compound("Jean-loup Gailly and Mark Adler wrote gzip.") is None  # names joined, one clause
 
 
 def test_a_one_sentence_compound_text_is_not_its_own_claim() -> None:

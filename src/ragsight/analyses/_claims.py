@@ -74,11 +74,16 @@ def _named(before: str) -> bool:
 
 def compound(sentence: str) -> str | None:
     """Why ``sentence`` may state more than one fact ("two clauses", "a list", "several numbers"),
-    or None: a connective word (and, or, but, which, ...), a semicolon or colon, two commas or
+    or None: a connective word (and, or, but, which, ...; not "and" or "or" between two
+    capitalised words, which joins names), a semicolon or colon, two commas or
     more, or two numbers or more (digits or number words other than "one"; a number after a
     capitalised word is part of a name)."""
-    words = [w.lower() for w in tokens(sentence)]
-    if any(w in _CONNECTIVES for w in words) or ";" in sentence or ":" in sentence:
+    raw = tokens(sentence)
+    words = [w.lower() for w in raw]
+    # "and" / "or" between two names ("Gailly and Adler wrote gzip") joins names, not clauses
+    joined = [w for i, w in enumerate(words) if w in _CONNECTIVES and not (
+        w in ("and", "or") and 0 < i < len(raw) - 1 and raw[i - 1][:1].isupper() and raw[i + 1][:1].isupper())]
+    if joined or ";" in sentence or ":" in sentence:
         return "two clauses"
     if sentence.count(",") - len(re.findall(r"\d,\d", sentence)) >= 2:
         return "a list"
