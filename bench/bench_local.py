@@ -4,6 +4,14 @@
     .venv/bin/python bench/bench_local.py --n 3 --explain none
     .venv/bin/python bench/bench_local.py --n 0 --compare 2      # only the before/after comparison
     .venv/bin/python bench/bench_local.py --wait-load 1.5        # start when the machine is quiet
+    RAGSIGHT_THREADS=1 .venv/bin/python bench/bench_local.py --n 3 --ab 2   # before/after, interleaved
+
+``--ab K`` (issue 29): the main run 2K times in one process, alternating the settings of before
+issue 29 (``AnalysisSettings(embedded_questions=3)``: three generated questions) and the shipped
+ones (one question) (A, B, A, B, ...), on the same samples with the model loaded once, then a
+table of seconds per sample, calls, generated tokens and metric means of each run and the ratio
+of the medians (after / before). ``--sentences`` also turns on claims from sentences
+(``sentence_claims=True``, not shipped) on the after side.
 
 This benchmark reads the data of the shared kit, ``../shared/bench/airline_20.jsonl`` (beside the
 repository; ``--data`` to point elsewhere). The product never reads it.
@@ -52,7 +60,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "bench" / "airline_20.jsonl"
+sys.path.insert(0, str(REPO / "bench"))
+import _where  # noqa: E402
+
+DEFAULT_DATA = _where.kit() / "airline_20.jsonl"  # the shared kit beside the repository (or its worktree)
 CORE4 = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
 TARGET_S = 25.0
 # LocalProvider counters of generation (absent in older versions): forward passes, prompt-lookup draft
@@ -219,7 +230,7 @@ def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[st
     # Under load a call can pass the default 120 s timeout; a timed-out call still runs to its end
     # in the worker thread and its retry is counted again, which distorts the token accounting.
     judge = Judge(rec, policy=RetryPolicy(call_timeout_s=args.timeout, step_deadline_s=3 * args.timeout))
-    settings = AnalysisSettings(explain=args.explain)
+    settings = AnalysisSettings(explain=args.explain, **getattr(args, "overrides", {}))
     ld = wait_for_quiet(args.wait_load, args.wait_max)
     cal0 = calibrate(prep["provider"])
     print(f"\ncalibration before: prompt {cal0['prompt_tps']:.1f} tok/s, generation {cal0['gen_tps']:.1f} tok/s "
@@ -297,7 +308,9 @@ def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[st
         r = res.scores[s.id]["context_recall"].evidence
         claims[s.id] = ([v.claim for v in f.claims], [v.claim for v in r.claims],
                         [v.supported for v in f.claims] + [v.supported for v in r.claims])
-    return {"wall_s": wall, "s_per_sample": wall / n, "load_start": ld, "load_end": ld_end,
+    means = {k: (round(res.summary[k].mean, 3) if res.summary[k].mean is not None else None)
+             for k in res.metric_keys}
+    return {"wall_s": wall, "s_per_sample": wall / n, "load_start": ld, "load_end": ld_end, "means": means,
             "calibration": [cal0, cal1], "quiet_estimate_s_per_sample": est,
             "quiet_estimate_by_passes_s_per_sample": est_p,
             "calls": [{k: c.get(k) for k in ("prompt_id", "sample", "prompted", "evaluated", "generated", "seconds",
@@ -417,6 +430,36 @@ async def compare(args: argparse.Namespace, rows: list[dict[str, Any]], prep: di
     return {"samples": results, "aggregate": {k2: dict(v) for k2, v in agg.items()}, "claims": n_claims_total}
 
 
+BEFORE_29 = {"embedded_questions": 3}
+
+
+def ab_runs(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[str, Any]) -> dict[str, Any]:
+    """``--ab K``: the main run with the settings before issue 29 and the shipped ones, alternating."""
+    import statistics
+
+    runs: list[dict[str, Any]] = []
+    for i in range(2 * args.ab):
+        side = "before" if i % 2 == 0 else "after"
+        print(f"\n===== run {i + 1} of {2 * args.ab}: {side} =====")
+        args.overrides = BEFORE_29 if side == "before" else ({"sentence_claims": True} if args.sentences else {})
+        m = main_run(args, rows, prep)
+        gen = sum(c["generated"] for c in m["calls"]) / m["n"]
+        runs.append({"side": side, "s_per_sample": m["s_per_sample"], "calls": len(m["calls"]) / m["n"],
+                     "generated": gen, "means": m["means"], "claims": m["claims"],
+                     "calibration": m["calibration"]})
+    table = [[str(i + 1), r["side"], f"{r['s_per_sample']:.1f}", f"{r['calls']:.1f}", f"{r['generated']:.0f}",
+              f"{r['calibration'][0]['prompt_tps']:.0f}/{r['calibration'][0]['gen_tps']:.0f}",
+              " ".join(f"{k[:12]}={v}" for k, v in r["means"].items())] for i, r in enumerate(runs)]
+    print_table(f"before/after issue 29, interleaved, {len(rows)} samples each",
+                ["run", "side", "s/sample", "calls/sample", "generated tok/sample", "calib prompt/gen tok/s",
+                 "means"], table)
+    med = {side: statistics.median(r["s_per_sample"] for r in runs if r["side"] == side)
+           for side in ("before", "after")}
+    print(f"median s/sample: before {med['before']:.1f}, after {med['after']:.1f}, "
+          f"ratio {med['after'] / med['before']:.2f} (goal <= 0.55)")
+    return {"runs": runs, "median": med, "ratio": med["after"] / med["before"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -433,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wait-load", type=float, default=None, help="wait until load1 is below this")
     ap.add_argument("--wait-max", type=float, default=1800.0)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--ab", type=int, default=0, metavar="K",
+                    help="before/after issue 29, interleaved: K runs of each, alternating (see above)")
+    ap.add_argument("--sentences", action="store_true", help="with --ab: claims from sentences on the after side")
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds per judge call in the main run (default 900: token counts stay "
                          "comparable on a busy machine)")
@@ -452,7 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu": cpu, "cores": os.cpu_count(),
                            "prep": {k: v for k, v in prep.items() if not k.endswith("obj") and k != "provider"}}
     claims = None
-    if args.n > 0:
+    if args.ab > 0:
+        out["ab"] = ab_runs(args, rows[: args.n], prep)
+    elif args.n > 0:
         m = main_run(args, rows[: args.n], prep)
         claims = m.pop("claims")
         out["main"] = m

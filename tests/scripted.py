@@ -17,6 +17,8 @@ from ragsight.judge import ScriptedProvider
 @dataclass
 class RagScript:
     claims: dict[str, list[str]] = field(default_factory=dict)  # text -> claims
+    # the sentences asked about (joined by new lines) -> their claims (extract_claims_part)
+    parts: dict[str, list[str]] = field(default_factory=dict)
     # text -> claims when asked again about claims not found in it (extract_claims_recheck)
     recheck: dict[str, list[str]] = field(default_factory=dict)
     # (claim, target) -> supported; target is "contexts", "reference", "response" or "chunk:N"
@@ -48,6 +50,12 @@ class RagScript:
             if text not in self.recheck:
                 raise AssertionError(f"script has no re-asked claims for {text!r}")
             return {"claims": self.recheck[text]}
+
+        def extract_claims_part(v: Mapping[str, Any]) -> Any:
+            asked = v["raw_sentences"]
+            if asked not in self.parts:
+                raise AssertionError(f"script has no claims for the sentences {asked!r}")
+            return {"claims": self.parts[asked]}
 
         def verify_claims(v: Mapping[str, Any]) -> Any:
             target = v["target"]
@@ -86,6 +94,7 @@ class RagScript:
         return {
             "extract_claims": extract_claims,
             "extract_claims_recheck": extract_claims_recheck,
+            "extract_claims_part": extract_claims_part,
             "verify_claims": verify_claims,
             "chunk_relevance": chunk_relevance,
             "generate_questions": generate_questions,

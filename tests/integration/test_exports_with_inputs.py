@@ -22,10 +22,13 @@ CTX = ["Aurora Airways allows one cabin bag.", "It may weigh eight kilograms."]
 
 
 def script() -> RagScript:
-    # each response is one short statement: its own claim (no extraction call)
+    # GOOD is one short statement: its own claim (no extraction call); BAD states two facts, so
+    # it is split into its two claims (atomic claims, issue 30)
     s = RagScript()
     s.verdicts[(GOOD, "contexts")] = True
-    s.verdicts[(BAD, "contexts")] = False
+    s.claims[BAD] = ["Aurora Airways allows three cabin bags.", "Aurora Airways allows a free pet."]
+    for claim in s.claims[BAD]:
+        s.verdicts[(claim, "contexts")] = False
     return s
 
 

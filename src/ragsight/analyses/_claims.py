@@ -15,22 +15,36 @@ a claim about gzip). Each claim extracted from a response is checked against its
 (:func:`grounded`); when some are not found, the judge is asked once more
 (``extract_claims_recheck``, naming them), and a claim still not found is dropped and listed in
 ``ClaimList.dropped``. ``AnalysisSettings.nonanswers`` turns this off (for the before/after bench).
+
+Atomic claims (issue 30): a sentence with two clauses ("gzip uses LZ77 and was written by
+Microsoft"), a list or two numbers is never its own claim, so each fact gets its own verdict.
+
+Claims from sentences (issue 29; opt-in, ``AnalysisSettings.sentence_claims``, off by default:
+measured with the embedded judge, it generated as many claim tokens as whole-text extraction,
+docs/benchmarks.md): an English text is split into sentences; a plain sentence (:func:`split_reason` gives None) is
+its own claim, and only the other sentences go to the judge, in one ``extract_claims_part`` call
+that shows the whole text (to resolve "it" and "they") and asks for the claims of those
+sentences only. Claims from that call that are not made of the text's own words are dropped
+(no re-ask: the sentences asked about are the text's own). A text with no plain sentence, or not
+in English, is extracted whole, as by remote judges.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from .._budget import fit_for_judge
 from ..errors import OutputError
 from ..prompts import fence, load_prompt
-from ._text import content_words, split_sentences, tokens
+from ._text import NUMBER_WORDS, STOP_WORDS, content_words, language, split_sentences, tokens
 from ._types import ClaimList, list_of_str, refs
 
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["GROUNDED_SHARE", "OWN_CLAIM_MIN_CONTENT", "OWN_CLAIM_WORDS", "extract", "grounded", "own_claim"]
+__all__ = ["GROUNDED_SHARE", "OWN_CLAIM_MIN_CONTENT", "OWN_CLAIM_WORDS", "compound", "extract", "grounded",
+           "own_claim", "split_reason"]
 
 OWN_CLAIM_WORDS = 25  # a single statement of at most this many words is its own claim
 OWN_CLAIM_MIN_CONTENT = 3  # ... with at least this many content words
@@ -39,9 +53,70 @@ _PERSONAL = frozenset({"i", "me", "my", "mine", "we", "us", "our", "ours", "you"
                        "i'm", "i've", "i'd", "i'll", "we're", "we've", "you're", "you've"})
 
 
+# Words that join two clauses or list several facts; a sentence holding one is split by the judge.
+_CONNECTIVES = frozenset({"and", "or", "but", "nor", "while", "whereas", "although", "though",
+                          "because", "unless", "which", "who", "whom", "whose", "plus", "including",
+                          "followed"})
+# Words that need their referent from another sentence: anywhere (subject or possessive) ...
+_REFERRING = frozenset({"it", "its", "it's", "they", "them", "their", "theirs", "they're", "he",
+                        "him", "his", "she", "her", "hers"})
+# ... or at the start ("This includes ...", "That hangar ...", "There are ...").
+_LEADING = frozenset({"this", "these", "that", "those", "such", "there"})
+_NUMBER_RE = re.compile(r"(?<![\w.-])\d[\d,.\-/]*")
+_NAMED_NUMBER = re.compile(r"(?:^|\s)([A-Z][\w-]*)\s$")
+
+
+def _named(before: str) -> bool:
+    """Whether the text before a number ends with a capitalised word that is not a stop word."""
+    m = _NAMED_NUMBER.search(before)
+    return m is not None and m.group(1).lower() not in STOP_WORDS
+
+
+def compound(sentence: str) -> str | None:
+    """Why ``sentence`` may state more than one fact ("two clauses", "a list", "several numbers"),
+    or None: a connective word (and, or, but, which, ...; not "and" or "or" between two
+    capitalised words, which joins names), a semicolon or colon, two commas or
+    more, or two numbers or more (digits or number words other than "one"; a number after a
+    capitalised word is part of a name)."""
+    raw = tokens(sentence)
+    words = [w.lower() for w in raw]
+    # "and" / "or" between two names ("Gailly and Adler wrote gzip") joins names, not clauses
+    joined = [w for i, w in enumerate(words) if w in _CONNECTIVES and not (
+        w in ("and", "or") and 0 < i < len(raw) - 1 and raw[i - 1][:1].isupper() and raw[i + 1][:1].isupper())]
+    if joined or ";" in sentence or ":" in sentence:
+        return "two clauses"
+    if sentence.count(",") - len(re.findall(r"\d,\d", sentence)) >= 2:
+        return "a list"
+    # "one" is as often an article ("one cabin bag of eight kilograms" states one fact), and a
+    # number after a capitalised word is part of a name ("Passenger 1", "Boeing 787", "Terminal 2")
+    numbers = [m for m in _NUMBER_RE.finditer(sentence) if not _named(sentence[:m.start()])]
+    if len(numbers) + sum(1 for w in words if w in NUMBER_WORDS and w != "one") >= 2:
+        return "several numbers"
+    return None
+
+
+def split_reason(sentence: str, max_words: int = OWN_CLAIM_WORDS) -> str | None:
+    """Why ``sentence`` cannot be its own claim as it stands, or None when it is one plain
+    statement: a question, a first- or second-person word (a hedge or an instruction), fewer than
+    :data:`OWN_CLAIM_MIN_CONTENT` content words, more than ``max_words`` words, a pronoun whose
+    referent is in another sentence, or several facts (:func:`compound`)."""
+    if sentence.rstrip().endswith("?"):
+        return "a question"
+    words = [w.lower() for w in tokens(sentence)]
+    if not 0 < len(words) <= max_words:
+        return "too long" if words else "no words"
+    if any(w in _PERSONAL for w in words):
+        return "first or second person"
+    if len(set(content_words(sentence))) < OWN_CLAIM_MIN_CONTENT:
+        return "too few content words"
+    if words[0] in _LEADING or any(w in _REFERRING for w in words):
+        return "a pronoun"
+    return compound(sentence)
+
+
 def own_claim(text: str, max_words: int = OWN_CLAIM_WORDS) -> str | None:
     """The text itself (whitespace collapsed) when it is one short statement (see the module
-    docstring), else None."""
+    docstring) stating one fact (:func:`compound`), else None."""
     sentences = split_sentences(text)
     if len(sentences) != 1 or sentences[0].endswith("?"):
         return None
@@ -49,6 +124,8 @@ def own_claim(text: str, max_words: int = OWN_CLAIM_WORDS) -> str | None:
     if not 0 < len(words) <= max_words or any(w.lower() in _PERSONAL for w in words):
         return None
     if len(set(content_words(text))) < OWN_CLAIM_MIN_CONTENT:
+        return None
+    if compound(sentences[0]) is not None:
         return None
     return sentences[0]
 
@@ -96,6 +173,8 @@ async def extract(sa: SampleAnalyses, source: str) -> ClaimList:
     assert text is not None
     if sa.settings.own_claim and (single := own_claim(text)) is not None:
         return ClaimList(source, (single,), ())
+    if sa.settings.sentence_claims and (from_sentences := await _extract_sentences(sa, source, text)) is not None:
+        return from_sentences
     question = fence("question", sa.sample.question) if sa.sample.question else ""
     limit = sa.settings.max_claims
     text = fit_for_judge(judge, [text], field=source, output_tokens=1024, alongside=[question],
@@ -113,3 +192,48 @@ async def extract(sa: SampleAnalyses, source: str) -> ClaimList:
     claims = list(dict.fromkeys(ans.value))
     kept, dropped, again = await _recheck(sa, source, values, claims, text, validate)
     return ClaimList(source, tuple(kept), refs(ans, again), tuple(dropped))
+
+
+async def _extract_sentences(sa: SampleAnalyses, source: str, text: str) -> ClaimList | None:
+    """Claims from the text's sentences (see the module docstring), or None when the text is to
+    be extracted whole (not English, or no plain sentence in it)."""
+    if language(text) != "en":
+        return None
+    sentences = split_sentences(text)
+    reasons = [split_reason(s) for s in sentences]
+    if all(r is not None for r in reasons):
+        return None
+    limit = sa.settings.max_claims
+    hard = [s for s, r in zip(sentences, reasons) if r is not None]
+    if not hard:
+        return ClaimList(source, tuple(dict.fromkeys(sentences))[:limit], ())
+    judge = sa.need_judge()
+    question = fence("question", sa.sample.question) if sa.sample.question else ""
+    block = "\n".join(hard)
+    text = fit_for_judge(judge, [text], field=source, output_tokens=1024, alongside=[question, block],
+                         record=sa.truncations)[0]
+
+    def validate(d: dict[str, Any]) -> list[str]:
+        claims = list_of_str(d, "claims")
+        if len(claims) > limit:
+            raise OutputError(f"too many claims ({len(claims)}); give at most {limit}")
+        return claims
+
+    ans = await judge.ask(
+        load_prompt("extract_claims_part"),
+        {"question": question, "text": fence(source, text), "sentences": fence("sentences", block),
+         "raw_text": text, "raw_sentences": block},
+        validate, max_tokens=1024, use_cache=sa.settings.use_cache,
+    )
+    asked = sa.sample.question or ""
+    check = source == "response" and sa.settings.nonanswers
+    made = [c for c in ans.value if not check or grounded(c, text, asked)]
+    dropped = tuple(c for c in ans.value if c not in made)
+    first = next(i for i, r in enumerate(reasons) if r is not None)
+    ordered: list[str] = []
+    for i, (s, r) in enumerate(zip(sentences, reasons)):
+        if i == first:
+            ordered.extend(made)
+        if r is None:
+            ordered.append(s)
+    return ClaimList(source, tuple(dict.fromkeys(ordered))[:limit], refs(ans), dropped)

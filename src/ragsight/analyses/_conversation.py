@@ -281,7 +281,7 @@ async def questions(sa: SampleAnalyses) -> GeneratedQuestions:
     """N questions the response answers, read in the conversation, and the user's question
     rewritten to stand alone (one JSON step, ``generate_questions_conversation``)."""
     judge = sa.need_judge()
-    n = sa.settings.n_questions
+    n = sa.n_questions
     s = sa.sample
 
     def validate(d: dict[str, Any]) -> tuple[str, list[str], bool]:

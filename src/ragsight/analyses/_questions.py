@@ -28,7 +28,7 @@ def question_language(response: str) -> str:
 
 async def generate(sa: SampleAnalyses) -> GeneratedQuestions:
     judge = sa.need_judge()
-    n = sa.settings.n_questions
+    n = sa.n_questions
 
     def validate(d: dict[str, Any]) -> tuple[list[str], bool]:
         questions = list_of_str(d, "questions")

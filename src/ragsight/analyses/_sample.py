@@ -92,6 +92,18 @@ class SampleAnalyses:
             self._memo[key] = task
         return asyncio.shield(task)
 
+    @property
+    def embedded(self) -> bool:
+        """Whether the run's judge is the embedded model (``local:...``), whose generated tokens
+        are most of its time: answer relevancy asks it for fewer questions (issue 29)."""
+        return self.judge is not None and self.judge.name.startswith("local:")
+
+    @property
+    def n_questions(self) -> int:
+        """How many questions answer relevancy asks the judge for: ``embedded_questions`` for the
+        embedded judge, ``n_questions`` for any other."""
+        return self.settings.embedded_questions if self.embedded else self.settings.n_questions
+
     def cancel(self) -> list[asyncio.Task[Any]]:
         """Cancel the analyses still running (no metric waits for them any more: a metric that
         stopped the run, a cancelled sample); returns them."""

@@ -39,7 +39,7 @@ class AnswerRelevancy(Metric):
             "questions": [{"question": q, "similarity": round(s, 6)} for q, s in zip(gen.questions, sims)],
             "noncommittal": gen.noncommittal,
             "distinct_questions": len(gen.questions),
-            "asked": ctx.settings.n_questions,
+            "asked": ctx.n_questions,
             "embedder": getattr(ctx.embedder, "name", ""),
         }
         if gen.standalone_question is not None:
