@@ -244,6 +244,8 @@ def describe_cost(cost: Mapping[str, Any] | None) -> tuple[str, str]:
         total = (f"cost: {format_usd(cost.get('usd'))} (judge {price.model} at ${price.input:g} in / "
                  f"${price.output:g} out per million tokens, {price.source}){stale_note(price)}")
     by = cost.get("by_metric") or {}
+    if price is None:  # every metric's share is unknown too: one line says it
+        return total, ""
     per = "; ".join(f"{m} {format_usd(v)}" for m, v in by.items()) if isinstance(by, Mapping) else ""
     return total, (f"cost by metric: {per}" if per else "")
 

@@ -155,5 +155,8 @@ def test_answer_relevancy_asks_the_embedded_judge_for_one_question(local: bool, 
     assert score.outcome is Outcome.SCORED
     assert score.evidence.details["asked"] == asked
     assert [q["question"] for q in score.evidence.details["questions"]] == qs
+    # the reason a person reads speaks in the right number
+    assert score.reason == ("similarity of 1 generated question" if asked == 1
+                            else "mean similarity of 3 generated questions")
     (req,) = judge.calls_for("generate_questions")
     assert req.variables["n"] == str(asked)

@@ -49,7 +49,9 @@ class AnswerRelevancy(Metric):
             return Score.scored(self.key, 0.0, "the response is noncommittal", ev)
         value = sum(sims) / len(sims)
         value = min(1.0, max(-1.0, value))
-        return Score.scored(self.key, value, f"mean similarity of {len(sims)} generated questions", ev)
+        said = "similarity of 1 generated question" if len(sims) == 1 else \
+            f"mean similarity of {len(sims)} generated questions"
+        return Score.scored(self.key, value, said, ev)
 
 
 def _declined(ctx: SampleAnalyses, key: str) -> Score | None:
