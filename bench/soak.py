@@ -14,12 +14,15 @@ float32 holding an infinity, all-zero vectors and values beyond float32.
 
 ``ragsight evaluate`` runs as a real process (five metrics: faithfulness, answer_relevancy,
 context_precision, context_recall, answer_similarity; --timeout 2) with a planted key without the
-``sk-`` prefix. It is killed with SIGKILL at a random moment ``--kills`` times and resumed with
-``--resume last`` each time, then resumed to the end; the run is exported to JSONL and CSV and
+``sk-`` prefix. It is killed with SIGKILL ``--kills`` times, each after a random number of
+further samples finished (spread over the run), and resumed with ``--resume last`` each time,
+then resumed to the end; the run is exported to JSONL and CSV and
 two samples are shown with their judge calls. Then it prints:
 
 - lost: input samples without a finished record and every metric's score;
-- duplicated: judge-call rows repeated (same sample, step, attempt) and extra score rows;
+- duplicated: judge-call rows saved twice (same sample, step, attempt and start time) and extra
+  score rows (a sample with a failed score asked again on a resume is counted apart: its first
+  attempt's calls stay in its trail);
 - NaN: non-finite score values, and bare NaN/Infinity tokens in the store's JSON columns and
   the exports;
 - failed: the share of (sample, metric) pairs that ended failed;
@@ -72,6 +75,11 @@ def query(path: Path, sql: str) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+def finished_count(store: Path) -> int:
+    done = query(store, "SELECT COUNT(*) FROM samples WHERE finished=1") if store.exists() else []
+    return int(done[0][0]) if done else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=200)
@@ -109,17 +117,26 @@ def main(argv: list[str] | None = None) -> int:
             processes += 1
             killed = False
             if len(kills) < args.kills:
-                deadline = time.monotonic() + rng.uniform(0.8, 3.5)
+                # Kill once the process has finished a random number of further samples (spread
+                # over the run: on average the run divided by kills + 1), a random fraction of a
+                # second later; a fixed 0.8-3.5 s after the start would hit a large run's start-up
+                # (loading, the preflight) every time and never its middle.
+                before = finished_count(store)
+                target = min(args.samples - 1, before + rng.randint(1, max(1, 2 * args.samples // (args.kills + 1))))
+                lag = rng.uniform(0.0, 0.5)
+                deadline = time.monotonic() + 900
                 while time.monotonic() < deadline and proc.poll() is None:
-                    time.sleep(0.02)
+                    if finished_count(store) >= target:
+                        time.sleep(lag)
+                        break
+                    time.sleep(0.1)
                 if proc.poll() is None:
                     proc.send_signal(signal.SIGKILL)
                     killed = True
             out, err = proc.communicate(timeout=1800)
             printed += [out, err]
-            done = query(store, "SELECT COUNT(*) FROM samples WHERE finished=1")
             if killed:
-                kills.append({"finished": done[0][0] if done else 0})
+                kills.append({"finished": finished_count(store)})
                 continue
             if proc.returncode != 0:
                 text = err.decode(errors="replace")
@@ -148,8 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     per_sample = Counter(r[0] for r in score_rows)
     ids = [json.loads(line)["id"] for line in data.read_text(encoding="utf-8").splitlines()]
     lost = [i for i in ids if i not in finished or per_sample[i] != n_metrics]
-    dup_calls = query(store, "SELECT COUNT(*) FROM (SELECT sample_id, step, attempt FROM judge_calls"
-                             " GROUP BY sample_id, step, attempt HAVING COUNT(*) > 1)")[0][0]
+    # A call row saved twice has the same sample, step, attempt and start time. The same step and
+    # attempt started at another time is a sample asked again: --resume asks a sample with a
+    # failed score again, and the first attempt's calls (paid for) stay in its trail.
+    dup_calls = query(store, "SELECT COUNT(*) FROM (SELECT sample_id, step, attempt, started_at FROM judge_calls"
+                             " GROUP BY sample_id, step, attempt, started_at HAVING COUNT(*) > 1)")[0][0]
+    retried = query(store, "SELECT COUNT(DISTINCT sample_id) FROM (SELECT sample_id FROM judge_calls"
+                           " GROUP BY sample_id, step, attempt HAVING COUNT(DISTINCT started_at) > 1)")[0][0]
     duplicated = dup_calls + max(0, len(score_rows) - len(ids) * n_metrics)
     bad_values = [r for r in score_rows if r[3] is not None and (r[3] != r[3] or abs(r[3]) == float("inf"))]
     tokens = 0
@@ -193,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{stats.get('answers_too_large')} answers too large")
     print(f"lost {len(lost)}, duplicated {duplicated}, NaN {nan}, "
           f"failed {outcomes['failed']} of {len(score_rows)} ({failed_share:.2%}), leaked {len(leaked_in)}")
+    print(f"      asked again on a resume (a failed score; the first attempt's calls kept): {retried} samples")
     for reason, n in fail_reasons.most_common(5):
         print(f"  failed x{n}: {reason[:160]}")
     if leaked_in:
