@@ -98,29 +98,37 @@ def test_a_chunk_gets_the_same_embedded_call_whatever_its_neighbours_and_rank() 
     assert len(prompts) == 1
 
 
-def test_borderline_embedded_verdicts_get_a_reason_and_sure_ones_do_not() -> None:
-    judge = script(on_topic=0.6).choice_judge()
+def test_unrelevant_and_borderline_embedded_verdicts_get_a_reason_and_sure_ones_do_not() -> None:
+    judge = script(on_topic=0.55).choice_judge()
     result = ragsight.evaluate([sample("a", [NEEDED, ON_TOPIC, OTHER])], ["context_precision"], judge=judge)
     score = result.scores["a"]["context_precision"]
     chunks = score.evidence.details["chunks"]
-    assert [c["probability"] for c in chunks] == pytest.approx([0.95, 0.6, 0.05])
-    assert [c["reason"] for c in chunks] == ["", f"scripted: {ON_TOPIC} is relevant", ""]
-    assert score.value == pytest.approx(1.0)  # 0.6 >= 0.5: relevant (and said to be borderline)
-    (call,) = judge.calls_for("explain_chunk")
-    assert call.variables["verdict"] == "relevant"
-    # asked right after its chunk's verdict, whose prompt it extends (the judge reuses it)
+    assert [c["probability"] for c in chunks] == pytest.approx([0.95, 0.55, 0.05])
+    assert [c["reason"] for c in chunks] == ["", f"scripted: {ON_TOPIC} is relevant",
+                                             f"scripted: {OTHER} is not relevant"]
+    assert score.value == pytest.approx(1.0)  # 0.55 >= 0.5: relevant (and said to be borderline)
+    calls = judge.calls_for("explain_chunk")
+    assert [c.variables["verdict"] for c in calls] == ["relevant", "not relevant"]
+    # each asked right after its chunk's verdict, whose prompt it extends (the judge reuses it)
     order = [(r.prompt_id, r.variables["chunk_text"]) for r in judge.requests]
     assert order == [("chunk_relevant", NEEDED), ("chunk_relevant", ON_TOPIC), ("explain_chunk", ON_TOPIC),
-                     ("chunk_relevant", OTHER)]
+                     ("chunk_relevant", OTHER), ("explain_chunk", OTHER)]
     relevant_prompt = call_text(judge.calls_for("chunk_relevant")[1])
-    explain_prompt = call_text(call)
+    explain_prompt = call_text(calls[0])
     shared = relevant_prompt[: relevant_prompt.index("</chunk>") + len("</chunk>")]
     assert explain_prompt.startswith(shared)
-    # the explanation's call is in the trail
-    assert [r.prompt_id for r in score.evidence.calls].count("explain_chunk") == 1
+    # the explanations' calls are in the trail
+    assert [r.prompt_id for r in score.evidence.calls].count("explain_chunk") == 2
 
 
-@pytest.mark.parametrize(("mode", "explained"), [("none", 0), ("unsupported", 1), ("all", 3)])
+def test_a_relevant_chunk_well_above_the_threshold_gets_no_reason() -> None:
+    judge = script(on_topic=0.7).choice_judge()  # 0.2 above: sure enough
+    result = ragsight.evaluate([sample("a", [NEEDED, ON_TOPIC])], ["context_precision"], judge=judge)
+    assert [c["reason"] for c in result.scores["a"]["context_precision"].evidence.details["chunks"]] == ["", ""]
+    assert judge.calls_for("explain_chunk") == []
+
+
+@pytest.mark.parametrize(("mode", "explained"), [("none", 0), ("unsupported", 2), ("all", 3)])
 def test_the_explanation_mode_decides_how_many_chunk_reasons(mode: str, explained: int) -> None:
     judge = script(on_topic=0.35).choice_judge()
     result = ragsight.evaluate([sample("a", [NEEDED, ON_TOPIC, OTHER])], ["context_precision"], judge=judge,

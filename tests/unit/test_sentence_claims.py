@@ -160,3 +160,29 @@ def test_answer_relevancy_asks_the_embedded_judge_for_one_question(local: bool, 
                             else "mean similarity of 3 generated questions")
     (req,) = judge.calls_for("generate_questions")
     assert req.variables["n"] == str(asked)
+
+
+def test_one_question_is_asked_for_as_one_and_a_string_of_several_is_cut_to_the_first() -> None:
+    # The 1.5B judge, asked for "1 different questions", wrote one string of five to ten
+    # questions; the prompt now asks for "one question ... asking one thing", and a string that
+    # still holds several keeps its first.
+    s = script()
+    s.questions[PLAIN_1] = (["What does gzip do? Who wrote it? When?"], False)
+    judge = embedded(s.choice_judge())
+    res = ragsight.evaluate([{"id": "s", "question": "What does gzip do?", "response": PLAIN_1}],
+                            ["answer_relevancy"], judge=judge, embedder=TableEmbedder())
+    score = res.scores["s"]["answer_relevancy"]
+    assert [q["question"] for q in score.evidence.details["questions"]] == ["What does gzip do?"]
+    (req,) = judge.calls_for("generate_questions")
+    text = "\n".join(m.content for m in req.messages)
+    assert "Write one question that the answer above responds to, asking one thing," in text
+    assert '"questions": ["..."]}' in text and "1 different questions" not in text
+    # a remote judge is asked for three, in the words it always had
+    s2 = script()
+    s2.questions[PLAIN_1] = (["Q1?", "Q2?", "Q3?"], False)
+    remote = s2.choice_judge()
+    ragsight.evaluate([{"id": "s", "question": "What does gzip do?", "response": PLAIN_1}],
+                      ["answer_relevancy"], judge=remote, embedder=TableEmbedder())
+    (req,) = remote.calls_for("generate_questions")
+    text = "\n".join(m.content for m in req.messages)
+    assert "Write 3 different questions that the answer above responds to, each one complete" in text

@@ -41,6 +41,7 @@ from ..judge import Answer, Judge, JudgeFailedError, JudgeRejectedError
 from ..prompts import fence, load_prompt, neutralise
 from . import _verdicts
 from ._calibrated import assess_claim
+from ._questions import first_question
 from ._signals import compute_signals, unfence
 from ._types import (
     ConversationVerdicts,
@@ -291,7 +292,7 @@ async def questions(sa: SampleAnalyses) -> GeneratedQuestions:
         standalone = d.get("question")
         if not isinstance(standalone, str) or not standalone.strip():
             raise OutputError('"question" must be the user\'s question rewritten to stand alone')
-        distinct = list(dict.fromkeys(q.strip() for q in qs))
+        distinct = list(dict.fromkeys(first_question(q) for q in qs))
         return standalone.strip(), distinct, lenient_bool(d.get("noncommittal"), '"noncommittal"')
 
     conversation = conversation_block(s.history or (), s.question)

@@ -26,6 +26,25 @@ def question_language(response: str) -> str:
     return LANGUAGE_NAMES[lang] if lang else "the same language as the answer"
 
 
+def question_wording(n: int) -> dict[str, str]:
+    """How the prompt asks for ``n`` questions. Asked for "1 different questions", a small judge
+    wrote one string of five to ten questions (a hundred tokens, and a similarity to the
+    question of all of them); one question is asked for as such, to ask one thing."""
+    if n == 1:
+        return {"wanted": "one question", "each": "asking one thing,", "example": '["..."]'}
+    return {"wanted": f"{n} different questions", "each": "each one", "example": '["...", "..."]'}
+
+
+def first_question(text: str) -> str:
+    """A generated question cut after its first question mark when more follow ("What is X? What
+    is Y?" is two questions in one string: the first is kept)."""
+    text = text.strip()
+    mark = text.find("?")
+    if mark != -1 and "?" in text[mark + 1:]:
+        return text[:mark + 1]
+    return text
+
+
 async def generate(sa: SampleAnalyses) -> GeneratedQuestions:
     judge = sa.need_judge()
     n = sa.n_questions
@@ -36,14 +55,14 @@ async def generate(sa: SampleAnalyses) -> GeneratedQuestions:
             raise OutputError(f"expected exactly {n} questions, got {len(questions)}")
         # Repeats are dropped (the mean is over distinct questions, recorded in the evidence);
         # only a reply with no usable question is re-asked.
-        distinct = list(dict.fromkeys(q.strip() for q in questions))
+        distinct = list(dict.fromkeys(first_question(q) for q in questions))
         return distinct, lenient_bool(d.get("noncommittal"), '"noncommittal"')
 
     response = fit_for_judge(judge, [sa.sample.response or ""], field="response",
                              output_tokens=80 + 50 * n, record=sa.truncations)[0]
     ans = await judge.ask(
         load_prompt("generate_questions"),
-        {"response": fence("response", response), "n": str(n),
+        {"response": fence("response", response), "n": str(n), **question_wording(n),
          "language": question_language(sa.sample.response or ""),
          "response_text": sa.sample.response or ""},
         validate, count=n, max_tokens=80 + 50 * n, use_cache=sa.settings.use_cache,

@@ -56,7 +56,7 @@ _LOAD_LOCK = threading.Lock()
 # prompt than the live cache does; save one after a call that evaluated at least this many tokens.
 _MIN_RESTORE_GAIN = 32
 _MIN_SAVE_TOKENS = 48
-_MAX_STATES = 6
+_MAX_STATES = 12
 _MAX_STATE_BYTES = 512 * 1024 * 1024
 # Same prompt, same numbers. llama.cpp's CPU kernels for this model's quantization multiply the
 # prompt's rows in groups of 4; a row left over in a partial group goes another way and rounds
