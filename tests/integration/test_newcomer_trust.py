@@ -547,3 +547,41 @@ def test_an_interrupted_aevaluate_says_what_it_saved_and_how_to_resume(how: str,
     assert result.status == "completed" and len(result.samples) == 40
     assert len(result.scores) == 40
     assert chat_calls(world) > 0
+
+
+# ---- a correct decline is not among the worst samples (trial on the bc and chage manuals) ------
+
+DECLINES = [
+    {"id": "de", "question": "Which programming language is GNU bc written in?", "contexts": [DOC],
+     "response": "Die Dokumente enthalten keine Angabe dazu, in welcher Sprache bc geschrieben ist.",
+     "reference": "The documents do not contain the answer to this question.", "out_of_scope": True},
+    {"id": "en", "question": "Does gzip encrypt files?", "contexts": [DOC],
+     "response": "The documents do not say.",
+     "reference": "The documents do not contain the answer to this question.", "out_of_scope": True},
+    {"id": "wrong", "question": "Who wrote gzip?", "contexts": [DOC],
+     "response": "Gzip was written by Richard Stallman in 1975.", "reference": "Gailly and Adler."},
+]
+
+
+def test_a_correct_decline_is_not_graded_as_a_wrong_answer_nor_listed_among_the_worst(
+        tmp_path: Path, judge: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write(tmp_path / "d.jsonl", DECLINES)
+    store = tmp_path / "runs.db"
+    metrics = "answer_relevancy,factual_correctness,answer_correctness,abstention"
+    code, _, _ = run(capsys, *evaluate_argv(data, judge.url, store, "--metrics", metrics))
+    assert code == 0
+    code, out, _ = run(capsys, "show", "last", "--store", str(store), "--sample", "de")
+    shown = one_line(out)
+    assert "declines an out-of-scope question" in shown and "nothing to be relevant to (see abstention)" in shown
+    assert "the documents hold no answer to grade (see abstention)" in shown
+    report = tmp_path / "r.html"
+    code, _, _ = run(capsys, "report", "last", "--store", str(store), "--out", str(report))
+    assert code == 0
+    page = report.read_text(encoding="utf-8")
+    worst = page[page.index("<h3>Worst samples</h3>"):]
+    worst = worst[:worst.index("</table>")]
+    rows = re.findall(r"<tr>.*?</tr>", worst, flags=re.S)[1:]  # after the header
+    assert rows and "wrong" in rows[0], rows[0]  # the invented author is the worst sample
+    for row in rows:  # each decline is there only with its abstention of 1.000
+        if ">de<" in row or ">en<" in row:
+            assert "abstention" in row and "1.000" in row, row

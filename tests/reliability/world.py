@@ -237,6 +237,10 @@ class JudgeWorld:
             asked = (block(user, "conversation") or "").rsplit("[this turn] user:", 1)[-1].strip()
             return {"question": asked or "the question", "noncommittal": "don't know" in response.lower(),
                     "questions": qs}, n
+        if prompt_id == "declines_json":  # abstention: a response the detector left to the judge
+            response = (block(user, "response") or "").lower()
+            said = any(p in response for p in ("do not say", "don't know", "cannot answer"))
+            return {"reason": "it says it cannot answer" if said else "it answers", "declines": said}, None
         if prompt_id == "chunk_relevance":
             chunks = blocks(user, "chunk")
             answer_text = block(user, "reference") or block(user, "response") or ""

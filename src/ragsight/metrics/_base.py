@@ -12,6 +12,9 @@ from ..sample import Sample
 __all__ = ["OUT_OF_SCOPE_SKIP", "Metric"]
 
 OUT_OF_SCOPE_SKIP = "out-of-scope question: no relevant context to retrieve (see abstention)"
+# A correctness metric has no answer to grade on an out-of-scope question: its reference is a
+# decline, and whether the response was right to decline is the abstention metric's verdict.
+OUT_OF_SCOPE_ANSWER_SKIP = "out-of-scope question: the documents hold no answer to grade (see abstention)"
 
 
 def with_pipeline_error(sample: Sample, reason: str) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
-from ._base import Metric
+from ..sample import Sample
+from ._base import OUT_OF_SCOPE_ANSWER_SKIP, Metric
 from .answer_similarity import similarity_to_reference
 from .factual_correctness import FactualCorrectness, f_beta
 
@@ -41,6 +42,11 @@ class AnswerCorrectness(Metric):
         self.weights = (w1 / (w1 + w2), w2 / (w1 + w2))
         self._fc = FactualCorrectness(mode="f1", form=form)
         self.form = form
+
+    def missing(self, sample: Sample) -> str | None:
+        if sample.out_of_scope:
+            return OUT_OF_SCOPE_ANSWER_SKIP
+        return super().missing(sample)
 
     def params(self) -> dict[str, Any]:
         return {"weights": list(self.weights), "form": self.form}

@@ -55,12 +55,17 @@ class AnswerRelevancy(Metric):
 
 
 def _declined(ctx: SampleAnalyses, key: str) -> Score | None:
-    """0 for a response the decline detector reads as a decline (no judge call), else None."""
+    """0 for a response the decline detector reads as a decline (no judge call); skipped when the
+    question is out of scope (declining was right, and the abstention metric says so: there is
+    nothing to be relevant to); else None."""
     if not ctx.settings.nonanswers:
         return None
     signals = detect_declines(ctx.sample.response or "")
     if signals.verdict != "declines":
         return None
+    if ctx.sample.out_of_scope:
+        return Score.skipped(key, f"declines an out-of-scope question ({signals.quoted()}), as it should: "
+                                  "nothing to be relevant to (see abstention)")
     details = {"noncommittal": True, "decided_by": "detector", "matched": list(signals.matched)}
     return Score.scored(key, 0.0, f"the response is noncommittal: it declines ({signals.quoted()})",
                         Evidence(details=details))

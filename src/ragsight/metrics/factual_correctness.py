@@ -23,7 +23,8 @@ from typing import Any
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
-from ._base import Metric
+from ..sample import Sample
+from ._base import OUT_OF_SCOPE_ANSWER_SKIP, Metric
 from ._support import check_form, resolve_form, supported_count
 
 __all__ = ["FactualCorrectness", "f_beta"]
@@ -64,6 +65,11 @@ class FactualCorrectness(Metric):
         self.mode = mode
         self.beta = 1.0 if mode == "f1" else float(beta)
         self.form = check_form(self.name, form)
+
+    def missing(self, sample: Sample) -> str | None:
+        if sample.out_of_scope:
+            return OUT_OF_SCOPE_ANSWER_SKIP
+        return super().missing(sample)
 
     def params(self) -> dict[str, Any]:
         return {"mode": self.mode, "beta": self.beta, "form": self.form}
