@@ -585,3 +585,18 @@ def test_a_correct_decline_is_not_graded_as_a_wrong_answer_nor_listed_among_the_
     for row in rows:  # each decline is there only with its abstention of 1.000
         if ">de<" in row or ">en<" in row:
             assert "abstention" in row and "1.000" in row, row
+
+
+def test_generate_says_something_as_each_candidate_is_checked(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # A trial's `generate --size 5` with the embedded model printed nothing for 47 minutes: the
+    # count came once per round of candidates. Now a line comes as each candidate is checked.
+    (tmp_path / "gzip.md").write_text(DOC, encoding="utf-8")
+    with FakeOpenAIServer(handler=GeneratorWorld("gzip keeps the original name and time stamp.")) as srv:
+        _, _, err = run(capsys, "generate", str(tmp_path / "gzip.md"), "--size", "3", "--types",
+                           "single_hop=1", "--attempts", "1", "--out", str(tmp_path / "ts.jsonl"),
+                           "--judge", "openai:m", "--base-url", srv.url, "--embedder", "openai:e", "--no-cache")
+    lines = [line.strip() for line in err.splitlines() if "accepted after" in line]
+    assert "0/3 accepted after 1 candidate" in lines, err
+    tried = [int(re.search(r"after (\d+) candidate", line).group(1)) for line in lines]  # type: ignore[union-attr]
+    assert tried == sorted(tried) and len(tried) >= 3, lines

@@ -236,7 +236,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             critic = generator if same else critic.for_run(cache=generator.cache)
 
         def progress(accepted: int, wanted: int, tried: int) -> None:
-            err.print(f"  {accepted}/{wanted} accepted after {tried} candidates")
+            err.print(f"  {accepted}/{wanted} accepted after {tried} candidate{'' if tried == 1 else 's'}")
 
         async def go() -> Any:
             try:

@@ -536,8 +536,8 @@ async def agenerate(
     ``generator`` and ``critic``: a Judge or a judge spec (``"openai:MODEL"``, ``"local"``...;
     None is the embedded judge); the critic defaults to the generator. ``embedder``: an Embedder,
     a spec (``"local"``, ``"openai:MODEL"``), or None for exact-duplicate removal only.
-    ``progress`` is called with (accepted, wanted, tried) after each round. Judges made here from
-    specs are closed at the end; judges passed in are not.
+    ``progress`` is called with (accepted, wanted, tried) as each candidate is checked and after
+    each round. Judges made here from specs are closed at the end; judges passed in are not.
     """
     st = settings or TestsetSettings()
     if not isinstance(corpus, Corpus):
@@ -588,9 +588,18 @@ async def _generate(
     limit = max(1, min(generator.provider.max_concurrency, critic.provider.max_concurrency))
     sem = asyncio.Semaphore(limit)
 
+    finished = 0  # candidates of the current round checked so far
+
     async def bounded(spec: CandidateSpec) -> _Outcome:
+        nonlocal finished
         async with sem:
-            return await run.candidate(spec)
+            outcome = await run.candidate(spec)
+        # A heartbeat per candidate: with an in-process model a round of candidates takes many
+        # minutes, and a generate that printed nothing for 47 minutes looked hung.
+        finished += 1
+        if progress is not None:
+            progress(sum(counts.values()), st.size, tried + finished)
+        return outcome
 
     while True:
         batch: list[CandidateSpec] = []
@@ -602,6 +611,7 @@ async def _generate(
         if not batch:
             break
         batch.sort(key=lambda s: (s.index, type_rank[s.question_type]))
+        finished = 0
         outcomes = await asyncio.gather(*(bounded(s) for s in batch))
         tried += len(batch)
         passing = [o for o in outcomes if not o.reasons]
