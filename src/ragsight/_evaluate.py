@@ -24,7 +24,8 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -97,6 +98,25 @@ class RunOptions:
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + hashlib.sha256(os.urandom(8)).hexdigest()[:6]
+
+
+class _Pending(Sequence[Sample]):
+    """The samples not yet finished, in data order: their positions are kept, not the samples."""
+
+    def __init__(self, samples: Sequence[Sample], done: set[str]) -> None:
+        self._samples, self._done = samples, done
+        self._at = array("q", (i for i, s in enumerate(samples) if s.id not in done))
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._samples[self._at[k]] for k in range(*i.indices(len(self)))]
+        return self._samples[self._at[i]]
+
+    def __iter__(self) -> Iterator[Sample]:
+        return (s for s in self._samples if s.id not in self._done)
 
 
 def _check_generator(samples: Sequence[Sample], judge: Judge | None) -> None:
@@ -619,7 +639,8 @@ async def _run(
             done = st.finished_samples(run_id)
             if not fresh:  # a resumed run asks its failed samples again (the cache keeps what worked)
                 done -= st.failed_samples(run_id)
-        todo = [s for s in samples if s.id not in done]
+        # what is left, read from the data when its turn comes (a large file's samples are not held)
+        todo: Sequence[Sample] = _Pending(samples, done) if done else samples
         if progress is not None:
             progress.total = len(samples)
             progress.done = len(done)

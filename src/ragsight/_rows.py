@@ -334,6 +334,9 @@ def _is_span(row: Any) -> bool:
         "span_kind" in row or "attributes.openinference.span.kind" in row)
 
 
+is_span = _is_span  # a row of a Phoenix spans DataFrame
+
+
 def _top_openinference_span(spans: Sequence[Mapping[str, Any]], kind: Any) -> Mapping[str, Any] | None:
     """The earliest span with an OpenInference kind and none above it (not a retriever when
     another one qualifies)."""

@@ -20,13 +20,14 @@ import os
 import re
 import stat
 import warnings
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ._conversations import conversation_shape, read_conversation
-from ._rows import merge_phoenix_spans, read_row
+from ._rows import is_span, merge_phoenix_spans, read_row
 from ._shapes import (
     FIELD_ALIASES,
     MAX_DIGITS,
@@ -422,6 +423,227 @@ def _loads(text: str) -> Any:
     return json.loads(text, parse_int=_parse_int)
 
 
+class _RowReader:
+    """What loading rows one by one keeps: the ids so far, the problems, which names filled
+    each field, the columns seen. ``row`` makes one flat row's Sample (None: a problem is
+    listed), ``conversation`` a conversation's samples; ``finish`` sets them on the data set."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.problems: list[RowProblem] = []
+        self.ids: dict[str, int] = {}
+        self.explicit: set[str] = set()
+        self.by_position: list[int] = []
+        self.sources: dict[str, dict[str, None]] = {}
+        self.misnamed: dict[str, str] = {}
+        self.columns: dict[str, None] = {}
+        self.renamed = False
+
+    def conversation(self, conv: Conversation, rown: int) -> list[Sample]:
+        try:
+            conv_samples = turn_samples(conv)
+        except FieldError as exc:
+            self.problems.append(RowProblem(self.source, rown, exc.field_name, exc.message))
+            return []
+        clash = next((x.id for x in conv_samples if x.id in self.ids), None)
+        if clash is not None:
+            self.problems.append(RowProblem(
+                self.source, rown, "id", f"conversation '{conv.id}': the id '{clash}' was already used by "
+                f"row {self.ids[clash]}; ids must be unique. Give this conversation another id."))
+            return []
+        for x in conv_samples:
+            self.ids[x.id] = rown
+            self.explicit.add(x.id)
+        return conv_samples
+
+    def row(self, raw: Mapping[str, Any], rown: int) -> Sample | None:
+        source = self.source
+        self.renamed = False  # set when the row's id is taken and a suffix makes it unique
+        try:
+            sample, got = _row_sample(raw, rown)
+        except FieldError as exc:
+            self.problems.append(RowProblem(source, rown, exc.field_name, exc.message))
+            return None
+        except (RecursionError, MemoryError):
+            self.problems.append(RowProblem(source, rown, None, "the row nests too deeply to read; flatten it."))
+            return None
+        for fname, note in got.notes:
+            self.problems.append(RowProblem(source, rown, fname, "warning: " + note))
+        for column, meant in got.misnamed:
+            self.misnamed.setdefault(column, meant)
+        self.columns.update((str(k), None) for k in raw)
+        for name, src in got.sources.items():
+            self.sources.setdefault(name, {})[src] = None
+        has_explicit_id = got.values["id"] is not None
+        if sample.id in self.ids:
+            if has_explicit_id or sample.id in self.explicit:
+                self.problems.append(
+                    RowProblem(source, rown, "id", f"id '{sample.id}' was already used by row {self.ids[sample.id]}; "
+                               "ids must be unique. Give this row another id, or remove the duplicate row.")
+                )
+                return None
+            k = 2
+            while f"{sample.id}-{k}" in self.ids:
+                k += 1
+            sample = replace(sample, id=f"{sample.id}-{k}")
+            self.renamed = True
+        self.ids[sample.id] = rown
+        if has_explicit_id:
+            self.explicit.add(sample.id)
+        elif sample.id.startswith("row-"):
+            self.by_position.append(rown)
+        return sample
+
+    def finish(self, ds: Dataset) -> Dataset:
+        if self.by_position:
+            rows = self.by_position
+            shown = ", ".join(str(r) for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+            ds.problems.append(RowProblem(
+                self.source, rows[0], "id",
+                f"warning: {len(rows)} row(s) have no id, question or reference (rows {shown}): "
+                "their ids are their row numbers (row-N), so another run of this data pairs with "
+                "them by position only. Give each row an id to pair them safely."))
+        ds.sources = {name: tuple(srcs) for name, srcs in self.sources.items()}
+        ds.misnamed, ds.columns = self.misnamed, tuple(self.columns)
+        for g in group_problems(p for p in ds.problems if p.message.startswith("warning:")):
+            warnings.warn(g.line(), SampleWarning, stacklevel=3)
+        return ds
+
+
+def _row_sample(raw: Mapping[str, Any], rown: int, sid: str | None = None) -> tuple[Sample, Any]:
+    """One flat row's Sample and what ``read_row`` found; ``sid`` replaces the row's own id."""
+    raw, turn_fields = split_turn_fields(raw)
+    got = read_row(raw)
+    v = got.values
+    sample = Sample(id=sid or v["id"] or question_id(v["question"], v["reference"]) or f"row-{rown}",
+                    question=v["question"], contexts=v["contexts"], response=v["response"],
+                    reference=v["reference"], reference_contexts=v["reference_contexts"],
+                    retrieved_ids=v["retrieved_ids"], relevant_ids=v["relevant_ids"],
+                    metadata=got.metadata, **turn_fields)
+    return sample, got
+
+
+# A JSONL file of this size or more is not held in memory: its rows are read from the file
+# each time the samples are gone through (a 100,000-sample file held as samples took 416 MB).
+LAZY_FILE_BYTES = 8 * 1024**2
+
+
+class _NotFlat(Exception):
+    """A row the file-backed reading does not take (a conversation, a Phoenix span)."""
+
+
+class FileSamples(Sequence[Sample]):
+    """The samples of a JSONL file, read again from the file when asked for: the file's
+    offset, length and line of each usable row are kept, not the samples. The file must not
+    change while a run reads it (InputError when its size or time changed)."""
+
+    def __init__(self, path: Path, source: str, stamp: tuple[int, int]) -> None:
+        self.path, self.source, self.stamp = path, source, stamp
+        self.offsets = array("q")
+        self.lengths = array("q")
+        self.lines = array("q")
+        self.renamed: dict[int, str] = {}  # position -> id, where loading changed a row's id
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def _open(self) -> Any:
+        f = self.path.open("rb")
+        st = os.fstat(f.fileno())
+        if (st.st_size, st.st_mtime_ns) != self.stamp:
+            f.close()
+            raise InputError(f"{self.source}: the file changed while ragsight was reading it; run again "
+                             "on a file that is not being written.")
+        return f
+
+    def _read(self, f: Any, i: int) -> Sample:
+        f.seek(self.offsets[i])
+        line = self.lines[i]
+        raw = row_mapping(_loads(f.read(self.lengths[i]).decode("utf-8-sig" if line == 1 else "utf-8")))
+        assert raw is not None
+        return _row_sample(raw, line, self.renamed.get(i))[0]
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            with self._open() as f:
+                return [self._read(f, k) for k in range(*i.indices(len(self)))]
+        n = len(self)
+        k = i + n if i < 0 else i
+        if not 0 <= k < n:
+            raise IndexError(i)
+        with self._open() as f:
+            return self._read(f, k)
+
+    def __iter__(self) -> Iterator[Sample]:
+        with self._open() as f:
+            for k in range(len(self)):
+                yield self._read(f, k)
+
+    def __repr__(self) -> str:
+        return f"<{len(self):,} samples read from {self.source}>"
+
+
+def _jsonl_lazy(path: Path, src: str) -> Dataset | None:
+    """A large JSONL file of flat rows, read without holding its samples; None when a row is
+    a conversation or the file is a Phoenix span export (read whole, as before)."""
+    f = path.open("rb")
+    with f:
+        st = os.fstat(f.fileno())
+        held = FileSamples(path, src, (st.st_size, st.st_mtime_ns))
+        reader = _RowReader(src)
+        first = True
+        offset = 0
+        for n, line in enumerate(f, start=1):
+            at, offset = offset, offset + len(line)
+            try:
+                text = line.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                reader.problems.append(RowProblem(
+                    src, n, None, f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1}). "
+                    "Save the file as UTF-8, e.g. iconv -f latin1 -t utf-8 in > out."))
+                continue
+            if not text.strip():
+                continue
+            try:
+                obj = _loads(text)
+            except json.JSONDecodeError as exc:
+                reader.problems.append(RowProblem(src, n, None, f"not valid JSON ({exc.msg} at column {exc.colno}). "
+                                                  "Each line must be one JSON object."))
+                continue
+            except RecursionError:
+                key, _ = deepest_key(text)
+                reader.problems.append(RowProblem(src, n, key, "nests deeper than Python's JSON reader allows "
+                                                  f"({'field ' + repr(key) if key else 'the row'}); flatten it."))
+                continue
+            raw = row_mapping(obj)
+            if raw is None:
+                reader.problems.append(RowProblem(
+                    src, n, None, f"expected an object with fields, got {type(obj).__name__}. "
+                    'Each row must be an object such as {"question": "...", "response": "..."}.'))
+                continue
+            try:
+                if (first and is_span(raw)) or conversation_shape(raw) is not None:
+                    return None
+            except FieldError:
+                return None
+            first = False
+            sample = reader.row(raw, n)
+            if sample is None:
+                continue
+            k = len(held)
+            held.offsets.append(at)
+            held.lengths.append(len(line))
+            held.lines.append(n)
+            if reader.renamed:
+                held.renamed[k] = sample.id
+        if os.fstat(f.fileno()).st_mtime_ns != st.st_mtime_ns or offset != st.st_size:
+            raise InputError(f"{src}: the file changed while ragsight was reading it; run again on a file "
+                             "that is not being written.")
+    ds = reader.finish(Dataset(held, reader.problems, src))
+    ds.problems.sort(key=lambda p: p.row)
+    return ds
+
+
 class Dataset:
     """An ordered collection of samples with unique ids, plus the problems found while loading.
 
@@ -432,7 +654,8 @@ class Dataset:
     """
 
     def __init__(self, samples: Iterable[Sample], problems: Iterable[RowProblem] = (), source: str = "<data>") -> None:
-        self.samples: list[Sample] = list(samples)
+        # a large JSONL file's samples stay in the file (FileSamples); ids were checked as it loaded
+        self.samples: Sequence[Sample] = samples if isinstance(samples, FileSamples) else list(samples)
         self.problems: list[RowProblem] = list(problems)
         self.source = source
         self.sources: dict[str, tuple[str, ...]] = {}
@@ -441,7 +664,7 @@ class Dataset:
         self.misnamed: dict[str, str] = {}
         self.columns: tuple[str, ...] = ()
         seen: set[str] = set()
-        for s in self.samples:
+        for s in () if isinstance(self.samples, FileSamples) else self.samples:
             if s.id in seen:
                 raise InputError(f"{source}: sample id '{s.id}' appears twice; ids must be unique.")
             seen.add(s.id)
@@ -494,92 +717,34 @@ class Dataset:
         rows = list(rows)
         numbers = list(row_numbers) if row_numbers is not None else list(range(1, len(rows) + 1))
         rows, numbers = merge_phoenix_spans(rows, numbers)
+        reader = _RowReader(source)
         samples: list[Sample] = []
-        problems: list[RowProblem] = []
-        ids: dict[str, int] = {}
-        explicit: set[str] = set()
-        by_position: list[int] = []
-        sources: dict[str, dict[str, None]] = {}
-        misnamed: dict[str, str] = {}
-        columns: dict[str, None] = {}
         for obj, rown in zip(rows, numbers):
             conv = obj if isinstance(obj, Conversation) else None
             raw = None if conv is not None else row_mapping(obj)
             if conv is None and raw is None:
-                problems.append(RowProblem(
+                reader.problems.append(RowProblem(
                     source, rown, None, f"expected an object with fields, got {type(obj).__name__}. "
                     'Each row must be an object such as {"question": "...", "response": "..."}.'))
                 continue
             try:
                 if conv is None and raw is not None and (shape := conversation_shape(raw)) is not None:
                     conv = read_conversation(raw, shape)
-                    sources.setdefault("conversation", {})[shape] = None
-                if conv is not None:
-                    conv_samples = turn_samples(conv)
-                    clash = next((x.id for x in conv_samples if x.id in ids), None)
-                    if clash is not None:
-                        problems.append(RowProblem(
-                            source, rown, "id", f"conversation '{conv.id}': the id '{clash}' was already used by "
-                            f"row {ids[clash]}; ids must be unique. Give this conversation another id."))
-                        continue
-                    for x in conv_samples:
-                        ids[x.id] = rown
-                        explicit.add(x.id)
-                    samples.extend(conv_samples)
-                    continue
-                assert raw is not None
-                raw, turn_fields = split_turn_fields(raw)
-                got = read_row(raw)
+                    reader.sources.setdefault("conversation", {})[shape] = None
             except FieldError as exc:
-                problems.append(RowProblem(source, rown, exc.field_name, exc.message))
+                reader.problems.append(RowProblem(source, rown, exc.field_name, exc.message))
                 continue
             except (RecursionError, MemoryError):
-                problems.append(RowProblem(source, rown, None, "the row nests too deeply to read; flatten it."))
+                reader.problems.append(RowProblem(source, rown, None, "the row nests too deeply to read; flatten it."))
                 continue
-            v = got.values
-            sid = v["id"] or question_id(v["question"], v["reference"]) or f"row-{rown}"
-            sample = Sample(id=sid, question=v["question"], contexts=v["contexts"], response=v["response"],
-                            reference=v["reference"], reference_contexts=v["reference_contexts"],
-                            retrieved_ids=v["retrieved_ids"], relevant_ids=v["relevant_ids"],
-                            metadata=got.metadata, **turn_fields)
-            for fname, note in got.notes:
-                problems.append(RowProblem(source, rown, fname, "warning: " + note))
-            for column, meant in got.misnamed:
-                misnamed.setdefault(column, meant)
-            columns.update((str(k), None) for k in raw)
-            for name, src in got.sources.items():
-                sources.setdefault(name, {})[src] = None
-            has_explicit_id = v["id"] is not None
-            if sample.id in ids:
-                if has_explicit_id or sample.id in explicit:
-                    problems.append(
-                        RowProblem(source, rown, "id", f"id '{sample.id}' was already used by row {ids[sample.id]}; "
-                                   "ids must be unique. Give this row another id, or remove the duplicate row.")
-                    )
-                    continue
-                k = 2
-                while f"{sample.id}-{k}" in ids:
-                    k += 1
-                sample = replace(sample, id=f"{sample.id}-{k}")
-            ids[sample.id] = rown
-            if has_explicit_id:
-                explicit.add(sample.id)
-            elif sample.id.startswith("row-"):
-                by_position.append(rown)
-            samples.append(sample)
-        if by_position:
-            shown = ", ".join(str(r) for r in by_position[:5]) + (", ..." if len(by_position) > 5 else "")
-            problems.append(RowProblem(
-                source, by_position[0], "id",
-                f"warning: {len(by_position)} row(s) have no id, question or reference (rows {shown}): "
-                "their ids are their row numbers (row-N), so another run of this data pairs with "
-                "them by position only. Give each row an id to pair them safely."))
-        ds = cls(samples, problems, source)
-        ds.sources = {name: tuple(srcs) for name, srcs in sources.items()}
-        ds.misnamed, ds.columns = misnamed, tuple(columns)
-        for g in group_problems(p for p in problems if p.message.startswith("warning:")):
-            warnings.warn(g.line(), SampleWarning, stacklevel=2)
-        return ds
+            if conv is not None:
+                samples.extend(reader.conversation(conv, rown))
+                continue
+            assert raw is not None
+            sample = reader.row(raw, rown)
+            if sample is not None:
+                samples.append(sample)
+        return reader.finish(cls(samples, reader.problems, source))
 
     @classmethod
     def from_pandas(cls, df: Any, source: str = "<DataFrame>") -> Dataset:
@@ -661,6 +826,11 @@ class Dataset:
             if _looks_binary(head):
                 raise InputError(f"{src}: the file is binary (NUL bytes in its first 64 KiB, and not UTF-8 "
                                  f"text), not {suffix[1:].upper()}. Check the path; give a UTF-8 text file.")
+            if (suffix in (".jsonl", ".ndjson") and st.st_size >= LAZY_FILE_BYTES
+                    and (lazy := _jsonl_lazy(path, src)) is not None):
+                if not lazy.samples and not lazy.problems:
+                    raise InputError(f"{src}: the file is empty. Give a file with one sample per row.")
+                return lazy
             raw = head + f.read()
         if not raw.strip().lstrip(b"\xef\xbb\xbf").strip():
             raise InputError(f"{src}: the file is empty. Give a file with one sample per row.")
