@@ -15,6 +15,7 @@ in one step, so faithfulness and context recall share it.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from .._budget import FENCE_TOKENS, fit_for_judge
@@ -39,6 +40,9 @@ async def against_contexts(sa: SampleAnalyses) -> tuple[VerdictList | None, Verd
     st = sa.settings
     want_resp = st.verify_response_vs_contexts and s.has("response")
     want_ref = st.verify_reference_vs_contexts and s.has("reference")
+    # both extractions at once (one round trip, not two); an error is read by the await below
+    await asyncio.gather(*([sa.response_claims()] if want_resp else []),
+                         *([sa.reference_claims()] if want_ref else []), return_exceptions=True)
     resp = await sa.response_claims() if want_resp else None
     ref = await sa.reference_claims() if want_ref else None
     claims: list[str] = []

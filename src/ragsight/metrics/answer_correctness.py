@@ -6,6 +6,7 @@ probability, else counts at the threshold).
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
@@ -52,10 +53,18 @@ class AnswerCorrectness(Metric):
         return {"weights": list(self.weights), "form": self.form}
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
-        tp, fp, fn, ev = await self._fc.counts(ctx)
-        fc = f_beta(tp, fp, fn)
         w1, w2 = self.weights
-        sim, sim_details = (await similarity_to_reference(ctx)) if w2 > 0 else (0.0, {})
+        # the similarity's embedding goes on while the claims are judged
+        sim_task = asyncio.ensure_future(similarity_to_reference(ctx)) if w2 > 0 else None
+        try:
+            tp, fp, fn, ev = await self._fc.counts(ctx)
+        except BaseException:
+            if sim_task is not None:
+                sim_task.cancel()
+                await asyncio.gather(sim_task, return_exceptions=True)
+            raise
+        fc = f_beta(tp, fp, fn)
+        sim, sim_details = (await sim_task) if sim_task is not None else (0.0, {})
         details = {**ev.details, "factual_correctness": fc, "similarity": sim, "weights": [w1, w2], **sim_details}
         evidence = Evidence(claims=ev.claims, details=details, calls=ev.calls)
         if fc is None:

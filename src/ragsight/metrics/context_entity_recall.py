@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
-from ._base import Metric
+from ._base import Metric, started_together
 
 __all__ = ["ContextEntityRecall"]
 
@@ -18,6 +18,7 @@ class ContextEntityRecall(Metric):
     in_scope_only = True
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
+        await started_together(ctx.entities("reference"), ctx.entities("contexts"))
         ref = await ctx.entities("reference")
         con = await ctx.entities("contexts")
         found = sorted(ref.normalised & con.normalised)

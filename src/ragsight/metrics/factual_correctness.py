@@ -24,7 +24,7 @@ from typing import Any
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
 from ..sample import Sample
-from ._base import OUT_OF_SCOPE_ANSWER_SKIP, Metric
+from ._base import OUT_OF_SCOPE_ANSWER_SKIP, Metric, started_together
 from ._support import check_form, resolve_form, supported_count
 
 __all__ = ["FactualCorrectness", "f_beta"]
@@ -83,6 +83,7 @@ class FactualCorrectness(Metric):
                              "beta": self.beta, "short_answer": True, "p_correct": p}
             return p, 1.0 - p, (1.0 - p if need_fn else 0.0), Evidence(
                 claims=(short.verdict,), details=short_details, calls=short.refs)
+        await started_together(ctx.response_vs_reference(), *((ctx.reference_vs_response(),) if need_fn else ()))
         resp_claims = await ctx.response_claims()
         vs_ref = await ctx.response_vs_reference()
         claims = list(vs_ref.verdicts)

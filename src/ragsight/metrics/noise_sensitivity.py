@@ -9,7 +9,7 @@ from typing import Any
 
 from .._score import Evidence, Score
 from ..analyses import Need, SampleAnalyses
-from ._base import Metric
+from ._base import Metric, started_together
 
 __all__ = ["NoiseSensitivity"]
 
@@ -33,6 +33,7 @@ class NoiseSensitivity(Metric):
         return {"mode": self.mode}
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
+        await started_together(ctx.response_vs_contexts(), ctx.reference_vs_contexts(), ctx.response_vs_reference())
         resp_claims = await ctx.response_claims()
         ref_claims = await ctx.reference_claims()
         resp_vs_ctx = await ctx.response_vs_contexts()
