@@ -277,6 +277,28 @@ def report(parts: list[dict[str, Any]]) -> None:
                   f"evaluated, {st['seconds'] / n:.2f} s per sample")
 
 
+def words_only(items: list[dict[str, Any]]) -> None:
+    """The rule that makes a chunk relevant without the judge (analyses/_chunks.py,
+    states_the_answer) on every chunk of the set, per kind of chunk and per threshold."""
+    from ragsight.analyses import _chunks
+    from ragsight.analyses._calibrated import combine
+    from ragsight.analyses._signals import compute_signals
+
+    kinds = ["needed", "same_conversation", "other_conversation"]
+    print(f"{len(items)} turns; chunks called relevant by their words alone (reference of "
+          f">= {_chunks.STATED_MIN_WORDS} content words, signals-only P(supported) >= threshold):")
+    for thr in (0.5, 0.6, 0.7, 0.8):
+        counts = []
+        for k in kinds:
+            n = 0
+            for it in items:
+                sig = compute_signals(it["reference"], it["chunks"][k])
+                n += sig["n_content"] >= _chunks.STATED_MIN_WORDS and combine(None, sig) >= thr
+            counts.append(f"{k} {n} of {len(items)}")
+        mark = "  <- the threshold used" if thr == _chunks.STATES_THE_ANSWER else ""
+        print(f"  {thr:.1f}: " + ", ".join(counts) + mark)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=12, help="turns (samples) to judge (default 12)")
@@ -288,7 +310,13 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the verdicts, values and cost here")
     ap.add_argument("--combine", type=Path, nargs="+", metavar="JSON",
                     help="judge nothing: print the figures of runs written with --json (e.g. one per ranking)")
+    ap.add_argument("--words-only", action="store_true",
+                    help="judge nothing: how many chunks of each kind the word rule alone calls relevant "
+                         "(a chunk that states the reference nearly word for word; use --n 200 for every turn)")
     args = ap.parse_args()
+    if args.words_only:
+        words_only(build_set(args.data, args.n))
+        return
     if args.combine:
         report([json.loads(p.read_text(encoding="utf-8")) for p in args.combine])
         return

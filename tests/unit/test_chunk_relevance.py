@@ -148,3 +148,36 @@ def test_a_failed_explanation_leaves_the_verdict_and_an_empty_reason() -> None:
     score = result.scores["a"]["context_precision"]
     assert score.value == pytest.approx(1.0)
     assert [c["reason"] for c in score.evidence.details["chunks"]] == ["", ""]
+
+
+STATES_IT = ("There are four special variables, scale, ibase, obase, and last. scale defines how some operations "
+             "use digits after the decimal point. The default value of scale is 0. ibase and obase define the "
+             "conversion base for input and output numbers.")
+
+
+@pytest.mark.parametrize("embedded", [False, True])
+def test_a_chunk_that_states_the_reference_word_for_word_is_relevant_whatever_the_judge_says(embedded: bool) -> None:
+    """A new-user trial: the 1.5B judge gave P(Yes) 0.33 to a chunk holding the reference
+    verbatim, and context_precision was 0. The chunk's words decide (no reason asked for)."""
+    other = "All numbers that are printed are followed by a newline."
+    s = RagScript(chunk_probabilities={STATES_IT: 0.33, other: 0.1})
+    judge = s.choice_judge() if embedded else s.judge()
+    row = {"id": "scale", "question": "What is the default value of scale in bc?", "contexts": [STATES_IT, other],
+           "reference": "The default value of scale is 0."}
+    score = ragsight.evaluate([row], ["context_precision"], judge=judge).scores["scale"]["context_precision"]
+    chunks = score.evidence.details["chunks"]
+    assert [c["relevant"] for c in chunks] == [True, False]
+    assert score.value == pytest.approx(1.0)
+    assert chunks[0]["reason"].startswith("the chunk states the reference nearly word for word (word signals P 0.8")
+    if embedded:
+        assert chunks[0]["probability"] > 0.7
+        assert [c.variables["chunk_text"] for c in judge.calls_for("explain_chunk")] == [other]
+
+
+def test_a_short_reference_found_in_a_chunk_does_not_decide_alone() -> None:
+    """'Paris' occurring in a chunk says little: the judge's verdict stands."""
+    chunk = "Paris hosted the Olympic Games in 1900, 1924 and 2024."
+    s = RagScript(chunk_probabilities={chunk: 0.2})
+    row = {"id": "p", "question": "What is the capital of France?", "contexts": [chunk], "reference": "Paris"}
+    score = ragsight.evaluate([row], ["context_precision"], judge=s.choice_judge()).scores["p"]["context_precision"]
+    assert score.value == 0.0 and score.evidence.details["chunks"][0]["probability"] == pytest.approx(0.2)
