@@ -95,6 +95,25 @@ def test_a_claim_about_the_documents_is_set_aside_not_judged_unsupported() -> No
     assert [v.claim for v in score.evidence.claims] == [fact]
 
 
+@pytest.mark.parametrize("embedded", [False, True])
+def test_a_claim_that_joins_a_decline_to_a_fact_is_judged_in_two_parts(embedded: bool) -> None:
+    """A new-user trial: "The documents do not say anything about a minimum password length; chage
+    only sets password ageing and expiry." came back from the judge as one claim, P 0.32: the true
+    half judged with the other. The decline is set aside, the fact checked on its own."""
+    response = "The documents do not say how many files it lists; gzip -l shows the ratio of each file."
+    fact = "gzip -l shows the ratio of each file."
+    script = RagScript(claims={response: [response]})
+    script.verdicts[(response, "contexts")] = False
+    script.verdicts[("The documents do not say how many files it lists.", "contexts")] = False
+    script.verdicts[(fact, "contexts")] = True
+    judge = script.choice_judge() if embedded else script.judge()
+    result = ragsight.evaluate([row("m", response)], ["faithfulness"], judge=judge)
+    score = result.scores["m"]["faithfulness"]
+    assert [v.claim for v in score.evidence.claims] == [fact]
+    assert score.evidence.details["about_the_documents"] == ["The documents do not say how many files it lists."]
+    assert score.value is not None and score.value > 0.5
+
+
 def test_answer_relevancy_is_zero_for_a_decline_without_asking_the_judge() -> None:
     judge = RagScript().judge()
     result = ragsight.evaluate([row("d", "I don't know."), row("g", "Ich weiß es nicht.")],

@@ -6,6 +6,7 @@ per-item path (the embedded judge) side by side; :class:`SampleAnalyses` memoise
 """
 
 from ._conversation import judge_items, transcript
+from ._declines import DeclineSignals, detect_declines
 from ._sample import SampleAnalyses
 from ._signals import describe_signals
 from ._text import (
@@ -44,6 +45,7 @@ __all__ = [
     "AnalysisSettings",
     "ChunkJudgement",
     "ClaimList",
+    "DeclineSignals",
     "EntityList",
     "GeneratedQuestions",
     "Need",
@@ -55,6 +57,7 @@ __all__ = [
     "content_words",
     "contexts_block",
     "describe_signals",
+    "detect_declines",
     "fold",
     "judge_items",
     "language",

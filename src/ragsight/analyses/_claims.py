@@ -37,14 +37,15 @@ from typing import TYPE_CHECKING, Any
 from .._budget import fit_for_judge
 from ..errors import OutputError
 from ..prompts import fence, load_prompt
+from ._declines import detect_declines
 from ._text import NUMBER_WORDS, STOP_WORDS, content_words, language, split_sentences, tokens
 from ._types import ClaimList, list_of_str, refs
 
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["GROUNDED_SHARE", "OWN_CLAIM_MIN_CONTENT", "OWN_CLAIM_WORDS", "compound", "extract", "grounded",
-           "own_claim", "split_reason"]
+__all__ = ["GROUNDED_SHARE", "OWN_CLAIM_MIN_CONTENT", "OWN_CLAIM_WORDS", "apart_from_declines", "compound",
+           "extract", "grounded", "own_claim", "split_reason"]
 
 OWN_CLAIM_WORDS = 25  # a single statement of at most this many words is its own claim
 OWN_CLAIM_MIN_CONTENT = 3  # ... with at least this many content words
@@ -167,7 +168,28 @@ async def _recheck(sa: SampleAnalyses, source: str, values: dict[str, str], clai
     return kept, dropped, again
 
 
+def apart_from_declines(claims: tuple[str, ...]) -> tuple[str, ...]:
+    """Each claim that joins a decline to content ("The documents do not say X; chage only sets
+    Y") as its clauses: the decline, which faithfulness sets aside as saying what the documents do
+    not contain, and the content, checked on its own (issue 30: the joined claim got P 0.32, the
+    true half judged with the other). Filler and referrals ("please ask HR") are left out."""
+    out: list[str] = []
+    for claim in claims:
+        signals = detect_declines(claim)
+        parts = [text.rstrip(" .;,") + "." for kind, text in signals.clauses if kind in ("decline", "meta", "content")]
+        out.extend(parts if signals.verdict == "mixed" and len(parts) > 1 else [claim])
+    return tuple(dict.fromkeys(out))
+
+
 async def extract(sa: SampleAnalyses, source: str) -> ClaimList:
+    got = await _extract(sa, source)
+    if source != "response" or not sa.settings.nonanswers:
+        return got
+    claims = apart_from_declines(got.claims)
+    return got if claims == got.claims else ClaimList(got.source, claims, got.refs, got.dropped)
+
+
+async def _extract(sa: SampleAnalyses, source: str) -> ClaimList:
     judge = sa.need_judge()
     text = sa.sample.response if source == "response" else sa.sample.reference_text
     assert text is not None
