@@ -46,7 +46,7 @@ from ._compact import (
     step_key_db,
 )
 from ._labels import Label, add_labels, delete_label, read_labels, sample_key
-from ._texts import TextStore, long_strings
+from ._texts import TextStore, WrittenPacks, long_strings
 
 __all__ = ["RunInfo", "SQLiteCallCache", "Store"]
 
@@ -380,22 +380,24 @@ class Store:
 
     def _insert_samples(self, run_id: str, samples: Sequence[Sample]) -> list[Any]:
         """A run's samples, their long fields as texts, in packs of 64 samples (a read of one
-        sample decompresses its group only)."""
-        writers = []
+        sample decompresses its group only). Returns what to do once the transaction commits
+        (the writers' bytes are let go as each pack is written)."""
+        done = WrittenPacks(self.texts)
         for start in range(0, len(samples), 64):
             w = self.texts.writer()
-            fields = [s.to_dict() for s in samples[start:start + 64]]
+            group = samples[start:start + 64]
+            fields = [s.to_dict() for s in group]
             w.prefetch(t for f in fields for t in long_strings(f))
             self.conn.executemany(
                 "INSERT INTO samples (run_id, idx, sample_id, data, conversation_id, turn) VALUES (?,?,?,?,?,?)",
                 [(run_id, i, s.id, self.texts.encode_json(f, w), s.conversation_id, s.turn)
-                 for i, (s, f) in enumerate(zip(samples[start:start + 64], fields), start)],
+                 for i, (s, f) in enumerate(zip(group, fields), start)],
             )
             self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key) VALUES (?,?,?)",
-                                  [(run_id, s.id, sample_key(s)) for s in samples[start:start + 64]])
+                                  [(run_id, s.id, sample_key(s)) for s in group])
             w.finish()
-            writers.append(w)
-        return writers
+            done.add(w)
+        return [done]
 
     def acquire(self, run_id: str) -> None:
         """Take the run's write lock, refusing when another live process holds it: one whose

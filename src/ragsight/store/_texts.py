@@ -88,6 +88,29 @@ def join_segments(segments: Sequence[int | str], texts: dict[int, str]) -> str:
     return "".join(s if isinstance(s, str) else texts[s] for s in segments)
 
 
+class WrittenPacks:
+    """What finished writers of one transaction leave for after its commit: the newest text ids
+    (as many as the store remembers) and the loose packs they emptied, not their bytes. A run
+    of 100,000 samples is created in one transaction by 1,563 writers; keeping them whole until
+    the commit held every text of the data set (253 MB, issue 29)."""
+
+    def __init__(self, store: TextStore) -> None:
+        self.store = store
+        self.new: OrderedDict[bytes, int] = OrderedDict()
+        self.moved: list[int] = []
+
+    def add(self, writer: PackWriter) -> None:
+        self.new.update(writer.new)
+        while len(self.new) > _KNOWN_CACHE:
+            self.new.popitem(last=False)
+        self.moved.extend(writer.moved)
+
+    def committed(self) -> None:
+        self.store.remember(self.new)
+        for pack in self.moved:
+            self.store.forget_pack(pack)
+
+
 class PackWriter:
     """The texts one transaction adds: :meth:`ref` gives a text's id, storing it when new;
     :meth:`finish` writes the pack and its texts' rows (at once, so that the pack's row is
