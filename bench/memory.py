@@ -14,8 +14,9 @@ Printed per size: the peak resident memory of the process (``resource.getrusage`
 ``ru_maxrss``) after ``evaluate()`` returned and after the records were read, the seconds, and
 the ratio of the largest size's peaks to the smallest's. The target: 100,000 samples within
 1.2x of 1,000. The data set is loaded (``Dataset.load``) before ``evaluate()`` is called, so the
-peak is also shown split into the imports, the loaded data set (every ``Sample`` is held in
-memory: loading is not streamed) and what the run added above it.
+peak is also shown split into the imports, the loaded data set (a JSONL file of 8 MB or more is
+read from the file when its samples are gone through, ``FileSamples``; a smaller one is held)
+and what the run added above it.
 """
 
 from __future__ import annotations
