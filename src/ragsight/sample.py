@@ -45,7 +45,8 @@ from .errors import InputError, MissingExtraError
 __all__ = ["FIELD_ALIASES", "Dataset", "ProblemGroup", "RowProblem", "Sample", "SampleWarning",
            "group_problems", "is_out_of_scope", "turn_samples"]
 
-# A text data file (JSONL, JSON, CSV) is read whole into memory: refuse beyond this size.
+# A JSON or CSV file is read whole into memory: refuse beyond this size (a JSONL file this large
+# is read row by row from the file, FileSamples).
 MAX_TEXT_FILE_BYTES = 2 * 1024**3
 
 
@@ -817,10 +818,11 @@ class Dataset:
             except Exception as exc:
                 raise InputError(f"{src}: not a readable Parquet file ({exc}).") from exc
             return cls.from_pandas(df, src)
-        if st.st_size > MAX_TEXT_FILE_BYTES:
-            raise InputError(
-                f"{src}: {st.st_size / 1024**3:.1f} GiB is more than ragsight reads from a text file "
-                f"({MAX_TEXT_FILE_BYTES / 1024**3:.0f} GiB); split it, or convert it to Parquet.")
+        too_large = InputError(
+            f"{src}: {st.st_size / 1024**3:.1f} GiB is more than ragsight reads whole from a text file "
+            f"({MAX_TEXT_FILE_BYTES / 1024**3:.0f} GiB); split it, or write flat rows as JSONL (read row by row).")
+        if st.st_size > MAX_TEXT_FILE_BYTES and suffix not in (".jsonl", ".ndjson"):  # JSONL is streamed
+            raise too_large
         with path.open("rb") as f:
             head = f.read(65536)
             if _looks_binary(head):
@@ -831,6 +833,8 @@ class Dataset:
                 if not lazy.samples and not lazy.problems:
                     raise InputError(f"{src}: the file is empty. Give a file with one sample per row.")
                 return lazy
+            if st.st_size > MAX_TEXT_FILE_BYTES:  # conversations or spans: read whole
+                raise too_large
             raw = head + f.read()
         if not raw.strip().lstrip(b"\xef\xbb\xbf").strip():
             raise InputError(f"{src}: the file is empty. Give a file with one sample per row.")

@@ -124,7 +124,7 @@ def test_a_file_changed_under_a_run_stops_it_naming_the_file(tmp_path: Path, mon
     assert [s.id for s in ds] == [f"s{i}" for i in range(5)]
     with path.open("a") as f:
         f.write(json.dumps({"id": "s5", "question": "Q5", "response": "R5"}) + "\n")
-    with pytest.raises(InputError, match="live.jsonl: the file changed while ragsight was reading it"):
+    with pytest.raises(InputError, match=r"live\.jsonl: the file changed while ragsight was reading it"):
         list(ds)
     with pytest.raises(InputError, match="changed"):
         ragsight.evaluate(ds, ["exact_match"], show_progress=False)
@@ -161,3 +161,23 @@ def test_the_bench_sized_file_is_not_held(tmp_path: Path) -> None:
     ds = Dataset.load(path)
     assert isinstance(ds.samples, FileSamples) and len(ds) == i
     assert ds[i - 1].id == f"s{i - 1}" and os.path.getsize(path) >= ragsight.sample.LAZY_FILE_BYTES
+
+
+def test_a_jsonl_file_past_the_whole_file_limit_is_read_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 2 GiB limit is for files read whole (JSON, CSV, and JSONL that holds conversations)."""
+    monkeypatch.setattr(ragsight.sample, "MAX_TEXT_FILE_BYTES", 2000)
+    monkeypatch.setattr(ragsight.sample, "LAZY_FILE_BYTES", 1000)
+    flat = tmp_path / "flat.jsonl"
+    flat.write_text("".join(json.dumps({"id": f"s{i}", "question": f"Question {i}?", "response": "R" * 40}) + "\n"
+                            for i in range(60)))
+    assert len(Dataset.load(flat)) == 60
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps({"id": f"c{i}", "messages": [{"role": "user", "content": "Hi " * 20},
+                                                                      {"role": "assistant", "content": "Hello."}]})
+                            + "\n" for i in range(30)))
+    with pytest.raises(InputError, match=r"chat\.jsonl: .* GiB is more than ragsight reads whole"):
+        Dataset.load(chat)
+    table = tmp_path / "rows.csv"
+    table.write_text("id,question\n" + "".join(f"s{i},Question number {i}?\n" for i in range(200)))
+    with pytest.raises(InputError, match=r"rows\.csv: .*write flat rows as JSONL"):
+        Dataset.load(table)
