@@ -19,6 +19,9 @@ DECLINES = [
     "我不知道。",
     "申し訳ございませんが、資料には記載がありません。",
     "わかりません。",
+    # a version number's point is not the end of a clause (a new-user trial: "6" / "0 de xz")
+    "Les documents ne precisent pas la date de sortie de la version 6.0 de xz.",
+    "Die Dokumente enthalten keine Angabe zum Datum der Version 6.0 von xz.",
 ]
 ANSWERS = [
     "A garantia do quadro é de dez anos.",

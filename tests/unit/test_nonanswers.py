@@ -168,3 +168,21 @@ def test_nonanswers_off_keeps_the_behaviour_before() -> None:
     for sid in ("h", "d"):
         score = result.scores[sid]["faithfulness"]
         assert score.value == 0.0 and [v.claim for v in score.evidence.claims] == [INVENTED]
+
+
+@pytest.mark.parametrize("embedded", [False, True])
+def test_a_decline_graded_against_a_short_reference_is_incorrect_without_a_judge_call(embedded: bool) -> None:
+    """A new-user trial: "I don't know." against the short reference "3072 bits" got
+    factual_correctness 0.14 from the embedded judge; docs/metrics.md says 0."""
+    script = RagScript()
+    judge = script.choice_judge() if embedded else script.judge()
+    rows = [{"id": "idk", "question": "What is the default RSA key size?", "response": "I don't know.",
+             "reference": "3072 bits"},
+            {"id": "nd", "question": "What is the default RSA key size?",
+             "response": "The documents do not mention the default key size.", "reference": "3072 bits"}]
+    result = ragsight.evaluate(rows, ["factual_correctness"], judge=judge)
+    for sid in ("idk", "nd"):
+        score = result.scores[sid]["factual_correctness"]
+        assert score.outcome == Outcome.SCORED and score.value == 0.0, (sid, score.reason)
+        assert score.evidence.claims[0].reason.startswith("the response declines to answer")
+    assert judge.requests == []

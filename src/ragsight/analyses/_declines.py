@@ -232,7 +232,8 @@ _OTHER_FILLER = re.compile(
     r"lo\s+siento|lo\s+lamento|lamentablemente|desafortunadamente|perdon|disculpe?|"
     r"desculpe|infelizmente|lamento|mi\s+dispiace|purtroppo|spiacente|scusa(?:te)?|helaas|het\s+spijt\s+me|"
     r"抱歉|对不起|很遗憾|不好意思|遗憾的是|申し訳(?:ありません|ございません)(?:が)?|すみません(?:が)?|残念ながら)\W*$", re.I)
-_OTHER_SPLIT = re.compile(r"[.;:!?。；：！？，、]+(?:\s+|$)?|\s[-–—]\s|"
+# a Latin stop ends a clause before a space or the end (not the point of "6.0"); a CJK one anywhere
+_OTHER_SPLIT = re.compile(r"[.;:!?]+(?:\s+|$)|[。；：！？，、]+\s*|\s[-–—]\s|"
                           r",?\s+(?=(?:aber|jedoch|mais|cependant|pero|sin\s+embargo|porem|contudo|tuttavia|maar)\b)",
                           re.I)
 

@@ -14,6 +14,7 @@ from .._budget import fit_for_judge
 from .._score import ClaimVerdict
 from ..prompts import fence, load_prompt
 from ._calibrated import combine_answer
+from ._declines import detect_declines
 from ._signals import alias_signals, is_short_reference
 from ._types import ShortAnswer, lenient_bool, refs
 from ._verdicts import explain
@@ -29,6 +30,13 @@ async def grade(sa: SampleAnalyses) -> ShortAnswer | None:
     if not (sa.settings.short_answers and s.question and s.response is not None
             and is_short_reference(s.references)):
         return None
+    if sa.settings.nonanswers and (said := detect_declines(s.response)).verdict == "declines":
+        # "I don't know." gives no answer: incorrect, without a judge call (a new-user trial: the
+        # 1.5B judge gave "I don't know." P(correct) 0.14)
+        verdict = ClaimVerdict(claim=s.response, supported=False, probability=0.0,
+                               reason=f"the response declines to answer ({said.quoted()}): it gives no answer",
+                               target="reference", signals={"declines": 1.0})
+        return ShortAnswer(verdict)
     judge = sa.need_judge()
     aliases = [r for r in s.references if r.strip()]
     question = fence("question", s.question)
