@@ -186,3 +186,21 @@ def test_a_decline_graded_against_a_short_reference_is_incorrect_without_a_judge
         assert score.outcome == Outcome.SCORED and score.value == 0.0, (sid, score.reason)
         assert score.evidence.claims[0].reason.startswith("the response declines to answer")
     assert judge.requests == []
+
+
+def test_reference_claims_written_in_another_language_give_way_to_the_references_sentences() -> None:
+    """A new-user trial: the 1.5B judge wrote an English reference's claims in German, and
+    context recall was 0 against a chunk holding the reference word for word."""
+    reference = "For RSA keys the default is 3072 bits. The minimum size is 1024 bits."
+    german = ["Die Standardgröße für RSA-Schlüssel ist 3072 Bits.", "Die minimale Größe für RSA-Schlüssel ist 1024 Bits."]
+    sentences = ["For RSA keys the default is 3072 bits.", "The minimum size is 1024 bits."]
+    script = RagScript(claims={reference: german})
+    for c in sentences:
+        script.verdicts[(c, "contexts")] = True
+    for c in german:
+        script.verdicts[(c, "contexts")] = False
+    rowd = {"id": "rsa", "question": "What sizes do RSA keys take?", "reference": reference,
+            "contexts": ["For RSA keys the default is 3072 bits and the minimum size is 1024 bits."]}
+    score = ragsight.evaluate([rowd], ["context_recall"], judge=script.judge()).scores["rsa"]["context_recall"]
+    assert [v.claim for v in score.evidence.claims] == sentences
+    assert score.value == 1.0

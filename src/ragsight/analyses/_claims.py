@@ -14,7 +14,10 @@ No claim the response does not make enters the evidence (issue 30: "I don't know
 a claim about gzip). Each claim extracted from a response is checked against its own words
 (:func:`grounded`); when some are not found, the judge is asked once more
 (``extract_claims_recheck``, naming them), and a claim still not found is dropped and listed in
-``ClaimList.dropped``. ``AnalysisSettings.nonanswers`` turns this off (for the before/after bench).
+``ClaimList.dropped``. When most of the reference's claims come back in another language than the
+reference (a new-user trial: an English reference's claims in German), the reference's own
+sentences are its claims and the translated ones are listed as dropped.
+``AnalysisSettings.nonanswers`` turns this off (for the before/after bench).
 
 Atomic claims (issue 30): a sentence with two clauses ("gzip uses LZ77 and was written by
 Microsoft"), a list or two numbers is never its own claim, so each fact gets its own verdict.
@@ -183,10 +186,24 @@ def apart_from_declines(claims: tuple[str, ...]) -> tuple[str, ...]:
 
 async def extract(sa: SampleAnalyses, source: str) -> ClaimList:
     got = await _extract(sa, source)
+    if source == "reference" and sa.settings.nonanswers and (own := _own_language(sa, got)) is not None:
+        return own
     if source != "response" or not sa.settings.nonanswers:
         return got
     claims = apart_from_declines(got.claims)
     return got if claims == got.claims else ClaimList(got.source, claims, got.refs, got.dropped)
+
+
+def _own_language(sa: SampleAnalyses, got: ClaimList) -> ClaimList | None:
+    """The reference's own sentences as its claims when the judge wrote its claims in another
+    language (a new-user trial: the 1.5B judge wrote an English reference's claims in German, and
+    context recall fell to 0 against chunks holding the reference word for word); else None."""
+    text = sa.sample.reference_text or ""
+    lang = language(text)
+    if not got.claims or sum(language(c) != lang for c in got.claims) * 2 <= len(got.claims):
+        return None
+    sentences = tuple(dict.fromkeys(split_sentences(text)))[: sa.settings.max_claims]
+    return ClaimList(got.source, sentences, got.refs, got.claims) if sentences else None
 
 
 async def _extract(sa: SampleAnalyses, source: str) -> ClaimList:
