@@ -605,6 +605,12 @@ async def _run(
 
         def stats_now() -> dict[str, Any]:
             current = judge.stats.to_dict() if judge else {}
+            # the preflight ping's refusals are the server's refusals too (CI saw "8 refused as
+            # overloaded" from a server that had refused 9: the ping goes on beside the samples)
+            refused = getattr(parts.judge.provider, "preflight_overloads", 0) if parts.judge else 0
+            if isinstance(refused, int) and refused and isinstance(current.get("concurrency"), dict):
+                current["concurrency"] = {**current["concurrency"],
+                                          "overloads": current["concurrency"].get("overloads", 0) + refused}
             return _merge_stats(prev, current) if prev else current
 
         def open_run() -> Store:

@@ -190,3 +190,25 @@ def test_progress_line_shows_calls_in_flight_against_the_limit() -> None:
     judge.limiter.stats.in_flight = 5
     p = Progress(total=20, done=3, judge_stats=judge.stats)
     assert progress_text(p) == "failed 0  skipped 0  0 calls, 0 prompt tok  in flight 5/32"
+
+
+def test_a_refused_preflight_ping_is_counted_with_the_runs_refusals(tmp_path: Path) -> None:
+    """The preflight ping goes on beside the first samples' calls; a server that refuses it as
+    overloaded has refused a call, and the run's count says so (CI once saw "8 refused" from a
+    server that had refused 9)."""
+    world = JudgeWorld(latency=0.02)
+    refused: list[float] = []
+
+    def handler(request: Any) -> Reply | None:
+        body = request.json if isinstance(request.json, dict) else {}
+        messages = body.get("messages") or []
+        if (request.path.endswith("/chat/completions") and not refused and body.get("max_tokens") == 1
+                and messages and messages[-1].get("content") == "ping"):
+            refused.append(time.monotonic())
+            return Reply.error(429, "slow down")
+        return world(request)
+
+    gate = Capacity(handler, limit=10_000)
+    result = run(gate, make_samples(3), store=tmp_path / "runs.db")
+    assert len(refused) == 1
+    assert result.judge_stats["concurrency"]["overloads"] == 1

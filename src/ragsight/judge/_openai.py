@@ -128,6 +128,8 @@ class OpenAIProvider:
         self.context_window = context_window
         self.max_answer_bytes = int(max_answer_bytes)
         self.notice = notice  # one-line messages for the user (the preflight's waits)
+        # pings refused as overloaded (429, 503, 529): the run's count of refusals includes them
+        self.preflight_overloads = 0
         self.base_url = resolve_base_url(base_url)
         self.timeout = float(timeout)
         api_key = resolve_api_key(api_key)
@@ -250,6 +252,8 @@ class OpenAIProvider:
             if not isinstance(exc, ProviderError):
                 return None
             failure = classify(exc)
+            if exc.status in (429, 503, 529):
+                self.preflight_overloads += 1
             if failure is None or failure.fatal or not failure.retryable:
                 return failure
             used = loop.time() - start
