@@ -329,12 +329,11 @@ def read_row(raw: Mapping[str, Any]) -> RowFields:
 # ---- Phoenix spans: one sample per trace ---------------------------------------------------------
 
 
-def _is_span(row: Any) -> bool:
+def is_span(row: Any) -> bool:
+    """Whether ``row`` is a row of a Phoenix spans DataFrame."""
     return isinstance(row, Mapping) and "context.trace_id" in row and (
         "span_kind" in row or "attributes.openinference.span.kind" in row)
 
-
-is_span = _is_span  # a row of a Phoenix spans DataFrame
 
 
 def _top_openinference_span(spans: Sequence[Mapping[str, Any]], kind: Any) -> Mapping[str, Any] | None:
@@ -361,7 +360,7 @@ def merge_phoenix_spans(rows: Sequence[Any], numbers: Sequence[int]) -> tuple[li
     """A Phoenix spans DataFrame (``get_spans_dataframe()``) as one row per trace: the root
     span's input and output, the documents of the trace's retriever spans in order. Rows that
     are not spans pass unchanged."""
-    if not rows or not all(_is_span(r) for r in rows):
+    if not rows or not all(is_span(r) for r in rows):
         return list(rows), list(numbers)
     traces: dict[Any, list[tuple[int, Mapping[str, Any]]]] = {}
     for n, r in zip(numbers, rows):

@@ -34,6 +34,7 @@ from ._types import (
     contexts_block,
     numbered,
     refs,
+    started_together,
 )
 
 # The old name, kept for one release: "context" already means the retrieved chunks.
@@ -66,6 +67,7 @@ __all__ = [
     "numbered",
     "refs",
     "split_sentences",
+    "started_together",
     "stem",
     "tokens",
     "transcript",

@@ -61,8 +61,8 @@ def states_the_answer(answer: str, chunk: str) -> float | None:
     return p if p >= STATES_THE_ANSWER else None
 
 
-def _stated_reason(p: float) -> str:
-    return f"the chunk states the {{}} nearly word for word (word signals P {p:.2f})"
+def _stated_reason(against: str, p: float) -> str:
+    return f"the chunk states the {against} nearly word for word (word signals P {p:.2f})"
 
 
 def shown_order(contexts: Sequence[str]) -> list[int]:
@@ -114,7 +114,7 @@ async def relevance(sa: SampleAnalyses, against: str) -> ChunkJudgement:
         by_rank[i] = ans.value[pos]
     for i, chunk in enumerate(contexts):
         if not by_rank[i][0] and (stated := states_the_answer(answer_text or "", chunk)) is not None:
-            by_rank[i] = (True, _stated_reason(stated).format(against))
+            by_rank[i] = (True, _stated_reason(against, stated))
     return ChunkJudgement(against, tuple(r for r, _ in by_rank), tuple(x for _, x in by_rank),
                           tuple(None for _ in by_rank), refs(ans))
 
@@ -144,7 +144,7 @@ async def _by_choices(
             stated = states_the_answer(answer_text, chunk) if p < thr + BORDERLINE else None
             if stated is not None:  # relevant by its words: the judge's doubt needs no reason
                 p = max(p, stated)
-                reasons.append(_stated_reason(stated).format(against))
+                reasons.append(_stated_reason(against, stated))
                 probs.append(p)
                 continue
             if wants_reason(sa.settings.explain, p, thr):

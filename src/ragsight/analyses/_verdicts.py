@@ -15,7 +15,6 @@ in one step, so faithfulness and context recall share it.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from .._budget import FENCE_TOKENS, fit_for_judge
@@ -25,7 +24,15 @@ from ..judge import Answer, Judge, JudgeFailedError, JudgeRejectedError
 from ..prompts import Prompt, fence, load_prompt
 from ._calibrated import PRIOR_SOURCE, assess_claim, combine, needs_prior
 from ._signals import compute_signals, unfence
-from ._types import VerdictList, contexts_block, lenient_bool, numbered, refs, verdict_items
+from ._types import (
+    VerdictList,
+    contexts_block,
+    lenient_bool,
+    numbered,
+    refs,
+    started_together,
+    verdict_items,
+)
 
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
@@ -41,8 +48,8 @@ async def against_contexts(sa: SampleAnalyses) -> tuple[VerdictList | None, Verd
     want_resp = st.verify_response_vs_contexts and s.has("response")
     want_ref = st.verify_reference_vs_contexts and s.has("reference")
     # both extractions at once (one round trip, not two); an error is read by the await below
-    await asyncio.gather(*([sa.response_claims()] if want_resp else []),
-                         *([sa.reference_claims()] if want_ref else []), return_exceptions=True)
+    await started_together(*([sa.response_claims()] if want_resp else []),
+                           *([sa.reference_claims()] if want_ref else []))
     resp = await sa.response_claims() if want_resp else None
     ref = await sa.reference_claims() if want_ref else None
     claims: list[str] = []

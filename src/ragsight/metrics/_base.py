@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable
 from typing import Any, ClassVar
 
 from .._score import Score
@@ -17,13 +15,6 @@ OUT_OF_SCOPE_SKIP = "out-of-scope question: no relevant context to retrieve (see
 # A correctness metric has no answer to grade on an out-of-scope question: its reference is a
 # decline, and whether the response was right to decline is the abstention metric's verdict.
 OUT_OF_SCOPE_ANSWER_SKIP = "out-of-scope question: the documents hold no answer to grade (see abstention)"
-
-
-async def started_together(*steps: Awaitable[Any]) -> None:
-    """Start analyses that do not depend on each other at once and wait for all of them (their
-    results and errors are kept by the sample's analyses, read by the awaits that follow): two
-    chains of two judge calls take two round trips, not four (issue 29)."""
-    await asyncio.gather(*steps, return_exceptions=True)
 
 
 def with_pipeline_error(sample: Sample, reason: str) -> str:

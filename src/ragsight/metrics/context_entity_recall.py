@@ -4,8 +4,8 @@ entities extracted by the judge and matched after normalisation."""
 from __future__ import annotations
 
 from .._score import Evidence, Score
-from ..analyses import SampleAnalyses
-from ._base import Metric, started_together
+from ..analyses import SampleAnalyses, started_together
+from ._base import Metric
 
 __all__ = ["ContextEntityRecall"]
 

@@ -22,9 +22,9 @@ import math
 from typing import Any
 
 from .._score import Evidence, Score
-from ..analyses import SampleAnalyses
+from ..analyses import SampleAnalyses, started_together
 from ..sample import Sample
-from ._base import OUT_OF_SCOPE_ANSWER_SKIP, Metric, started_together
+from ._base import OUT_OF_SCOPE_ANSWER_SKIP, Metric
 from ._support import check_form, resolve_form, supported_count
 
 __all__ = ["FactualCorrectness", "f_beta"]

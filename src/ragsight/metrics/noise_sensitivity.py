@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._score import Evidence, Score
-from ..analyses import Need, SampleAnalyses
-from ._base import Metric, started_together
+from ..analyses import Need, SampleAnalyses, started_together
+from ._base import Metric
 
 __all__ = ["NoiseSensitivity"]
 
