@@ -83,16 +83,44 @@ def test_claims_made_of_the_response_words_need_no_re_ask() -> None:
 
 def test_a_claim_about_the_documents_is_set_aside_not_judged_unsupported() -> None:
     response = "The documents do not say how many files it lists. It shows the ratio of each file."
-    about = "The documents do not say how many files gzip -l lists."
+    about = "The documents do not say how many files it lists."  # the decline as written
     fact = "gzip -l shows the ratio of each file."
-    script = RagScript(claims={response: [about, fact]})
+    # the judge is given the content alone, never the decline
+    script = RagScript(claims={"It shows the ratio of each file.": [fact]})
     script.verdicts[(about, "contexts")] = False
     script.verdicts[(fact, "contexts")] = True
-    result = ragsight.evaluate([row("m", response)], ["faithfulness"], judge=script.judge())
+    judge = script.judge()
+    result = ragsight.evaluate([row("m", response)], ["faithfulness"], judge=judge)
     score = result.scores["m"]["faithfulness"]
     assert score.value == 1.0  # the claim about the documents does not count against it
     assert score.evidence.details["about_the_documents"] == [about]
     assert [v.claim for v in score.evidence.claims] == [fact]
+    assert all("do not say" not in m.content for r in judge.calls_for("extract_claims") for m in r.messages)
+
+
+def test_the_judge_never_sees_a_decline_it_could_rewrite_into_a_fact() -> None:
+    """A fresh new-user trial (ssh-keygen page): the 1.5B judge turned "The documents do not
+    mention uploading keys to GitHub; ssh-keygen only generates, manages and converts
+    authentication keys." into one claim, "ssh-keygen does not upload keys to GitHub; it only
+    ...", which read as a statement about ssh-keygen and was judged against the page. Now the
+    decline is kept as written and set aside; the judge extracts from the content alone."""
+    response = ("The documents do not mention uploading keys to GitHub; ssh-keygen only generates, "
+                "manages and converts authentication keys.")
+    content = "ssh-keygen only generates, manages and converts authentication keys."
+    rewritten = "ssh-keygen does not upload keys to GitHub; it only generates, manages and converts keys."
+    decline = "The documents do not mention uploading keys to GitHub."
+    script = RagScript(claims={response: [rewritten], content: [content]})
+    script.verdicts[(rewritten, "contexts")] = False
+    script.verdicts[(decline, "contexts")] = False
+    script.verdicts[(content, "contexts")] = True
+    sample = {"id": "k", "question": "Can ssh-keygen upload my public key to GitHub?",
+              "contexts": ["ssh-keygen generates, manages and converts authentication keys for ssh."],
+              "response": response}
+    result = ragsight.evaluate([sample], ["faithfulness"], judge=script.judge())
+    score = result.scores["k"]["faithfulness"]
+    assert (score.outcome, score.value) == (Outcome.SCORED, 1.0), score.reason
+    assert [v.claim for v in score.evidence.claims] == [content]
+    assert score.evidence.details["about_the_documents"] == [decline]
 
 
 @pytest.mark.parametrize("embedded", [False, True])

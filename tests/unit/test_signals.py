@@ -155,3 +155,22 @@ def test_describe_signals_reads_the_recorded_inputs() -> None:
     assert describe_signals({}) == ""
     assert describe_signals({"alias_contained": 0.0, "alias_recall": 0.5, "p_signals": 0.2}) == (
         "no alias occurs, alias words found 50% (signals alone: P 0.20)")
+
+
+@pytest.mark.parametrize("claim", [
+    "The Temple of Seti I is located in Thebes [3][4].",
+    "The Temple of Seti I is located in Thebes [1, 2].",
+    "The Temple of Seti I is located in Thebes[2-4].",
+    "The Temple of Seti I is located in Thebes.[^1]",
+    "The Temple of Seti I is located in Thebes \u30102\u2020source\u3011.",
+])
+def test_citation_markers_are_not_numbers_or_words_of_the_claim(claim: str) -> None:
+    # ExpertQA's claims end in markers: "[4]" was read as a number the source lacked (620 of its
+    # 741 claims had a "missing" number; 54 once markers are left out) and as a missing word
+    s = compute_signals(claim, "The Temple of Seti I is located in Thebes [7].")
+    assert (s["numbers"], s["n_numbers"], s["overlap"], s["missing"]) == (1.0, 0.0, 1.0, 0.0)
+
+
+def test_a_bracketed_year_or_a_real_number_is_still_read() -> None:
+    s = compute_signals("The bridge opened in [1932] with 6 lanes.", "The bridge opened in 1932.")
+    assert s["n_numbers"] == 2.0 and s["numbers"] == 0.5

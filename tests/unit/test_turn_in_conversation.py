@@ -198,6 +198,8 @@ ABOUT = "The documents do not say whether it comes in green."
 def about_world(*claims: str) -> RagScript:
     s = RagScript()
     s.claims[ABOUT_RESPONSE] = list(claims)
+    # the judge extracts from the content alone when the response joins a decline to content
+    s.claims["Yes, it comes in red."] = [c for c in claims if c != ABOUT]
     s.verdicts[(RED, "contexts")] = False  # "it": resolved through the first turn
     s.verdicts[(ABOUT, "contexts")] = False  # the contexts do not say it: they are silent on green
     s.verdicts[(ABOUT, "user")] = False  # nor did the user

@@ -8,7 +8,8 @@ WiCE claims, checking the whole sentence ranked as well as checking the claims e
 it, docs/validity.md): one sentence, at most :data:`OWN_CLAIM_WORDS` words, at least
 :data:`OWN_CLAIM_MIN_CONTENT` content words, not a question, and no first- or second-person
 word (so "I am not sure." or "Hello, how can I help you?" still go to the judge, which may find
-no claim in them). ``AnalysisSettings.own_claim`` turns this off.
+no claim in them), and no pronoun at its start ("It shows the ratio of each file.": the judge names what "it"
+is from the question). ``AnalysisSettings.own_claim`` turns this off.
 
 No claim the response does not make enters the evidence (issue 30: "I don't know." came back with
 a claim about gzip). Each claim extracted from a response is checked against its own words
@@ -66,6 +67,7 @@ _REFERRING = frozenset({"it", "its", "it's", "they", "them", "their", "theirs", 
                         "him", "his", "she", "her", "hers"})
 # ... or at the start ("This includes ...", "That hangar ...", "There are ...").
 _LEADING = frozenset({"this", "these", "that", "those", "such", "there"})
+_INTERJECTIONS = frozenset({"yes", "no", "ok", "okay", "well", "so", "sure"})
 _NUMBER_RE = re.compile(r"(?<![\w.-])\d[\d,.\-/]*")
 _NAMED_NUMBER = re.compile(r"(?:^|\s)([A-Z][\w-]*)\s$")
 
@@ -129,6 +131,9 @@ def own_claim(text: str, max_words: int = OWN_CLAIM_WORDS) -> str | None:
         return None
     if len(set(content_words(text))) < OWN_CLAIM_MIN_CONTENT:
         return None
+    opening = next((w.lower() for w in words if w.lower() not in _INTERJECTIONS), "")
+    if opening in _LEADING | _REFERRING:
+        return None  # "It shows the ratio": the judge names what "it" is, from the question
     if compound(sentences[0]) is not None:
         return None
     return sentences[0]
@@ -185,13 +190,32 @@ def apart_from_declines(claims: tuple[str, ...]) -> tuple[str, ...]:
 
 
 async def extract(sa: SampleAnalyses, source: str) -> ClaimList:
+    if source == "response" and sa.settings.nonanswers:
+        return await _response_claims(sa)
     got = await _extract(sa, source)
     if source == "reference" and sa.settings.nonanswers and (own := _own_language(sa, got)) is not None:
         return own
-    if source != "response" or not sa.settings.nonanswers:
-        return got
-    claims = apart_from_declines(got.claims)
-    return got if claims == got.claims else ClaimList(got.source, claims, got.refs, got.dropped)
+    return got
+
+
+async def _response_claims(sa: SampleAnalyses) -> ClaimList:
+    """The response's claims, with its declines kept apart from the judge. In a response that
+    joins a decline to content ("The documents do not mention uploading keys to GitHub; ssh-keygen
+    only generates keys"), each decline clause is a claim as written (faithfulness sets it aside as
+    saying what the documents do not contain) and only the content clauses are given to the judge
+    to extract from: a new-user trial's judge rewrote that decline into a statement about the
+    subject ("ssh-keygen does not upload keys to GitHub; ..."), which no longer read as a decline
+    and was judged as a fact."""
+    signals = detect_declines(sa.sample.response or "")
+    if signals.verdict != "mixed":
+        got = await _extract(sa, "response")
+        claims = apart_from_declines(got.claims)
+        return got if claims == got.claims else ClaimList(got.source, claims, got.refs, got.dropped)
+    declined = [text.rstrip(" .;,") + "." for kind, text in signals.clauses if kind == "decline"]
+    content = " ".join(text.rstrip(" .;,") + "." for kind, text in signals.clauses if kind in ("content", "meta"))
+    got = await _extract(sa, "response", content)
+    claims = [*declined, *apart_from_declines(got.claims)]
+    return ClaimList(got.source, tuple(dict.fromkeys(claims))[: sa.settings.max_claims], got.refs, got.dropped)
 
 
 def _own_language(sa: SampleAnalyses, got: ClaimList) -> ClaimList | None:
@@ -206,9 +230,11 @@ def _own_language(sa: SampleAnalyses, got: ClaimList) -> ClaimList | None:
     return ClaimList(got.source, sentences, got.refs, got.claims) if sentences else None
 
 
-async def _extract(sa: SampleAnalyses, source: str) -> ClaimList:
+async def _extract(sa: SampleAnalyses, source: str, text: str | None = None) -> ClaimList:
+    """Claims of the sample's ``source`` text, or of ``text`` (part of it) when given."""
     judge = sa.need_judge()
-    text = sa.sample.response if source == "response" else sa.sample.reference_text
+    if text is None:
+        text = sa.sample.response if source == "response" else sa.sample.reference_text
     assert text is not None
     if sa.settings.own_claim and (single := own_claim(text)) is not None:
         return ClaimList(source, (single,), ())

@@ -80,9 +80,19 @@ __all__ = [
     "stem",
     "tokens",
     "unfence",
+    "without_citations",
 ]
 
 BEST_K = 3  # sentences at most in the best-matching selection
+# Citation markers ("[3]", "[1, 4]", "[2-5]", "[^1]", "【2†source】"): pointers, not facts. Left in,
+# "[4]" was a number of the claim that its source did not contain (a claim citing its source was
+# read as stating a number the source lacks) and a content word the source lacked.
+_CITATION_RE = re.compile(r"\[\^?\d{1,3}(?:\s*[,;\-\u2013]\s*\^?\d{1,3})*\]|\u3010[^\u3010\u3011\n]{1,80}\u3011")
+
+
+def without_citations(text: str) -> str:
+    """The text with its citation markers removed (what the signals read)."""
+    return _CITATION_RE.sub("", text) if ("[" in text or "\u3010" in text) else text
 _CJK_NUMBER_RE = re.compile(r"(?<![\d.,])\d+(?:,\d{3})*(?:\.\d+)?")
 
 
@@ -205,7 +215,8 @@ def best_sentences(claim: str, sources: Sequence[str], k: int = BEST_K) -> list[
 def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]:
     """All deterministic signals of ``claim`` against ``source`` (one text or a list of
     chunks), as a dict of floats (see the module docstring)."""
-    prof = _profile((source,) if isinstance(source, str) else tuple(source))
+    prof = _profile(tuple(without_citations(x) for x in ((source,) if isinstance(source, str) else source)))
+    claim = without_citations(claim)
     claim_words = content_words(claim, prof.lang)
     wanted = set(claim_words)
     have = prof.words
