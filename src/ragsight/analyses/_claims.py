@@ -214,8 +214,8 @@ async def _response_claims(sa: SampleAnalyses) -> ClaimList:
     declined = [text.rstrip(" .;,") + "." for kind, text in signals.clauses if kind == "decline"]
     content = " ".join(text.rstrip(" .;,") + "." for kind, text in signals.clauses if kind in ("content", "meta"))
     got = await _extract(sa, "response", content)
-    claims = [*declined, *apart_from_declines(got.claims)]
-    return ClaimList(got.source, tuple(dict.fromkeys(claims))[: sa.settings.max_claims], got.refs, got.dropped)
+    joined = [*declined, *apart_from_declines(got.claims)]
+    return ClaimList(got.source, tuple(dict.fromkeys(joined))[: sa.settings.max_claims], got.refs, got.dropped)
 
 
 def _own_language(sa: SampleAnalyses, got: ClaimList) -> ClaimList | None:
