@@ -232,3 +232,15 @@ def test_reference_claims_written_in_another_language_give_way_to_the_references
     score = ragsight.evaluate([rowd], ["context_recall"], judge=script.judge()).scores["rsa"]["context_recall"]
     assert [v.claim for v in score.evidence.claims] == sentences
     assert score.value == 1.0
+
+
+def test_the_evidence_of_a_decline_quotes_the_words_not_only_the_pattern_names() -> None:
+    # a new-user trial: `matched` listed "documents do not say", a name, where the response said
+    # "do not mention"; the evidence now holds the words as written beside the names
+    response = "The documents do not mention what gzip -l shows."
+    rows = [row("d", response, metadata={"question_type": "out_of_scope"})]
+    result = ragsight.evaluate(rows, ["faithfulness", "abstention"], judge=RagScript().judge())
+    for metric in ("faithfulness", "abstention"):
+        details = result.scores["d"][metric].evidence.details
+        assert details["quoted"] and all(q in response for q in details["quoted"]), details
+        assert "do not mention" in " ".join(details["quoted"])

@@ -716,6 +716,13 @@ def _print_scores(result: EvaluationResult, sample_id: str, metric: str | None) 
             if cv.signals:
                 out.print(Text("      signals: " + describe_signals(cv.signals), style="dim"))
         details = dict(score.evidence.details)
+        for name, what in _SET_APART:
+            texts = details.pop(name, None)
+            if isinstance(texts, list) and all(isinstance(t, str) for t in texts):
+                for text in texts:
+                    out.print(Text.assemble(("  – ", "yellow"), (f"{what} ", "dim"), text))
+            elif texts is not None:
+                details[name] = texts
         chunks = details.pop("chunks", None)
         if _is_chunk_list(chunks):  # chunk verdicts (context precision): one line each, like claims
             for c in chunks:
@@ -731,6 +738,13 @@ def _print_scores(result: EvaluationResult, sample_id: str, metric: str | None) 
         for ref in score.evidence.calls:
             tag = " (cache)" if ref.cached else ""
             out.print(Text(f"  judge step {ref.prompt_id} v{ref.prompt_version}{tag}  key {ref.key[:12]}", style="dim"))
+
+
+# Claims a metric kept out of its count, each printed on its own line under the claims.
+_SET_APART = (
+    ("about_the_documents", "set aside, says what the documents do not contain:"),
+    ("dropped_claims", "dropped, not in the response's own words:"),
+)
 
 
 def _is_chunk_list(chunks: Any) -> bool:

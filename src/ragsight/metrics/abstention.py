@@ -77,7 +77,7 @@ class Abstention(Metric):
         signals = detect_declines(s.response)
         details: dict[str, Any] = {
             "out_of_scope": s.out_of_scope, "scope": self.scope, "method": self.method,
-            "detector": signals.verdict, "matched": list(signals.matched),
+            "detector": signals.verdict, "matched": list(signals.matched), "quoted": list(signals.quotes),
             "clauses": [[kind, text] for kind, text in signals.clauses], "p_declines": None, "reason": None,
         }
         calls: Any = ()

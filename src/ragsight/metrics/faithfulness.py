@@ -121,7 +121,7 @@ class Faithfulness(Metric):
         signals = detect_declines(ctx.sample.response or "")
         if signals.verdict != "declines":
             return None
-        details = {"declines": True, "matched": list(signals.matched)}
+        details = {"declines": True, "matched": list(signals.matched), "quoted": list(signals.quotes)}
         return Score.undetermined(
             self.key, f"the response declines to answer ({signals.quoted()}): "
             "no factual claim about the subject", Evidence(details=details))
