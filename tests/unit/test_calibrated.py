@@ -123,3 +123,28 @@ def test_from_dict_rejects_bad_tables() -> None:
     with pytest.raises(ValueError):
         CombinationModel.from_dict({"features": ["a"], "mean": [0.0], "scale": [0.0],
                                     "coef": [1.0], "intercept": 0.0})
+
+
+def test_a_number_the_source_lacks_caps_the_verdict_at_the_judges_own() -> None:
+    """A new-user trial: "... RSA keys of 4096 bits" was invented; the judge gave 0.14 and the
+    mean with its word overlap lifted it to 0.51. A number written in digits that the source does
+    not hold caps P at the judge's; a number the source holds, or a number word, does not."""
+    from ragsight.analyses._calibrated import assess_claim
+    from ragsight.analyses._signals import describe_signals
+
+    page = ("If invoked without any arguments, ssh-keygen will generate an RSA key. The type of key "
+            "to be generated is specified with the -t option.")
+    invented = "If invoked without any arguments, ssh-keygen will generate an RSA key of 4096 bits."
+    p, signals = assess_claim(invented, page, 0.3)
+    assert p == pytest.approx(0.3)
+    assert combine(0.3, signals, number_guard=False) > 0.5  # what it was before
+    assert signals["capped_by_number"] == 1.0
+    assert "a number written in digits is not in the text" in describe_signals(signals)
+    held, s2 = assess_claim("ssh-keygen will generate an RSA key of 4096 bits.", page + " RSA keys are 4096 bits.", 0.14)
+    assert held is not None and held > 0.5 and "capped_by_number" not in s2
+    worded, s3 = assess_claim("ssh-keygen will generate one RSA key if invoked without any arguments.", page, 0.4)
+    assert worded is not None and worded > 0.4 and "capped_by_number" not in s3
+    # the guard only lowers: never above the mean, and never below the judge
+    for judge_p in GRID:
+        capped = combine(judge_p, signals)
+        assert min(judge_p, combine(judge_p, signals, number_guard=False)) == pytest.approx(capped)

@@ -52,6 +52,7 @@ __all__ = [
     "get_model",
     "logit",
     "needs_prior",
+    "number_capped",
 ]
 
 # The source of the prior call: the claim asked against an empty context (same prompt).
@@ -212,15 +213,29 @@ def _combine(kind: str, judge_p: float | None, signals: Mapping[str, float], mod
     return fitted.predict(feature_values(judge_p, signals))
 
 
+def number_capped(judge_p: float | None, signals: Mapping[str, float]) -> bool:
+    """Whether the number guard applies: the judge gave a probability and a number the claim
+    writes in digits is not in the source (``digits`` below 1)."""
+    return judge_p is not None and signals.get("n_digits", 0.0) > 0 and signals.get("digits", 1.0) < 1.0
+
+
 def combine(
-    judge_p: float | None, signals: Mapping[str, float], *, model: str = DEFAULT_MODEL
+    judge_p: float | None, signals: Mapping[str, float], *, model: str = DEFAULT_MODEL,
+    number_guard: bool = True,
 ) -> float:
     """P(supported) in [0, 1] from the judge's P(Yes) (or None) and the signals.
 
     With ``judge_p`` None the signals-only model is used. For a judge model that has no fitted
     coefficients, ``judge_p`` is returned unchanged.
+
+    The number guard (issue 30; ``bench/number_guard.py``): when a number the claim writes in
+    digits is not in the source, the result is at most the judge's own P(Yes). A new-user trial's
+    invented "RSA keys of 4096 bits" had P(Yes) 0.14 and was lifted to 0.51 by its words alone.
     """
-    return _combine("judge", judge_p, signals, model)
+    p = _combine("judge", judge_p, signals, model)
+    if number_guard and judge_p is not None and number_capped(judge_p, signals):
+        p = min(p, min(max(float(judge_p), 0.0), 1.0))
+    return p
 
 
 def combine_answer(
@@ -263,6 +278,8 @@ def assess_claim(
         signals["p_signals"] = combine(None, signals, model=model)
         return None, signals
     p = combine(judge_p, signals, model=model)
+    if number_capped(judge_p, signals) and p < combine(judge_p, signals, model=model, number_guard=False):
+        signals["capped_by_number"] = 1.0
     signals["judge_yes"] = float(judge_p)
     signals["p_combined"] = p
     return p, signals

@@ -30,6 +30,10 @@ The signals (all in [0, 1] unless noted):
 ``numbers``
     share of the claim's numbers (including years and dates) found in the source; 1.0 when the
     claim has none (``n_numbers`` says how many there were).
+``digits``
+    the same share for the numbers the claim writes in digits only ("4096", not "two"); 1.0
+    when it writes none (``n_digits``). Below 1.0 it caps the combined P(supported) at the
+    judge's own (:func:`._calibrated.combine`).
 ``entities``
     share of the claim's capitalised words (proper-noun-like, not sentence-initial) found in the
     source; 1.0 when the claim has none (``n_entities``).
@@ -73,6 +77,7 @@ __all__ = [
     "compute_signals",
     "content_words",
     "describe_signals",
+    "digit_numbers",
     "entity_words",
     "is_short_reference",
     "numbers_in",
@@ -110,6 +115,14 @@ def numbers_in(text: str, lang: str | None = None) -> set[str]:
         if low in words:
             out.add(words[low])
     return out
+
+
+def digit_numbers(text: str, lang: str | None = None) -> set[str]:
+    """The numbers the text writes in digits, normalised as by :func:`numbers_in` (number words
+    left out: "one" is as often a pronoun as a number)."""
+    lang = lang or language(text)
+    pattern = _CJK_NUMBER_RE if lang in ("zh", "ja") else NUMBER_RE
+    return {number_form(m.group(0)) for m in pattern.finditer(fold(text))}
 
 
 def entity_words(text: str, lang: str | None = None) -> set[str]:
@@ -227,6 +240,7 @@ def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]
         best_have |= prof.sentence_words[i]
 
     claim_numbers = numbers_in(claim, prof.lang)
+    claim_digits = digit_numbers(claim, prof.lang)
     claim_entities = entity_words(claim, prof.lang)
 
     return {
@@ -235,6 +249,8 @@ def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]
         "bigram_overlap": _share(_bigrams(claim_words), prof.bigrams),
         "numbers": _share(claim_numbers, prof.numbers),
         "n_numbers": float(len(claim_numbers)),
+        "digits": _share(claim_digits, prof.numbers),
+        "n_digits": float(len(claim_digits)),
         "entities": _share(claim_entities, prof.lower),
         "n_entities": float(len(claim_entities)),
         "missing": float(len(wanted - found)),
@@ -328,6 +344,8 @@ def describe_signals(signals: dict[str, float]) -> str:
         parts.append("an alias occurs" if signals["alias_contained"] else "no alias occurs")
         parts.append(f"alias words found {signals.get('alias_recall', 0.0):.0%}")
     out = ", ".join(parts)
+    if signals.get("capped_by_number"):
+        out += "; a number written in digits is not in the text: P at most the judge's"
     if "p_combined" in signals:
         out += f" -> P {signals['p_combined']:.2f}"
     elif "p_signals" in signals:
