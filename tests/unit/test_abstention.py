@@ -71,7 +71,7 @@ def test_method_judge_asks_a_remote_judge_for_every_response() -> None:
     }
     assert result.summary[key].mean == 0.5
     ev = result.scores["oos-answered"][key].evidence
-    assert ev.details == {"out_of_scope": True, "scope": "all", "method": "judge", "detector": "none", "matched": [],
+    assert ev.details == {"out_of_scope": True, "scope": "all", "method": "judge", "detector": "none", "matched": [], "quoted": [],
                           "clauses": [["content", "Aurora Airways allows one cabin bag of eight kilograms"]],
                           "p_declines": None, "reason": "gives an answer", "declined": False, "correct": False,
                           "decided_by": "judge"}
@@ -139,8 +139,8 @@ def test_the_detector_decides_clean_declines_and_the_judge_the_others() -> None:
     ev = {sid: s["abstention"].evidence for sid, s in result.scores.items()}
     assert ev["plain"].details == {
         "out_of_scope": True, "scope": "all", "method": "combined", "detector": "declines",
-        "matched": ["documents do not say"], "clauses": [["decline", "The documents do not say"]],
-        "p_declines": None, "reason": None, "declined": True, "correct": True, "decided_by": "detector"}
+        "matched": ["documents do not say"], "quoted": ["do not say"],
+        "clauses": [["decline", "The documents do not say"]], "p_declines": None, "reason": None, "declined": True, "correct": True, "decided_by": "detector"}
     assert ev["plain"].calls == ()
     assert ev["made-up"].details["detector"] == "none" and ev["made-up"].details["clauses"] == [
         ["content", "The company does not allow dogs to bring to the office"]]

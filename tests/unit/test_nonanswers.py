@@ -244,3 +244,45 @@ def test_the_evidence_of_a_decline_quotes_the_words_not_only_the_pattern_names()
         details = result.scores["d"][metric].evidence.details
         assert details["quoted"] and all(q in response for q in details["quoted"]), details
         assert "do not mention" in " ".join(details["quoted"])
+
+
+def test_a_reference_that_declines_has_no_claims_and_no_judge_call() -> None:
+    """A new-user trial: the judge looped on the out-of-scope reference "The documents do not
+    say." (four calls, 111 s) and faithfulness failed with it."""
+    fact = "gzip -l shows the ratio of each file."
+    script = RagScript()  # it holds no claims for the reference: asking for them would fail
+    script.verdicts[(fact, "contexts")] = True
+    judge = script.judge()
+    rows = [row("oos", fact, reference="The documents do not say.", metadata={"question_type": "out_of_scope"}),
+            row("in", fact, reference="The documents do not say.")]
+    result = ragsight.evaluate(rows, ["faithfulness", "context_recall"], judge=judge)
+    for sid in ("oos", "in"):
+        assert result.scores[sid]["faithfulness"].value == 1.0
+    assert result.scores["oos"]["context_recall"].outcome is Outcome.SKIPPED
+    assert result.scores["in"]["context_recall"].outcome is Outcome.UNDETERMINED
+    assert all("do not say" not in m.content for r in judge.calls_for("extract_claims") for m in r.messages)
+
+
+def test_a_failed_reference_extraction_fails_context_recall_only() -> None:
+    fact = "gzip -l shows the ratio of each file."
+    script = RagScript()  # no claims for the reference: its extraction fails
+    script.verdicts[(fact, "contexts")] = True
+    result = ragsight.evaluate([row("r", fact, reference="gzip -l prints sizes and the ratio.")],
+                               ["faithfulness", "context_recall"], judge=script.judge())
+    assert result.scores["r"]["faithfulness"].value == 1.0  # before: failed with the reference
+    recall = result.scores["r"]["context_recall"]
+    assert recall.outcome is Outcome.FAILED and "script has no claims" in recall.reason
+
+
+def test_a_response_that_declines_is_not_sent_for_claims_by_the_correctness_metrics() -> None:
+    # a trial: "Sorry, I cannot help with that." went to extraction for factual_correctness, the
+    # judge invented a claim, the re-ask dropped it: two calls for nothing
+    reference = "gzip -l prints the compressed size, the uncompressed size and the ratio of each file."
+    script = RagScript(claims={reference: ["gzip -l prints the ratio of each file."]})
+    script.verdicts[("gzip -l prints the ratio of each file.", "response")] = False
+    judge = script.judge()
+    result = ragsight.evaluate([row("s", "Sorry, I cannot help with that.", reference=reference)],
+                               ["factual_correctness"], judge=judge)
+    score = result.scores["s"]["factual_correctness"]
+    assert (score.outcome, score.value) == (Outcome.SCORED, 0.0), score.reason
+    assert all("cannot help" not in m.content for r in judge.calls_for("extract_claims") for m in r.messages)

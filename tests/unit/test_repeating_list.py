@@ -112,3 +112,21 @@ def test_evaluate_scores_a_sample_whose_extraction_looped(tmp_path: Any) -> None
     with Store(str(store)) as st:
         calls = [c for c in st.judge_calls(res.run_id) if c["prompt_id"] == "extract_claims"]
     assert len(calls) == 1 and "_repair" in json.dumps(calls[0]["parsed"])
+
+
+def test_a_judge_that_stopped_itself_in_a_loop_is_asked_once_more_and_the_reason_says_so() -> None:
+    """A new-user trial: an extraction that looped was asked four times (111 s), each failure
+    read "the reply was cut off at 4096 tokens; reply with a shorter, complete JSON object",
+    though each reply had 120 tokens: the embedded judge had stopped itself. A greedy judge in a
+    loop loops again; more room only repeats more."""
+    text = '{"claims": ["a b c", "d e f", "the text does not contain", "the text does not contain", "the te'
+    provider = ScriptedProvider({"extract_claims": lambda v: Completion(
+        text=text, completion_tokens=120, finish_reason="repeat")})
+    judge = Judge(provider)
+    with pytest.raises(JudgeFailedError) as err:
+        _ask(judge)
+    assert len(provider.requests) == 2
+    assert all(r.max_tokens == provider.requests[0].max_tokens for r in provider.requests)
+    message = str(err.value)
+    assert "the judge repeated itself and was stopped after 120 tokens" in message
+    assert "cut off" not in message and "reply with" not in message

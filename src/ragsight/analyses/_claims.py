@@ -190,6 +190,12 @@ def apart_from_declines(claims: tuple[str, ...]) -> tuple[str, ...]:
 
 
 async def extract(sa: SampleAnalyses, source: str) -> ClaimList:
+    if sa.settings.nonanswers:
+        text = (sa.sample.response if source == "response" else sa.sample.reference_text) or ""
+        if detect_declines(text).verdict == "declines":
+            # a decline states no fact: no judge call (a trial's judge looped on the reference
+            # "The documents do not say." and invented claims for "Sorry, I cannot help")
+            return ClaimList(source, (), ())
     if source == "response" and sa.settings.nonanswers:
         return await _response_claims(sa)
     got = await _extract(sa, source)

@@ -154,12 +154,12 @@ class SampleAnalyses:
         """Response claims checked against the joined contexts (faithfulness). One judge step
         with :meth:`reference_vs_contexts` for remote judges. None when the run did not plan it
         (``Need.RESPONSE_VS_CONTEXTS``) or the sample has no response."""
-        return (await self.once("verdicts:contexts", lambda: _verdicts.against_contexts(self)))[0]
+        return _raised((await self.once("verdicts:contexts", lambda: _verdicts.against_contexts(self)))[0])
 
     async def reference_vs_contexts(self) -> VerdictList | None:
         """Reference claims checked against the joined contexts (context recall), sharing its
         judge step with :meth:`response_vs_contexts`."""
-        return (await self.once("verdicts:contexts", lambda: _verdicts.against_contexts(self)))[1]
+        return _raised((await self.once("verdicts:contexts", lambda: _verdicts.against_contexts(self)))[1])
 
     def response_vs_reference(self) -> Awaitable[VerdictList]:
         """Response claims checked against the reference (factual correctness TP/FP)."""
@@ -198,3 +198,11 @@ class SampleAnalyses:
 
     def sentence_labels(self) -> Awaitable[SentenceLabels]:
         return self.once("sentences", lambda: _sentences.label(self))
+
+
+def _raised(checked: VerdictList | Exception | None) -> VerdictList | None:
+    """The verdicts, or the error that stopped their claims' extraction, raised for the metric
+    that needs them (and only for it)."""
+    if isinstance(checked, Exception):
+        raise checked
+    return checked

@@ -15,7 +15,8 @@ in one step, so faithfulness and context recall share it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._budget import FENCE_TOKENS, fit_for_judge
 from .._score import ClaimVerdict
@@ -25,6 +26,7 @@ from ..prompts import Prompt, fence, load_prompt
 from ._calibrated import PRIOR_SOURCE, assess_claim, combine, needs_prior
 from ._signals import compute_signals, unfence
 from ._types import (
+    ClaimList,
     VerdictList,
     contexts_block,
     lenient_bool,
@@ -40,9 +42,25 @@ if TYPE_CHECKING:
 __all__ = ["against_contexts", "explain", "reference_vs_response", "response_vs_reference", "verify"]
 
 
-async def against_contexts(sa: SampleAnalyses) -> tuple[VerdictList | None, VerdictList | None]:
+Checked: TypeAlias = "VerdictList | Exception | None"
+
+
+async def _claims_or_error(want: bool, claims: Callable[[], Awaitable[ClaimList]]
+                           ) -> ClaimList | Exception | None:
+    if not want:
+        return None  # not even asked for: asking starts the extraction
+    try:
+        return await claims()
+    except Exception as exc:  # handed to the metrics that need these claims, raised there
+        return exc
+
+
+async def against_contexts(sa: SampleAnalyses) -> tuple[Checked, Checked]:
     """(response claims, reference claims) checked against the joined contexts, in one judge
-    step for remote judges. Either is None when not planned for the run or unavailable."""
+    step for remote judges. Either is None when not planned for the run or unavailable, or the
+    error that stopped its extraction: a failed extraction of the reference does not fail
+    faithfulness, nor the response's context recall (a trial: the judge looped on the reference
+    "The documents do not say." and faithfulness failed with it)."""
     s = sa.sample
     st = sa.settings
     want_resp = st.verify_response_vs_contexts and s.has("response")
@@ -50,8 +68,10 @@ async def against_contexts(sa: SampleAnalyses) -> tuple[VerdictList | None, Verd
     # both extractions at once (one round trip, not two); an error is read by the await below
     await started_together(*([sa.response_claims()] if want_resp else []),
                            *([sa.reference_claims()] if want_ref else []))
-    resp = await sa.response_claims() if want_resp else None
-    ref = await sa.reference_claims() if want_ref else None
+    got_resp = await _claims_or_error(want_resp, sa.response_claims)
+    got_ref = await _claims_or_error(want_ref, sa.reference_claims)
+    resp = got_resp if isinstance(got_resp, ClaimList) else None
+    ref = got_ref if isinstance(got_ref, ClaimList) else None
     claims: list[str] = []
     if resp:
         claims.extend(resp.claims)
@@ -64,7 +84,8 @@ async def against_contexts(sa: SampleAnalyses) -> tuple[VerdictList | None, Verd
     verdicts = await verify(sa, claims, "contexts", contexts_block(contexts),
                             chunks=contexts if st.need_chunk_support else None)
     n_resp = len(resp.claims) if resp else 0
-    out_resp = out_ref = None
+    out_resp: Checked = got_resp if isinstance(got_resp, Exception) else None
+    out_ref: Checked = got_ref if isinstance(got_ref, Exception) else None
     if resp is not None:
         out_resp = VerdictList(
             "contexts", verdicts.verdicts[:n_resp],

@@ -545,6 +545,7 @@ class Judge:
         messages = request.messages
         max_tokens = request.max_tokens
         problem = ""
+        repeats = 0
         for reask in range(self.policy.max_reasks + 1):
             if reask:
                 self.stats.reasks += 1
@@ -555,16 +556,18 @@ class Judge:
                 problem = calls[-1].error or "the judge did not answer"
                 break
             try:
-                if completion.finish_reason == "length":
+                if completion.finish_reason in ("length", "repeat"):
                     # A reply cut off while the judge repeated its list loses only repeats: closed
                     # as it is (the repair is noted in the parsed output). Anything else: re-ask.
                     repaired = close_repeating_list(completion.text)
+                    if repaired is None and completion.finish_reason == "repeat":
+                        # the embedded judge stopped itself: more room would only repeat more
+                        repeats += 1
+                        raise OutputError(f"the judge repeated itself and was stopped after "
+                                          f"{completion.completion_tokens} tokens")
                     if repaired is None:
                         max_tokens = min(max_tokens * 2, 4096)
-                        raise OutputError(
-                            f"the reply was cut off at {req.max_tokens} tokens; reply with a shorter, "
-                            "complete JSON object"
-                        )
+                        raise OutputError(f"the reply was cut off at {req.max_tokens} tokens")
                     parsed = repaired
                 else:
                     parsed = extract_json_object(completion.text)
@@ -573,8 +576,8 @@ class Judge:
                 problem = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OutputError) else str(exc)
                 calls[-1] = replace(calls[-1], error=f"unusable output: {problem}")
                 self._emit(calls[-1])
-                if time.monotonic() >= deadline:
-                    break
+                if time.monotonic() >= deadline or repeats >= 2:
+                    break  # twice in a loop: asked again, a greedy judge loops again
                 messages = (
                     *request.messages,
                     Message("assistant", completion.text[:4000]),

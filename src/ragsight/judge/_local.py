@@ -542,9 +542,10 @@ class LocalProvider:
                 if len(out) >= next_check:  # every 4 tokens, drafts included
                     next_check = len(out) + 4
                     if _looping(out):
-                        # cut off like a reply at max_tokens, so early: the Judge closes a
-                        # repeating list (judge/_parse.py) or asks again
+                        # stopped early, as repeating itself: the Judge closes a repeating list
+                        # (judge/_parse.py) or asks again, once
                         self.loops_stopped += 1
+                        finish = "repeat"
                         break
                 room = min(max_tokens - len(out), self.n_ctx - int(llm.n_tokens) - 2)
                 draft = _draft(history, len(tokens), min(_DRAFT_MAX, room)) if self.prompt_lookup else []
