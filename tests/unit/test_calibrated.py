@@ -148,3 +148,20 @@ def test_a_number_the_source_lacks_caps_the_verdict_at_the_judges_own() -> None:
     for judge_p in GRID:
         capped = combine(judge_p, signals)
         assert min(judge_p, combine(judge_p, signals, number_guard=False)) == pytest.approx(capped)
+
+
+def test_a_number_the_claim_takes_from_the_question_is_not_invented() -> None:
+    # a new-user trial: "split -n l/3" answering "How do I split a file into 3 files ...?" was
+    # capped at the judge's 0.44 as if "3" were invented
+    from ragsight.analyses._calibrated import assess_claim
+
+    page = "-n, --number=CHUNKS generate CHUNKS output files. l/N split into N files without splitting lines."
+    claim = "Use split -n l/3 to split a file into 3 files without splitting lines."
+    capped, _ = assess_claim(claim, page, 0.44)
+    asked, signals = assess_claim(claim, page, 0.44, question="How do I split a file into 3 files without splitting lines?")
+    assert capped == pytest.approx(0.44)
+    assert asked is not None and asked > 0.5 and "capped_by_number" not in signals
+    # a number neither the page nor the question holds is still capped
+    other, _ = assess_claim("Use split -n l/4 to split a file into 4 files.", page, 0.44,
+                            question="How do I split a file into 3 files?")
+    assert other == pytest.approx(0.44)

@@ -286,3 +286,34 @@ def test_a_response_that_declines_is_not_sent_for_claims_by_the_correctness_metr
     score = result.scores["s"]["factual_correctness"]
     assert (score.outcome, score.value) == (Outcome.SCORED, 0.0), score.reason
     assert all("cannot help" not in m.content for r in judge.calls_for("extract_claims") for m in r.messages)
+
+
+def test_an_invented_fact_added_to_a_sentence_reference_costs_precision() -> None:
+    """A new-user trial: the reference "-F is the same as --follow=name --retry." (7 words) was
+    graded as a short answer, whole; the response that added an invented fact got 0.96."""
+    reference = "-F is the same as --follow=name --retry."
+    response = ("tail -F is the same as --follow=name --retry, and it stops following after 60 seconds "
+                "without new data.")
+    true_half = "tail -F is the same as --follow=name --retry."
+    invented = "tail -F stops following after 60 seconds without new data."
+    script = RagScript(claims={response: [true_half, invented], reference: [reference]})
+    script.verdicts[(true_half, "reference")] = True
+    script.verdicts[(invented, "reference")] = False
+    script.verdicts[(reference, "response")] = True
+    result = ragsight.evaluate([{"id": "f", "question": "What does tail -F do?", "response": response,
+                                 "reference": reference}], ["factual_correctness"], judge=script.judge())
+    score = result.scores["f"]["factual_correctness"]
+    assert score.value == pytest.approx(2 / 3), score.reason  # precision 1/2, recall 1
+    assert [v.claim for v in score.evidence.claims if not v.supported] == [invented]
+
+
+def test_what_a_person_reads_one_line_per_claim_and_singular_nouns() -> None:
+    # a new-user trial: a judge's "\n" inside a claim broke the line `show` printed, and context
+    # recall read "1 of 1 reference claims found"
+    reference = "gzip -l prints the ratio of each file."
+    script = RagScript(claims={reference: ["gzip -l prints the ratio\nof each\tfile."]})
+    script.verdicts[("gzip -l prints the ratio of each file.", "contexts")] = True
+    result = ragsight.evaluate([row("r", "x", reference=reference)], ["context_recall"], judge=script.judge())
+    score = result.scores["r"]["context_recall"]
+    assert score.reason == "1 of 1 reference claim found in the contexts"
+    assert [v.claim for v in score.evidence.claims] == ["gzip -l prints the ratio of each file."]

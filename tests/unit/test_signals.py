@@ -142,6 +142,11 @@ def test_is_short_reference() -> None:
     assert is_short_reference(["one two three four five six seven eight nine ten"])
     assert not is_short_reference([])
     assert not is_short_reference(["   "])
+    # a sentence states facts, checked claim by claim (a trial: an answer adding an invented fact
+    # to "-F is the same as --follow=name --retry." was graded as a whole, 0.96)
+    assert not is_short_reference(["-F is the same as --follow=name --retry."])
+    assert is_short_reference(["It is 42."])  # too short to hold two facts
+    assert is_short_reference(["Martin Luther King, Jr.", "MLK Jr."])  # a name's full stop
 
 
 def test_describe_signals_reads_the_recorded_inputs() -> None:

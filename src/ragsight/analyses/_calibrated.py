@@ -38,7 +38,7 @@ from typing import Any
 
 from ..judge import DEFAULT_MODEL
 from ..prompts import fence
-from ._signals import compute_signals, unfence
+from ._signals import compute_signals, digit_numbers, numbers_in, unfence, without_citations
 
 __all__ = [
     "COEFFICIENTS",
@@ -258,7 +258,7 @@ def needs_prior(model: str = DEFAULT_MODEL) -> bool:
 
 def assess_claim(
     claim: str, source: str, judge_p: float | None, prior_p: float | None = None,
-    *, model: str = DEFAULT_MODEL,
+    *, model: str = DEFAULT_MODEL, question: str = "",
 ) -> tuple[float | None, dict[str, float]]:
     """One claim verdict's probability and evidence.
 
@@ -270,8 +270,16 @@ def assess_claim(
     to record in ``ClaimVerdict.signals``). The evidence holds every deterministic signal, the
     judge's probabilities (``judge_yes``, ``judge_prior``) and the combined value
     (``p_combined``; ``p_signals``, the signals-only model, when there is no probability).
+
+    ``question``: the user's question; for the number guard, a number the claim takes from it is
+    not invented (a trial: "split -n l/3" for "split a file into 3 files" was capped).
     """
-    signals = compute_signals(claim, unfence(source))
+    texts = unfence(source)
+    signals = compute_signals(claim, texts)
+    if question and number_capped(judge_p, signals):
+        claim_digits = digit_numbers(without_citations(claim))
+        known = numbers_in(without_citations("\n\n".join(texts))) | digit_numbers(question)
+        signals["digits"] = len(claim_digits & known) / len(claim_digits) if claim_digits else 1.0
     if prior_p is not None:
         signals["judge_prior"] = float(prior_p)
     if judge_p is None:

@@ -312,14 +312,23 @@ def unfence(source: str) -> list[str]:
 
 
 SHORT_ANSWER_WORDS = 10  # a reference of at most this many words (its shortest alias) is short-form
+SENTENCE_WORDS = 5  # ... unless it is a sentence of this many words or more, ending in . ! or ?
 
 
 def is_short_reference(references: Sequence[str], max_words: int = SHORT_ANSWER_WORDS) -> bool:
     """Whether a reference is short-form ("Paris", a list of aliases): its shortest acceptable
     answer has at most ``max_words`` words. Such answers are graded as a whole, with the question
     and every alias, instead of being split into claims."""
-    lengths = [len(answer_tokens(r)) for r in references if r.strip()]
-    return bool(lengths) and min(lengths) <= max_words
+    given = [r for r in references if r.strip()]
+    if not given:
+        return False
+    shortest = min(given, key=lambda r: len(answer_tokens(r)))
+    if len(answer_tokens(shortest)) > max_words:
+        return False
+    # a sentence ("-F is the same as --follow=name --retry.") states facts: its claims are checked
+    # one by one, so an answer that adds an invented fact to it loses precision (a new-user trial:
+    # graded as a whole, such an answer got 0.96). No EVOUNA-TQ alias is a sentence by this rule.
+    return not (shortest.rstrip()[-1:] in (".", "!", "?") and len(answer_tokens(shortest)) >= SENTENCE_WORDS)
 
 
 def describe_signals(signals: dict[str, float]) -> str:

@@ -241,7 +241,8 @@ def list_of_str(d: dict[str, Any], key: str) -> list[str]:
         if not isinstance(item, str):
             raise OutputError(f'"{key}" item {i + 1} is not a string')
         if item.strip():
-            out.append(item.strip())
+            # one line: a judge's "\n" or tab inside an item broke the line a person reads
+            out.append(" ".join(item.split()))
     return out
 
 

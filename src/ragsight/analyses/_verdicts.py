@@ -218,7 +218,7 @@ async def _by_choices(
     for c, a, prior in zip(claims, answers, priors):
         p_yes = a.value["Yes"]
         if calibrated:
-            p, sig = assess_claim(c, source, p_yes, prior, model=judge.model)
+            p, sig = assess_claim(c, source, p_yes, prior, model=judge.model, question=sa.sample.question or "")
             assert p is not None
         else:
             p, sig = p_yes, {**compute_signals(c, texts), "judge_yes": p_yes}
@@ -240,7 +240,8 @@ async def _by_choices(
                     chunk_answers.append(a)
                     p_chunk = a.value["Yes"]
                     if calibrated:
-                        combined, _ = assess_claim(c, src, p_chunk, priors[i], model=judge.model)
+                        combined, _ = assess_claim(c, src, p_chunk, priors[i], model=judge.model,
+                                                   question=sa.sample.question or "")
                         assert combined is not None  # a judge probability was given
                         p_chunk = combined
                     if p_chunk >= thr:

@@ -713,8 +713,8 @@ def _print_scores(result: EvaluationResult, sample_id: str, metric: str | None) 
             out.print(line)
             if cv.reason:
                 out.print(Text("      " + cv.reason, style="dim"))
-            if cv.signals:
-                out.print(Text("      signals: " + describe_signals(cv.signals), style="dim"))
+            if cv.signals and (read := describe_signals(cv.signals)):
+                out.print(Text("      signals: " + read, style="dim"))
         details = dict(score.evidence.details)
         for name, what in _SET_APART:
             texts = details.pop(name, None)

@@ -27,4 +27,4 @@ class ContextRecall(Metric):
             return Score.undetermined(self.key, "the reference makes no factual claims", ev)
         n_ok = sum(v.supported for v in verdicts.verdicts)
         n = len(verdicts.verdicts)
-        return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} reference claims found in the contexts", ev)
+        return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} reference claim{'s' if n != 1 else ''} found in the contexts", ev)

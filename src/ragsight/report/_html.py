@@ -497,14 +497,17 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
     st = result.judge_stats
     if st:
 
-        def n(key: str) -> str:
+        def n(key: str, noun: str = "") -> str:
             v = st.get(key, 0)
-            return f"{v:,}" if isinstance(v, int) else e(v)
+            shown = f"{v:,}" if isinstance(v, int) else e(v)
+            if not noun:
+                return shown
+            return f"{shown} {noun}" if v == 1 else f"{shown} {noun}s" if not noun.endswith("y") else f"{shown} {noun[:-1]}ies"
 
         parts.append(
-            f'<p class="muted">judge: {n("calls")} calls, {n("prompt_tokens")} prompt + '
-            f"{n('completion_tokens')} completion tokens, {n('cache_hits')} cache hits, "
-            f"{n('retries')} retries, {n('failed_steps')} failed steps</p>"
+            f'<p class="muted">judge: {n("calls", "call")}, {n("prompt_tokens")} prompt + '
+            f"{n('completion_tokens')} completion tokens, {n('cache_hits', 'cache hit')}, "
+            f"{n('retries', 'retry')}, {n('failed_steps', 'failed step')}</p>"
         )
         for line in describe_cost(result.cost):
             if line:

@@ -68,7 +68,7 @@ def histogram_svg(values: Sequence[float], summary: MetricSummary, bins: int = 1
         b_hi = lo + (hi - lo) * (i + 1) / bins
         parts.append(
             f'<rect class="bar" x="{left + i * bw + 1:.1f}" y="{top + ph - bh:.1f}" '
-            f'width="{bw - 2:.1f}" height="{bh:.1f}"><title>{c} sample(s) in '
+            f'width="{bw - 2:.1f}" height="{bh:.1f}"><title>{c} sample{"s" if c != 1 else ""} in '
             f"[{b_lo:.2f}, {b_hi:.2f}{']' if i == bins - 1 else ')'}</title></rect>"
         )
     if summary.mean is not None:
