@@ -317,3 +317,14 @@ def test_what_a_person_reads_one_line_per_claim_and_singular_nouns() -> None:
     score = result.scores["r"]["context_recall"]
     assert score.reason == "1 of 1 reference claim found in the contexts"
     assert [v.claim for v in score.evidence.claims] == ["gzip -l prints the ratio of each file."]
+
+
+def test_a_decline_in_french_is_quoted_as_written_with_its_accents() -> None:
+    # a new-user trial: the reason quoted "ne precisent pas" where the response said "ne précisent pas"
+    response = "Les documents ne précisent pas quelle option a été ajoutée dans la version 8.2."
+    result = ragsight.evaluate([row("fr", response, metadata={"question_type": "out_of_scope"})],
+                               ["faithfulness", "abstention"], judge=RagScript().judge())
+    assert '("ne précisent pas")' in result.scores["fr"]["faithfulness"].reason
+    details = result.scores["fr"]["abstention"].evidence.details
+    assert details["quoted"] == ["ne précisent pas"]
+    assert details["clauses"] == [["decline", response.rstrip(".")]]

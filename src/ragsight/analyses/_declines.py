@@ -248,26 +248,51 @@ def _fold_accents(text: str) -> str:
                    for ch in text)
 
 
+def _folded_with_map(text: str) -> tuple[str, list[int]]:
+    """:func:`_fold_accents` of the text, and for each folded character (and the end) the index
+    of the character of ``text`` it came from: the patterns read the folded text, a person reads
+    the words as written ("ne précisent pas", not "ne precisent pas")."""
+    pieces: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        piece = _fold_accents(ch)
+        pieces.append(piece)
+        where.extend([i] * len(piece))
+    where.append(len(text))
+    return "".join(pieces), where
+
+
 def _detect_other(text: str) -> DeclineSignals:
     """The detector for a response in German, French, Spanish, Portuguese, Italian, Dutch,
     Chinese or Japanese (see OTHER_DECLINE_PATTERNS)."""
     clauses: list[tuple[str, str]] = []
     matched: list[str] = []
     quotes: list[str] = []
-    for raw in _OTHER_SPLIT.split(_fold_accents(text)):
+    folded, where = _folded_with_map(text)
+
+    def written(a: int, b: int) -> str:
+        return text[where[a]:where[b]].strip()
+
+    pos = 0
+    for raw in _OTHER_SPLIT.split(folded):
+        start = folded.find(raw, pos)
+        pos = start + len(raw)
         clause = raw.strip(" ,")
         if not clause:
             continue
-        found = [(name, m.group(0).strip()) for name, rx in _OTHER_DECLINE if (m := rx.search(clause))]
+        at = start + raw.index(clause)
+        found = [(name, written(at + m.start(), at + m.end())) for name, rx in _OTHER_DECLINE
+                 if (m := rx.search(clause))]
         hits = [name for name, _ in found]
+        as_written = written(at, at + len(clause))
         if hits:
             matched.extend(h for h in hits if h not in matched)
             quotes.extend(q for _, q in found if q not in quotes)
-            clauses.append(("decline", clause))
+            clauses.append(("decline", as_written))
         elif _OTHER_FILLER.match(clause):
-            clauses.append(("filler", clause))
+            clauses.append(("filler", as_written))
         else:
-            clauses.append(("content", clause))
+            clauses.append(("content", as_written))
     kinds = {k for k, _ in clauses}
     if "decline" not in kinds:
         return DeclineSignals("not_english", (), ())
