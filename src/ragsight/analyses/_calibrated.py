@@ -38,7 +38,7 @@ from typing import Any
 
 from ..judge import DEFAULT_MODEL
 from ..prompts import fence
-from ._signals import compute_signals, digit_numbers, numbers_in, unfence, without_citations
+from ._signals import compute_signals, unfence
 
 __all__ = [
     "COEFFICIENTS",
@@ -274,12 +274,7 @@ def assess_claim(
     ``question``: the user's question; for the number guard, a number the claim takes from it is
     not invented (a trial: "split -n l/3" for "split a file into 3 files" was capped).
     """
-    texts = unfence(source)
-    signals = compute_signals(claim, texts)
-    if question and number_capped(judge_p, signals):
-        claim_digits = digit_numbers(without_citations(claim))
-        known = numbers_in(without_citations("\n\n".join(texts))) | digit_numbers(question)
-        signals["digits"] = len(claim_digits & known) / len(claim_digits) if claim_digits else 1.0
+    signals = compute_signals(claim, unfence(source), question)
     if prior_p is not None:
         signals["judge_prior"] = float(prior_p)
     if judge_p is None:

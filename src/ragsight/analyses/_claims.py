@@ -176,6 +176,11 @@ async def _recheck(sa: SampleAnalyses, source: str, values: dict[str, str], clai
     return kept, dropped, again
 
 
+def _as_sentence(clause: str) -> str:
+    """A clause of the decline detector as a sentence of its own: "The documents do not say X." """
+    return clause.rstrip(" .;,") + "."
+
+
 def apart_from_declines(claims: tuple[str, ...]) -> tuple[str, ...]:
     """Each claim that joins a decline to content ("The documents do not say X; chage only sets
     Y") as its clauses: the decline, which faithfulness sets aside as saying what the documents do
@@ -184,7 +189,7 @@ def apart_from_declines(claims: tuple[str, ...]) -> tuple[str, ...]:
     out: list[str] = []
     for claim in claims:
         signals = detect_declines(claim)
-        parts = [text.rstrip(" .;,") + "." for kind, text in signals.clauses if kind in ("decline", "meta", "content")]
+        parts = [_as_sentence(text) for kind, text in signals.clauses if kind in ("decline", "meta", "content")]
         out.extend(parts if signals.verdict == "mixed" and len(parts) > 1 else [claim])
     return tuple(dict.fromkeys(out))
 
@@ -196,8 +201,8 @@ async def extract(sa: SampleAnalyses, source: str) -> ClaimList:
             # a decline states no fact: no judge call (a trial's judge looped on the reference
             # "The documents do not say." and invented claims for "Sorry, I cannot help")
             return ClaimList(source, (), ())
-    if source == "response" and sa.settings.nonanswers:
-        return await _response_claims(sa)
+        if source == "response":
+            return await _response_claims(sa)
     got = await _extract(sa, source)
     if source == "reference" and sa.settings.nonanswers and (own := _own_language(sa, got)) is not None:
         return own
@@ -217,8 +222,8 @@ async def _response_claims(sa: SampleAnalyses) -> ClaimList:
         got = await _extract(sa, "response")
         claims = apart_from_declines(got.claims)
         return got if claims == got.claims else ClaimList(got.source, claims, got.refs, got.dropped)
-    declined = [text.rstrip(" .;,") + "." for kind, text in signals.clauses if kind == "decline"]
-    content = " ".join(text.rstrip(" .;,") + "." for kind, text in signals.clauses if kind in ("content", "meta"))
+    declined = [_as_sentence(text) for kind, text in signals.clauses if kind == "decline"]
+    content = " ".join(_as_sentence(text) for kind, text in signals.clauses if kind in ("content", "meta"))
     got = await _extract(sa, "response", content)
     joined = [*declined, *apart_from_declines(got.claims)]
     return ClaimList(got.source, tuple(dict.fromkeys(joined))[: sa.settings.max_claims], got.refs, got.dropped)

@@ -225,9 +225,11 @@ def best_sentences(claim: str, sources: Sequence[str], k: int = BEST_K) -> list[
     return [sents[i] for i in select_sentences(claim, sources, k)]
 
 
-def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]:
+def compute_signals(claim: str, source: str | Sequence[str], question: str = "") -> dict[str, float]:
     """All deterministic signals of ``claim`` against ``source`` (one text or a list of
-    chunks), as a dict of floats (see the module docstring)."""
+    chunks), as a dict of floats (see the module docstring). ``question``: the user's question,
+    whose numbers count as found for ``digits`` (a number the claim takes from the question is
+    not invented: a trial's "split -n l/3" for "split a file into 3 files")."""
     prof = _profile(tuple(without_citations(x) for x in ((source,) if isinstance(source, str) else source)))
     claim = without_citations(claim)
     claim_words = content_words(claim, prof.lang)
@@ -249,7 +251,7 @@ def compute_signals(claim: str, source: str | Sequence[str]) -> dict[str, float]
         "bigram_overlap": _share(_bigrams(claim_words), prof.bigrams),
         "numbers": _share(claim_numbers, prof.numbers),
         "n_numbers": float(len(claim_numbers)),
-        "digits": _share(claim_digits, prof.numbers),
+        "digits": _share(claim_digits, prof.numbers | digit_numbers(question) if question else prof.numbers),
         "n_digits": float(len(claim_digits)),
         "entities": _share(claim_entities, prof.lower),
         "n_entities": float(len(claim_entities)),

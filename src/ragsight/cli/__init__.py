@@ -53,6 +53,7 @@ from ..errors import (
 )
 from ..judge import RetryPolicy
 from ..report import compact_table, print_repeats
+from ..report import count_noun as _count
 from ..report import fmt as _fmt
 from ..result import EvaluationResult, load_result, truncation_note
 from ..sample import group_problems
@@ -375,14 +376,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                  f"{EXIT_FAILED}. Fix the rows, or pass --allow-bad-rows to accept the run without them.",
             markup=False)
     return EXIT_FAILED if gate.failed or bad_rows else EXIT_OK
-
-
-def _count(n: int, noun: str) -> str:
-    """'1 sample', '2 samples', '2 retries': a count with its noun in the right number."""
-    if n == 1:
-        return f"{n:,} {noun}"
-    plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
-    return f"{n:,} {plural}"
 
 
 def _dry_run(args: argparse.Namespace, data: Any, metrics: str | None, prices: dict[str, Any]) -> int:

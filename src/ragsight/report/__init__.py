@@ -58,7 +58,7 @@ from ._compare import (
     print_comparison,
 )
 from ._evidence import Marks
-from ._format import compact_table, config_text, fmt, fmt_ci, fmt_p, fmt_signed
+from ._format import compact_table, config_text, count_noun, fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
 from ._labels_io import LabelImport, export_labels, import_labels, label_rows
 from ._pairs import (
@@ -116,6 +116,7 @@ __all__ = [
     "config_text",
     "corrected_estimate",
     "correlations",
+    "count_noun",
     "evaluate_repeats",
     "expected_calibration_error",
     "export_labels",

@@ -16,12 +16,21 @@ __all__ = [
     "bar_scale",
     "compact_table",
     "config_text",
+    "count_noun",
     "fmt",
     "fmt_ci",
     "fmt_p",
     "fmt_signed",
     "text_bar",
 ]
+
+
+def count_noun(n: int, noun: str) -> str:
+    """'1 sample', '2 samples', '2 retries': a count with its noun in the right number."""
+    if n == 1:
+        return f"{n:,} {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+    return f"{n:,} {plural}"
 
 
 def compact_table(title: str | None = None) -> Table:

@@ -39,7 +39,7 @@ from ._calibrate import calibrate
 from ._compare import Comparison, RunData, ci_notes, compare, load_runs
 from ._conversations import conversations_section
 from ._evidence import Marks, SentenceMatch, best_matching_sentence
-from ._format import arrow, config_text, fmt, fmt_ci, fmt_p, fmt_signed
+from ._format import arrow, config_text, count_noun, fmt, fmt_ci, fmt_p, fmt_signed
 from ._markup import e
 from ._svg import histogram_svg, runs_svg
 
@@ -499,10 +499,9 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
 
         def n(key: str, noun: str = "") -> str:
             v = st.get(key, 0)
-            shown = f"{v:,}" if isinstance(v, int) else e(v)
-            if not noun:
-                return shown
-            return f"{shown} {noun}" if v == 1 else f"{shown} {noun}s" if not noun.endswith("y") else f"{shown} {noun[:-1]}ies"
+            if not isinstance(v, int):  # not a count: shown as stored, the noun in the plural
+                return f"{e(v)} {count_noun(0, noun).split(' ', 1)[1]}" if noun else e(v)
+            return count_noun(v, noun) if noun else f"{v:,}"
 
         parts.append(
             f'<p class="muted">judge: {n("calls", "call")}, {n("prompt_tokens")} prompt + '
