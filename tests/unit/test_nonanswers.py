@@ -328,3 +328,17 @@ def test_a_decline_in_french_is_quoted_as_written_with_its_accents() -> None:
     details = result.scores["fr"]["abstention"].evidence.details
     assert details["quoted"] == ["ne précisent pas"]
     assert details["clauses"] == [["decline", response.rstrip(".")]]
+
+
+def test_the_reports_judge_line_counts_in_the_singular_for_one() -> None:
+    # a new-user trial's report read "0 retries, 1 failed steps"
+    import re
+
+    fact = "gzip -l shows the ratio of each file."
+    script = RagScript()
+    script.verdicts[(fact, "contexts")] = True
+    result = ragsight.evaluate([row("a", fact)], ["faithfulness"], judge=script.judge())
+    result.judge_stats.update(calls=1, cache_hits=2, retries=1, failed_steps=1)
+    page = render_report([result])
+    assert re.search(r"judge: 1 call, .*, 2 cache hits, 1 retry, 1 failed step</p>", page), page[:3000]
+    assert "<title>1 sample in" in page and "sample(s)" not in page  # the histogram's bar
