@@ -129,12 +129,12 @@ async def run_ray(data: list[dict[str, Any]], base_url: str, concurrency: int, c
                   workers: int) -> tuple[float, float]:
     from dataclasses import replace
 
-    from ragsight._evaluate import new_run_id
     from ragsight.analyses import AnalysisSettings
     from ragsight.engine._engine import describe_metrics, settings_for
     from ragsight.engine._ray import run_samples_ray
     from ragsight.judge import Judge
     from ragsight.metrics import resolve_metrics
+    from ragsight.run._evaluate import new_run_id
     from ragsight.sample import Dataset
     from ragsight.store import Store
 

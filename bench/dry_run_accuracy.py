@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "src"))
 from bench_vs_ragas import CORE4, DEFAULT_KIT, SUITES, started_mock  # noqa: E402
 
 import ragsight  # noqa: E402
-from ragsight._estimate import aestimate  # noqa: E402
+from ragsight.run._estimate import aestimate  # noqa: E402
 
 
 def main() -> int:
@@ -69,8 +69,8 @@ def main() -> int:
                         ("total tokens", est_total, real_total)):
         print(f"{label:22}{a:>12,}{b:>12,}{a / b if b else float('nan'):>8.2f}")
     cost = result.cost or {}
-    print(f"dollars at the table price: estimated {ragsight._cost.format_usd(est.usd)}, "
-          f"real {ragsight._cost.format_usd(cost.get('usd'))} (ragsight's own count: "
+    print(f"dollars at the table price: estimated {ragsight.calls._cost.format_usd(est.usd)}, "
+          f"real {ragsight.calls._cost.format_usd(cost.get('usd'))} (ragsight's own count: "
           f"{st.get('prompt_tokens', 0):,} + {st.get('completion_tokens', 0):,} tokens)")
     ratio = est_total / real_total if real_total else float("nan")
     ok = abs(ratio - 1) <= 0.25 and after_dry.get("chat_calls", 0) == 0 == after_dry.get("embed_calls", 0)

@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
         options[name] = value or None
     report = config.getoption("ragsight_report")
     if report is not None:  # checked before the tests pay for their judge calls, not after them
-        from ragsight._files import check_writable_target
+        from ragsight.dataset._files import check_writable_target
 
         try:
             check_writable_target(report, "--ragsight-report file")
@@ -91,7 +91,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     mine = _of(session.config)
     if mine is not None and mine.report and mine.records:
-        from ragsight._files import write_failure
+        from ragsight.dataset._files import write_failure
         from ragsight.errors import RagsightError
         from ragsight.testing import write_session_report
 

@@ -1,13 +1,13 @@
 """ragsight: evaluate retrieval-augmented generation, with the evidence behind every score."""
 
-from ._evaluate import aevaluate, evaluate
 from ._score import ClaimVerdict, Evidence, Outcome, Score
 from ._version import __version__
 from .analyses import AnalysisSettings
+from .dataset import Dataset, Sample
 from .judge import Judge, RetryPolicy, ScriptedProvider
 from .metrics import metric_names
 from .result import EvaluationResult, MetricSummary
-from .sample import Dataset, Sample
+from .run import aevaluate, evaluate
 from .store import Store
 
 __all__ = [

@@ -9,14 +9,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
-from ._conversations import conversation_aggregates, metric_level
-from ._cost import Price
-from ._files import atomic_write, strict_json
 from ._score import Outcome, Score
 from ._stats import harmonic_mean, summarize
+from .calls import Price
+from .dataset import (
+    RowProblem,
+    Sample,
+    atomic_write,
+    conversation_aggregates,
+    metric_level,
+    strict_json,
+)
 from .errors import MissingExtraError, StoreError
 from .metrics import Metric, metrics_of_run
-from .sample import RowProblem, Sample
 from .store import (
     INPUT_COLUMNS,
     TURN_COLUMNS,

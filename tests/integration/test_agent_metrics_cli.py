@@ -12,7 +12,7 @@ import pytest
 
 from ragsight.cli import main
 
-pytest.importorskip("ragsight._conversations", reason="conversation loading (ragas, DeepEval, OpenAI shapes)")
+pytest.importorskip("ragsight.dataset._conversations", reason="conversation loading (ragas, DeepEval, OpenAI shapes)")
 
 # ragas: EvaluationDataset(samples=[MultiTurnSample(...)]).to_jsonl() writes one model_dump() a line
 RAGAS = {

@@ -114,7 +114,7 @@ def test_a_sweep_prints_a_warning_as_a_sentence_not_as_python_source(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A sweep whose judge made the test set warned as Python does:
-    '/.../ragsight/_evaluate.py:222: JudgeSameAsGeneratorWarning: ...' and then the source line
+    '/.../ragsight/run/_evaluate.py:222: JudgeSameAsGeneratorWarning: ...' and then the source line
     'return await _run(st, run_id or new_run_id(), ...'. Now one line, as 'evaluate' prints it."""
     (tmp_path / "my_rag.py").write_text(RAG, encoding="utf-8")
     row = {"id": "q1", "question": "How many days of leave?", "reference": "25 days.",

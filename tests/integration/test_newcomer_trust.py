@@ -531,7 +531,7 @@ def test_an_interrupted_aevaluate_says_what_it_saved_and_how_to_resume(how: str,
     said = re.search(r"^ragsight: " + line, done.stderr, re.M)
     assert said is not None, done.stderr[-2000:]
     # the exception the script sees is evaluate()'s, its message the same line
-    assert re.search(r"^ragsight\._evaluate\.RunInterrupted: " + line + "$", done.stderr, re.M), done.stderr[-2000:]
+    assert re.search(r"^ragsight\.run\.RunInterrupted: " + line + "$", done.stderr, re.M), done.stderr[-2000:]
     saved, run_id = int(said.group(1)), said.group(2)
     assert 2 <= saved < 40
     # nothing lost: the run is marked interrupted with the saved samples, and the resume call finishes it

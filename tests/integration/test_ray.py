@@ -33,13 +33,13 @@ ray = pytest.importorskip("ray", reason="the Ray backend needs the 'ray' extra: 
 
 import ragsight  # noqa: E402
 from ragsight import Outcome, Score  # noqa: E402
-from ragsight._evaluate import new_run_id  # noqa: E402
 from ragsight.analyses import AnalysisSettings  # noqa: E402
 from ragsight.engine._engine import describe_metrics, settings_for  # noqa: E402
 from ragsight.engine._ray import import_ray, run_samples_ray  # noqa: E402
 from ragsight.errors import MissingExtraError  # noqa: E402
 from ragsight.judge import ScriptedProvider, UnexpectedPromptError, make_judge  # noqa: E402
 from ragsight.metrics import resolve_metrics  # noqa: E402
+from ragsight.run._evaluate import new_run_id  # noqa: E402
 from ragsight.sample import Dataset  # noqa: E402
 from ragsight.store import SQLiteCallCache, Store  # noqa: E402
 from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply  # noqa: E402

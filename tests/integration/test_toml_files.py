@@ -1,6 +1,6 @@
 """A TOML file the user wrote (``--config``, ``--rubric``, pyproject.toml) that cannot be read or is
 not TOML stops ``ragsight evaluate`` before any call, with exit status 2 and one line naming what
-the file is for and where it is (one reader, ``ragsight._files.read_toml``, says it the same way)."""
+the file is for and where it is (one reader, ``ragsight.dataset._files.read_toml``, says it the same way)."""
 
 from __future__ import annotations
 

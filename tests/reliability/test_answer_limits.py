@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from ragsight import cli
-from ragsight._budget import DEFAULT_WINDOW
+from ragsight.calls._budget import DEFAULT_WINDOW
 from ragsight.store import Store
 from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply
 from tests.reliability.world import JudgeWorld, prompt_id_of

@@ -1,7 +1,7 @@
 """Malformed inputs through the CLI: a clear message naming the row, the field and the fix; exit 2
 when the whole input is unusable, else the good rows evaluated and the bad ones reported; never a
 traceback for a user's mistake. Over-long texts are cut by the stated truncation policy
-(``ragsight._budget``) and the cut is recorded with the judge call.
+(``ragsight.calls._budget``) and the cut is recorded with the judge call.
 
 The data files are in ``tests/fixtures/bad_inputs/``; each is run by ``ragsight.cli.main`` against
 a fake OpenAI-compatible judge.
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ragsight import cli
-from ragsight._budget import DEFAULT_WINDOW
+from ragsight.calls._budget import DEFAULT_WINDOW
 from ragsight.store import Store
 from tests.fakes import FakeOpenAIServer, Reply
 from tests.reliability.world import JudgeWorld

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import ragsight
-from ragsight._budget import fit_texts, marker, truncate_text
+from ragsight.calls._budget import fit_texts, marker, truncate_text
 from ragsight.metrics.context_precision import average_precision_of
 from ragsight.metrics.factual_correctness import f_beta
 from ragsight.sample import FIELD_ALIASES, Dataset, Sample
@@ -249,7 +249,7 @@ def test_truncate_keeps_head_and_tail_and_says_how_much() -> None:
 
 
 def test_window_defaults_when_the_judge_states_none() -> None:
-    from ragsight._budget import DEFAULT_WINDOW, fit_for_judge
+    from ragsight.calls._budget import DEFAULT_WINDOW, fit_for_judge
 
     class P:
         context_window: int | None = None

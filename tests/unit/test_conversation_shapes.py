@@ -179,7 +179,7 @@ def test_a_tool_calling_step_is_not_a_turn_of_its_own() -> None:
 
 @pytest.mark.parametrize("row", [RAGAS, DEEPEVAL, OPENAI])
 def test_each_shape_round_trips_through_sample_to_dict(row: dict) -> None:
-    from ragsight.sample import sample_from_mapping
+    from ragsight.dataset import sample_from_mapping
 
     for s in Dataset.load([row]).samples:
         back, _ = sample_from_mapping(json.loads(json.dumps(s.to_dict())))

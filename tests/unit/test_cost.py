@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragsight._cost import (
+from ragsight.calls._cost import (
     Price,
     describe_cost,
     format_usd,
@@ -130,8 +130,8 @@ def test_the_dry_run_simulates_every_metrics_steps(judge: str, monkeypatch: pyte
     nothing is sent (the base URL is a closed port)."""
     import asyncio
 
-    from ragsight._estimate import aestimate
     from ragsight.cli import example_path
+    from ragsight.run._estimate import aestimate
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     est = asyncio.run(aestimate(example_path(), "all", judge=judge, base_url="http://127.0.0.1:9/v1"))

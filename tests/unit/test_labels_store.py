@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from ragsight.dataset import Sample, sample_from_mapping
 from ragsight.errors import InputError
-from ragsight.sample import Sample, sample_from_mapping
 from ragsight.store import Label, Store, claim_key, sample_key
 
 

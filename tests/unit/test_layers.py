@@ -21,8 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("view",),
     ("sweep",),
     ("report", "testset", "pipeline", "integrations", "testing", "pytest_plugin"),
-    ("_repeats", "_estimate"),
-    ("_evaluate",),
+    ("run",),
     ("engine",),
     ("result",),
     ("metrics",),
@@ -30,17 +29,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("judge",),
     ("embed",),
-    ("sample", "conversation", "_conversations", "_rows", "_shapes", "_http", "_budget", "_score", "_stats", "prompts", "_version", "errors", "_text",
-     "_retry", "_files", "_limiter", "_cost", "_terminal"),
+    ("sample", "conversation"),
+    ("dataset", "calls", "_score", "_stats", "prompts", "_version", "errors", "_terminal"),
 )
 # Units of one layer that may import each other, as (importer, imported).
-SIDEWAYS = {("sample", "conversation"), ("sample", "_conversations"), ("_conversations", "conversation"),
-            ("_conversations", "_shapes"), ("_conversations", "_score"), ("report", "testset"), ("pipeline", "testset"), ("testing", "report"), ("sample", "_score"),
-            ("sample", "errors"), ("sample", "_shapes"), ("sample", "_rows"), ("_rows", "_shapes"),
-            ("_http", "errors"),
-            ("_budget", "prompts"), ("prompts", "errors"), ("_score", "errors"), ("sample", "_text"),
-            ("_budget", "_text"), ("_http", "_retry"), ("_retry", "errors"),
-            ("_limiter", "_retry"), ("_cost", "errors"), ("_files", "errors")}
+SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("testing", "report"),
+            ("dataset", "_score"), ("dataset", "errors"), ("calls", "errors"), ("calls", "prompts"),
+            ("prompts", "errors"), ("_score", "errors")}
 # The package's own __init__ sits on top: it only re-exports.
 TOP = "__init__"
 
@@ -50,7 +45,7 @@ def _rank() -> dict[str, int]:
 
 
 def _unit_of(module: str) -> str:
-    """'ragsight.judge._judge' -> 'judge'; 'ragsight._evaluate' -> '_evaluate'."""
+    """'ragsight.judge._judge' -> 'judge'; 'ragsight.run._evaluate' -> '_evaluate'."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else TOP
 
@@ -133,8 +128,8 @@ def test_every_unit_is_in_the_layer_list() -> None:
         # the old report -> cli arrow
         ("report/_bad.py", "from ..cli import out\n", "upward or sideways import (report -> cli)"),
         # a lower layer importing the orchestrator
-        ("_bad.py", "from ._evaluate import evaluate\n", "unit not in the layer list (_bad)"),
-        ("store/_bad.py", "from .._evaluate import evaluate\n", "upward or sideways import (store -> _evaluate)"),
+        ("_bad.py", "from .run import evaluate\n", "unit not in the layer list (_bad)"),
+        ("store/_bad.py", "from ..run import evaluate\n", "upward or sideways import (store -> run)"),
     ],
 )
 def test_the_check_fails_on_a_deliberately_bad_import(

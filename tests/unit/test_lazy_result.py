@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import ragsight
-import ragsight._evaluate
 import ragsight.result
+import ragsight.run._evaluate
 from ragsight.conversation import Conversation, ToolCall, Turn
 from ragsight.errors import StoreError
 from ragsight.judge import ScriptedProvider
@@ -164,7 +164,7 @@ def test_a_lazy_result_equals_the_result_held_in_memory_field_by_field(
 def test_evaluate_returns_a_lazy_result_from_LAZY_FROM_samples_in_a_store_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ragsight._evaluate, "LAZY_FROM", 25)
+    monkeypatch.setattr(ragsight.run._evaluate, "LAZY_FROM", 25)
     small, _ = _run(tmp_path, n=24, name="small.db")
     large, db = _run(tmp_path, n=25)
     assert not small.lazy and large.lazy

@@ -1,4 +1,4 @@
-"""The adaptive concurrency limit (ragsight._limiter), driven directly: slow start, one cut per
+"""The adaptive concurrency limit (ragsight.calls._limiter), driven directly: slow start, one cut per
 burst of refusals, additive increase after a cut, the latency hold, provider-wide pauses,
 priority order and cancellation."""
 
@@ -9,14 +9,14 @@ import itertools
 
 import pytest
 
-from ragsight._limiter import (
+from ragsight.calls._limiter import (
     Limiter,
     call_priority,
     default_initial,
     is_congestion,
     merge_limiter_stats,
 )
-from ragsight._retry import Failure, classify
+from ragsight.calls._retry import Failure, classify
 from ragsight.errors import ProviderError
 
 

@@ -13,8 +13,8 @@ import pytest
 
 import ragsight.store
 from ragsight import Evidence, Outcome, Score
+from ragsight.dataset import Sample, sample_from_mapping
 from ragsight.judge import JudgeCall, Message
-from ragsight.sample import Sample, sample_from_mapping
 from ragsight.store import Store
 from tests.store_v1 import V1Store
 

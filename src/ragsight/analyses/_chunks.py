@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._budget import FENCE_TOKENS, fit_for_judge
+from ..calls import FENCE_TOKENS, fit_for_judge
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError
 from ..prompts import fence, load_prompt

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .._budget import fit_for_judge
+from ..calls import fit_for_judge
 from ..errors import OutputError
 from ..prompts import fence, load_prompt
 from ._declines import detect_declines

@@ -33,9 +33,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._budget import FENCE_TOKENS, fit_for_judge
 from .._score import ClaimVerdict
-from ..conversation import Conversation, Turn
+from ..calls import FENCE_TOKENS, fit_for_judge
+from ..dataset import Conversation, Turn
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError, JudgeRejectedError
 from ..prompts import fence, load_prompt, neutralise

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._budget import fit_for_judge
+from ..calls import fit_for_judge
 from ..prompts import fence, load_prompt
 from ._text import normalise_entity
 from ._types import EntityList, list_of_str, refs

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._budget import fit_for_judge
+from ..calls import fit_for_judge
 from ..errors import OutputError
 from ..prompts import fence, load_prompt
 from ._text import LANGUAGE_NAMES, evident_language

@@ -23,10 +23,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .._budget import Truncation
+from ..calls import Truncation
+from ..dataset import Sample
 from ..embed import Embedder, checked_vectors
 from ..judge import Judge
-from ..sample import Sample
 from . import (
     _chunks,
     _claims,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._budget import fit_for_judge
+from ..calls import fit_for_judge
 from ..prompts import fence, load_prompt
 from ._text import split_sentences
 from ._types import SentenceLabels, lenient_bool, numbered, refs, verdict_items

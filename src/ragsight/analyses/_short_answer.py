@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._budget import fit_for_judge
 from .._score import ClaimVerdict
+from ..calls import fit_for_judge
 from ..prompts import fence, load_prompt
 from ._calibrated import combine_answer
 from ._declines import detect_declines

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .._budget import FENCE_TOKENS, fit_for_judge
 from .._score import ClaimVerdict
+from ..calls import FENCE_TOKENS, fit_for_judge
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError, JudgeRejectedError
 from ..prompts import Prompt, fence, load_prompt

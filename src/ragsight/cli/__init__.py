@@ -35,11 +35,9 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import __version__
-from .._cost import describe_cost, format_usd, parse_price_flags, prices_from_config
-from .._estimate import aestimate
-from .._evaluate import RunInterrupted, aevaluate, check_store_path, new_run_id, run_sync
-from .._repeats import evaluate_repeats
 from ..analyses import AnalysisSettings, describe_signals
+from ..calls import describe_cost, format_usd, parse_price_flags, prices_from_config
+from ..dataset import group_problems
 from ..engine import Progress, ProgressDisplay
 from ..engine import (
     progress_text as progress_text,  # the progress line (tests and tools read it here)
@@ -56,7 +54,15 @@ from ..report import compact_table, print_repeats
 from ..report import count_noun as _count
 from ..report import fmt as _fmt
 from ..result import EvaluationResult, load_result, truncation_note
-from ..sample import group_problems
+from ..run import (
+    RunInterrupted,
+    aestimate,
+    aevaluate,
+    check_store_path,
+    evaluate_repeats,
+    new_run_id,
+    run_sync,
+)
 from ..store import FORMATS, Store, export_run
 from . import _judges, _labels, _report, _sweep, _testset, _traces, _view
 from ._common import (

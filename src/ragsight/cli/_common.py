@@ -16,8 +16,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from .._files import check_writable_target, write_failure
 from .._terminal import guard
+from ..dataset import check_writable_target, write_failure
 from ..errors import ConfigError, RagsightError
 
 __all__ = [

@@ -7,10 +7,9 @@ from rich.console import Console
 from rich.text import Text
 
 from .._score import Score
-from ..conversation import Conversation
+from ..dataset import Conversation, Sample
 from ..errors import RagsightError
 from ..result import EvaluationResult
-from ..sample import Sample
 
 __all__ = ["print_conversation", "print_history"]
 

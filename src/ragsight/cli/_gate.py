@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._files import read_toml
+from ..dataset import read_toml
 from ..errors import ConfigError
 from ..metrics import check_threshold, resolve_metrics
 from ..result import EvaluationResult

@@ -11,12 +11,12 @@ from typing import Any
 
 from rich.console import Console
 
-from .._evaluate import run_sync
-from .._files import atomic_write
 from .._terminal import guard
+from ..dataset import atomic_write
 from ..embed import make_embedder
 from ..errors import ConfigError
 from ..judge import RetryPolicy, make_judge
+from ..run import run_sync
 from ..testset import (
     DEFAULT_STYLES,
     DEFAULT_TYPES,

@@ -10,8 +10,8 @@ from typing import Any
 
 from rich.console import Console
 
-from .._files import check_writable_target
 from .._terminal import guard
+from ..dataset import check_writable_target
 from ..errors import InputError
 from ..integrations import TRACE_FORMATS, import_traces
 from ._common import EXIT_OK, EXIT_USAGE

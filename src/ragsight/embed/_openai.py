@@ -17,8 +17,14 @@ from typing import Any
 import httpx
 import numpy as np
 
-from .._http import (
+from ..calls import (
+    OVERLOAD_BUDGET_S,
+    Backoff,
+    Failure,
+    Limiter,
+    RetryExhaustedError,
     build_headers,
+    classify,
     display_url,
     error_from_response,
     error_from_transport,
@@ -26,11 +32,10 @@ from .._http import (
     parse_json_body,
     resolve_api_key,
     resolve_base_url,
+    retry,
     secrets_of,
     timeout_error,
 )
-from .._limiter import Limiter
-from .._retry import OVERLOAD_BUDGET_S, Backoff, Failure, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, EmbeddingError, ProviderError
 
 __all__ = ["EmbeddingError", "OpenAIEmbedder"]

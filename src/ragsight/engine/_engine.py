@@ -16,15 +16,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .._conversations import metric_level, sample_level
-from .._limiter import call_priority
 from .._score import Evidence, JudgeCallRef, Outcome, Score
 from ..analyses import AnalysisSettings, SampleAnalyses
+from ..calls import call_priority
+from ..dataset import Sample, metric_level, sample_level
 from ..embed import Embedder
 from ..errors import BudgetExceededError, EmbeddingError, JudgeUnavailableError, StoreError
 from ..judge import Judge, JudgeCall, JudgeFailedError, record_calls
 from ..metrics import Metric
-from ..sample import Sample
 from ..store import Store
 
 __all__ = ["Progress", "SampleOutcome", "describe_metrics", "metrics_for", "run_samples", "score_sample",

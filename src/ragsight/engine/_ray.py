@@ -36,9 +36,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._limiter import LimiterStats, call_priority
 from .._score import Score
 from ..analyses import AnalysisSettings
+from ..calls import LimiterStats, call_priority
+from ..dataset import Sample
 from ..errors import ConfigError, MissingExtraError, RagsightError
 from ..judge import (
     Judge,
@@ -50,7 +51,6 @@ from ..judge import (
     record_calls,
 )
 from ..metrics import Metric
-from ..sample import Sample
 from ..store import SQLiteCallCache, Store
 from ._engine import Progress, SampleOutcome, score_sample, settings_for
 from ._ray_actors import CacheServer, LimitedProvider, Limiter, SharedCache, attempt_id

@@ -12,9 +12,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from .._limiter import Limiter as AdaptiveLimit
-from .._limiter import Permit, current_priority
-from .._retry import Failure
+from ..calls import Failure, Permit, current_priority
+from ..calls import Limiter as AdaptiveLimit
 from ..judge import (
     ChoiceScores,
     Completion,

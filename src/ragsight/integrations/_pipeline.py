@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._files import atomic_write
+from ..dataset import Dataset, Sample, atomic_write
 from ..errors import ConfigError, InputError
-from ..sample import Dataset, Sample
 
 __all__ = ["Capture", "PipelineRun", "PipelineWarning", "answer_each", "testset_rows"]
 

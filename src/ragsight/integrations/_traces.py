@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._files import atomic_write
+from ..dataset import atomic_write
 from ..errors import InputError, MissingExtraError
 
 __all__ = ["TRACE_FORMATS", "TraceImport", "TraceProblem", "group_sessions", "import_traces", "traces_from_records"]

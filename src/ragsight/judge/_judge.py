@@ -21,10 +21,18 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
-from .._cost import Price
-from .._http import display_url
-from .._limiter import Limiter, LimiterStats, Permit
-from .._retry import OVERLOAD_BUDGET_S, Backoff, Failure, classify, may_try_again
+from ..calls import (
+    OVERLOAD_BUDGET_S,
+    Backoff,
+    Failure,
+    Limiter,
+    LimiterStats,
+    Permit,
+    Price,
+    classify,
+    display_url,
+    may_try_again,
+)
 from ..errors import BudgetExceededError, ConfigError, JudgeError, JudgeUnavailableError
 from ..prompts import Prompt
 from ._parse import OutputError, close_repeating_list, extract_json_object

@@ -28,8 +28,17 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._http import clip, display_url, parse_retry_after, redact, redact_answer
-from .._retry import Backoff, RetryExhaustedError, classify, retry
+from ..calls import (
+    Backoff,
+    RetryExhaustedError,
+    classify,
+    clip,
+    display_url,
+    parse_retry_after,
+    redact,
+    redact_answer,
+    retry,
+)
 from ..errors import ConfigError, JudgeUnavailableError, MissingExtraError
 from ._choices import usable_logprob
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError

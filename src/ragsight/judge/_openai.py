@@ -29,8 +29,12 @@ from typing import Any
 
 import httpx
 
-from .._http import (
+from ..calls import (
+    Backoff,
+    Failure,
+    RetryExhaustedError,
     build_headers,
+    classify,
     clip,
     display_url,
     error_from_response,
@@ -42,10 +46,10 @@ from .._http import (
     redact_answer,
     resolve_api_key,
     resolve_base_url,
+    retry,
     secrets_of,
     timeout_error,
 )
-from .._retry import Backoff, Failure, RetryExhaustedError, classify, retry
 from ..errors import ConfigError, JudgeUnavailableError
 from ._choices import UnreadableChoicesError, choice_probabilities, usable_logprob
 from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..dataset import Sample
 from ..errors import ConfigError
-from ..sample import Sample
 from ._base import OUT_OF_SCOPE_SKIP, Metric
 from .abstention import Abstention
 from .answer_correctness import AnswerCorrectness

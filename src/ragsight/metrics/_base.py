@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from .._score import Score
 from ..analyses import Need, SampleAnalyses
-from ..sample import Sample
+from ..dataset import Sample
 
 __all__ = ["OUT_OF_SCOPE_SKIP", "Metric"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..sample import Sample
+from ..dataset import Sample
 
 __all__ = ["NOT_A_CONVERSATION", "conversation_only"]
 

@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._files import read_toml
-from .._shapes import ALIAS_TO_FIELD
+from ..dataset import ALIAS_TO_FIELD, read_toml
 from ..errors import ConfigError
 from .rubric import _NAME, FIELDS, PASS_FAIL, RubricMetric
 

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._budget import fit_for_judge
 from .._score import Evidence, Score
 from ..analyses import DeclineSignals, SampleAnalyses, detect_declines, refs
+from ..calls import fit_for_judge
+from ..dataset import Sample
 from ..errors import OutputError
 from ..prompts import fence, load_prompt
-from ..sample import Sample
 from ._base import Metric
 
 __all__ = ["Abstention", "DeclineSignals", "detect_declines"]

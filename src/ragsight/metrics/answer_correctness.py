@@ -12,7 +12,7 @@ from typing import Any
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
-from ..sample import Sample
+from ..dataset import Sample
 from ._base import OUT_OF_SCOPE_ANSWER_SKIP, Metric
 from .answer_similarity import similarity_to_reference
 from .factual_correctness import FactualCorrectness, f_beta

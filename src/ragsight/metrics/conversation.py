@@ -25,9 +25,8 @@ from typing import Any, ClassVar
 
 from .._score import ClaimVerdict, Evidence, Score
 from ..analyses import SampleAnalyses, judge_items, transcript
-from ..conversation import Turn
+from ..dataset import Sample, Turn
 from ..prompts import fence
-from ..sample import Sample
 from ._base import Metric
 from ._levels import conversation_only
 from .tool_calls import compare_calls, describe

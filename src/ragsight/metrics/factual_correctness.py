@@ -23,7 +23,7 @@ from typing import Any
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses, started_together
-from ..sample import Sample
+from ..dataset import Sample
 from ._base import OUT_OF_SCOPE_ANSWER_SKIP, Metric
 from ._support import check_form, resolve_form, supported_count
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses, VerdictList, contexts_block
-from ..sample import Sample
+from ..dataset import Sample
 from . import _ir, register
 from . import similarity_mrr as _similarity_mrr  # noqa: F401 - registers mrr_by_similarity
 from ._base import Metric

@@ -31,9 +31,9 @@ from typing import Any
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses, contexts_block, refs
+from ..dataset import Sample
 from ..errors import ConfigError, OutputError
 from ..prompts import fence, load_prompt
-from ..sample import Sample
 from . import GROUPS, REGISTRY, register
 from ._base import Metric
 

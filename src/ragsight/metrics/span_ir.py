@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
-from ..sample import Sample
+from ..dataset import Sample
 from . import register
 from ._base import OUT_OF_SCOPE_SKIP, Metric
 

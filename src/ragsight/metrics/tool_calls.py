@@ -41,8 +41,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
-from ..conversation import ToolCall
-from ..sample import Sample
+from ..dataset import Sample, ToolCall
 from ._base import Metric
 from ._levels import conversation_only
 

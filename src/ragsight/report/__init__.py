@@ -1,7 +1,6 @@
 """Reports on runs: the HTML report, run comparison, calibration against human labels,
 repeated runs, and the statistics behind them (pure functions in ``ragsight._stats``, re-exported here)."""
 
-from .._repeats import RepeatReport, evaluate_repeats
 from .._stats import (
     MIN_LABELS,
     ConcordanceRow,
@@ -31,6 +30,7 @@ from .._stats import (
     summarize,
     threshold_metrics,
 )
+from ..run import RepeatReport, evaluate_repeats
 from ._align import Agreement, Alignment, AlignmentExample, align, load_alignment
 from ._calibrate import (
     CalibrationReport,

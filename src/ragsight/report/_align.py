@@ -27,16 +27,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._evaluate import aevaluate, run_sync
-from .._files import atomic_write, strict_json
 from .._score import Outcome
 from .._stats import threshold_metrics
 from ..analyses import AnalysisSettings
+from ..dataset import Dataset, Sample, atomic_write, strict_json
 from ..errors import ConfigError, InputError
 from ..judge import Judge, JudgeProvider
 from ..prompts import fence
 from ..result import load_result
-from ..sample import Dataset, Sample
+from ..run import aevaluate, run_sync
 from ..store import ANY_METRIC, Store, claim_key
 from ._evidence import best_matching_sentence
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .._score import Outcome, Score
-from ..conversation import Conversation
+from ..dataset import Conversation
 from ..result import EvaluationResult
 from ._format import fmt
 from ._markup import e

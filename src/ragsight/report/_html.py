@@ -24,16 +24,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._cost import describe_cost
-from .._files import atomic_write, strict_json
 from .._score import Outcome, Score
 from .._stats import MIN_LABELS
 from .._version import __version__
 from ..analyses import describe_signals
+from ..calls import describe_cost
+from ..dataset import Sample, atomic_write, strict_json
 from ..errors import RagsightError
 from ..judge import agreement_notice
 from ..result import EvaluationResult, truncation_note
-from ..sample import Sample
 from ..store import Store
 from ._calibrate import calibrate
 from ._compare import Comparison, RunData, ci_notes, compare, load_runs

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._files import atomic_write, check_writable_target, strict_json
+from ..dataset import atomic_write, check_writable_target, strict_json
 from ..errors import InputError
 from ..store import ANY_METRIC, Label, Store, claim_key
 from ._calibrate import ID_FIELDS, _parse_label, _rows

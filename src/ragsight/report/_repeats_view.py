@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._repeats import RepeatReport
 from .._stats import RunSpread
+from ..run import RepeatReport
 from ._format import fmt
 
 __all__ = ["print_repeats"]

@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from .._files import strict_json
+from ..dataset import strict_json
 from ..judge import JudgeCall
 from ._texts import PackWriter, TextStore, split_segments
 

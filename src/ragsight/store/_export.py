@@ -17,11 +17,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._conversations import conversation_aggregates, sample_level
-from .._files import atomic_path, atomic_write, check_writable_target, strict_json
 from .._score import Score
+from ..dataset import (
+    Sample,
+    atomic_path,
+    atomic_write,
+    check_writable_target,
+    conversation_aggregates,
+    sample_level,
+    strict_json,
+)
 from ..errors import ConfigError, MissingExtraError
-from ..sample import Sample
 from ._sqlite import Store
 
 __all__ = ["FORMATS", "INPUT_COLUMNS", "TURN_COLUMNS", "conversation_columns", "export_run", "flat_rows", "input_columns",

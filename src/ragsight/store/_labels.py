@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from ..dataset import Sample
 from ..errors import InputError
-from ..sample import Sample
 
 __all__ = ["ANY_METRIC", "Label", "claim_key", "sample_key"]
 

@@ -28,11 +28,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .._files import strict_json
 from .._score import Evidence, Outcome, Score
+from ..dataset import RowProblem, Sample, sample_from_mapping, strict_json
 from ..errors import StoreError
 from ..judge import JudgeCall
-from ..sample import RowProblem, Sample, sample_from_mapping
 from ._compact import (
     INSERT_CALL,
     RAW_OUTPUT,

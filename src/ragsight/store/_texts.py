@@ -38,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from .._files import strict_json
+from ..dataset import strict_json
 from ..errors import StoreError
 
 __all__ = ["TEXT_MIN", "PackWriter", "TextStore", "join_segments", "long_strings", "split_segments", "text_hash"]

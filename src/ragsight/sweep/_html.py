@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._files import atomic_write
+from ..dataset import atomic_write
 from ..report import fmt, fmt_ci, fmt_p, fmt_signed
 from ._report import LATENCY_MEANING, Effect, SweepReport
 

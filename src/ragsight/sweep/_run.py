@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._evaluate import aevaluate
-from .._files import atomic_write, check_writable_target
-from .._http import display_url
+from ..calls import display_url
+from ..dataset import atomic_write, check_writable_target, sample_from_mapping
 from ..embed import make_embedder
 from ..engine import Progress
 from ..errors import ConfigError, InputError, StoreError
@@ -37,7 +36,7 @@ from ..judge import Judge, make_judge
 from ..metrics import resolve_metrics
 from ..pipeline import GenerationError, PipelineConfig, RagPipeline, spans_of
 from ..result import EvaluationResult, load_result
-from ..sample import sample_from_mapping
+from ..run import aevaluate
 from ..store import Store
 from ..testset import (
     ChunkSettings,

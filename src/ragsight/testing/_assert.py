@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._evaluate import aevaluate
-from .._files import check_writable_target
+from ..dataset import Dataset, Sample, check_writable_target
 from ..errors import ConfigError, InputError
 from ..judge import Judge, JudgeProvider, make_judge
 from ..metrics import Metric, check_threshold, resolve_metrics
 from ..report import RunData, render_report, save_html
 from ..result import EvaluationResult
-from ..sample import Dataset, Sample
+from ..run import aevaluate
 
 __all__ = [
     "PLUGIN_MODULE",

@@ -47,15 +47,18 @@ from typing import Any
 
 import httpx
 
-from .._http import (
+from ..calls import (
     MIN_SECRET_CHARS,
+    Backoff,
+    Failure,
+    RetryExhaustedError,
     display_url,
     error_text,
     make_client,
     parse_retry_after,
     redact,
+    retry,
 )
-from .._retry import Backoff, Failure, RetryExhaustedError, retry
 from ..errors import ConfigError, InputError
 
 __all__ = [

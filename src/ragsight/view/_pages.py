@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._score import Outcome, Score
+from ..dataset import Sample
 from ..errors import ConfigError
 from ..metrics import resolve_metrics
 from ..report import (
@@ -35,7 +36,6 @@ from ..report import (
     fmt_signed,
 )
 from ..result import EvaluationResult
-from ..sample import Sample
 from ..store import ANY_METRIC, RunInfo, Store
 from ._assets import e, t, url, visible
 from ._model import OUTCOMES, SORTS, Filter, RunTable

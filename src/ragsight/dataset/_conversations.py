@@ -27,7 +27,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._score import Evidence, Outcome, Score
+from .._score import Evidence, Outcome, Score
+from ._conversation import Conversation, ToolCall, Turn
 from ._shapes import (
     FieldError,
     check_safe,
@@ -40,7 +41,6 @@ from ._shapes import (
     text,
     to_plain,
 )
-from .conversation import Conversation, ToolCall, Turn
 
 __all__ = ["conversation_aggregates", "conversation_shape", "metric_level", "read_conversation", "sample_level"]
 

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._stats import RunSpread, run_spread
+from ..dataset import Dataset
+from ..errors import ConfigError
+from ..judge import Judge, make_judge
+from ..result import EvaluationResult
 from ._evaluate import aevaluate
-from ._stats import RunSpread, run_spread
-from .errors import ConfigError
-from .judge import Judge, make_judge
-from .result import EvaluationResult
-from .sample import Dataset
 
 __all__ = ["RepeatReport", "evaluate_repeats"]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from .errors import ConfigError, ProviderError
+from ..errors import ConfigError, ProviderError
 
 __all__ = [
     "CONNECT_TIMEOUT",

@@ -30,27 +30,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from ._cost import PriceTable, load_prices, price_for
-from ._http import display_url
-from ._limiter import merge_limiter_stats
-from ._terminal import visible
-from ._version import __version__
-from .analyses import AnalysisSettings
-from .embed import Embedder, make_embedder
-from .engine import Progress, ProgressDisplay, describe_metrics, run_samples, settings_for
-from .errors import (
+from .._terminal import visible
+from .._version import __version__
+from ..analyses import AnalysisSettings
+from ..calls import PriceTable, display_url, load_prices, merge_limiter_stats, price_for
+from ..dataset import Dataset, RowProblem, Sample, group_problems
+from ..embed import Embedder, make_embedder
+from ..engine import Progress, ProgressDisplay, describe_metrics, run_samples, settings_for
+from ..errors import (
     BudgetExceededError,
     ConfigError,
     JudgeSameAsGeneratorWarning,
     MissingExtraError,
     StoreError,
 )
-from .judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, SpendLimit, make_judge
-from .metrics import Metric, metrics_of_run, resolve_metrics
-from .prompts import load_prompt, prompt_ids
-from .result import LAZY_FROM, EvaluationResult, StoredRun, load_result, run_cost
-from .sample import Dataset, RowProblem, Sample, group_problems
-from .store import SQLiteCallCache, Store
+from ..judge import Judge, JudgeProvider, MemoryCallCache, RetryPolicy, SpendLimit, make_judge
+from ..metrics import Metric, metrics_of_run, resolve_metrics
+from ..prompts import load_prompt, prompt_ids
+from ..result import LAZY_FROM, EvaluationResult, StoredRun, load_result, run_cost
+from ..store import SQLiteCallCache, Store
 
 __all__ = ["RunInterrupted", "RunOptions", "aevaluate", "evaluate", "new_run_id", "run_sync"]
 
@@ -229,7 +227,7 @@ async def _aevaluate(
     if backend not in ("local", "ray"):
         raise ConfigError(f"unknown backend '{backend}'; use 'local' (this process) or 'ray' (a Ray cluster)")
     if backend == "ray":
-        from .engine import import_ray
+        from ..engine import import_ray
 
         import_ray()  # MissingExtraError before anything is written
     opts = RunOptions(judge=judge, embedder=embedder, base_url=base_url,
@@ -328,7 +326,7 @@ def _display_mode(show: bool | str | None, given: bool) -> str | None:
         return "off"
     from rich.console import Console
 
-    from .engine import display_mode
+    from ..engine import display_mode
 
     auto = display_mode(Console(stderr=True))
     return auto if auto != "off" else "text"
@@ -655,7 +653,7 @@ async def _run(
         stopped: BudgetExceededError | None = None
         try:
             if backend == "ray":
-                from .engine import run_samples_ray
+                from ..engine import run_samples_ray
 
                 await run_samples_ray(
                     todo, chosen, judge=judge, judge_spec=judge_spec, base_url=base_url,
@@ -883,6 +881,8 @@ def evaluate(
 class RunInterrupted(KeyboardInterrupt):
     """A run stopped by a signal (``signum``: SIGINT for Ctrl-C, SIGTERM) after its tasks
     unwound: the finished samples are saved and the run is marked interrupted."""
+
+    __module__ = "ragsight.run"  # as a traceback prints it: where a user imports it from
 
     def __init__(self, signum: int, message: str | None = None) -> None:
         super().__init__(message or signal.Signals(signum).name)

@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ._cost import Price, format_usd, price_for, stale_note
-from ._evaluate import RunOptions, _metrics
-from .analyses import AnalysisSettings
-from .engine import score_sample, settings_for
-from .errors import ConfigError
-from .judge import (
+from ..analyses import AnalysisSettings
+from ..calls import Price, format_usd, price_for, stale_note
+from ..dataset import Dataset, Sample
+from ..engine import score_sample, settings_for
+from ..errors import ConfigError
+from ..judge import (
     ESTIMATE_RULES,
     EstimatingProvider,
     Judge,
@@ -35,10 +35,10 @@ from .judge import (
     make_judge,
     record_calls,
 )
-from .metrics import Metric, resolve_metrics
-from .result import UNATTRIBUTED, metric_tokens
-from .sample import Dataset, Sample
-from .store import SQLiteCallCache, Store
+from ..metrics import Metric, resolve_metrics
+from ..result import UNATTRIBUTED, metric_tokens
+from ..store import SQLiteCallCache, Store
+from ._evaluate import RunOptions, _metrics
 
 __all__ = ["Estimate", "aestimate"]
 

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .errors import ProviderError
+from ..errors import ProviderError
 
 __all__ = [
     "OVERLOAD_BUDGET_S", "OVERLOAD_STATUSES", "Backoff", "Failure", "RetryExhaustedError", "classify",

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "read_toml", "strict_json",
            "write_failure"]

@@ -1,0 +1,61 @@
+"""Data in: the samples and conversations under evaluation, and the readers that turn other
+tools' files and shapes into them.
+
+``_sample`` (Sample, Dataset, loading, turn_samples), ``_conversation`` (Turn, ToolCall,
+Conversation), ``_conversations`` (other tools' conversation shapes, metric and sample levels),
+``_shapes`` (field names, value rules, safety checks), ``_rows`` (other tools' row shapes),
+``_files`` (strict JSON, TOML, atomic replacement of every file ragsight writes for others).
+"""
+
+from __future__ import annotations
+
+from ._conversation import ROLES, Conversation, ToolCall, Turn
+from ._conversations import conversation_aggregates, metric_level, sample_level
+from ._files import (
+    atomic_path,
+    atomic_write,
+    check_writable_target,
+    read_toml,
+    strict_json,
+    write_failure,
+)
+from ._sample import (
+    FIELD_ALIASES,
+    Dataset,
+    ProblemGroup,
+    RowProblem,
+    Sample,
+    SampleWarning,
+    group_problems,
+    is_out_of_scope,
+    sample_from_mapping,
+    turn_samples,
+)
+from ._shapes import ALIAS_TO_FIELD
+
+__all__ = [
+    "ALIAS_TO_FIELD",
+    "FIELD_ALIASES",
+    "ROLES",
+    "Conversation",
+    "Dataset",
+    "ProblemGroup",
+    "RowProblem",
+    "Sample",
+    "SampleWarning",
+    "ToolCall",
+    "Turn",
+    "atomic_path",
+    "atomic_write",
+    "check_writable_target",
+    "conversation_aggregates",
+    "group_problems",
+    "is_out_of_scope",
+    "metric_level",
+    "read_toml",
+    "sample_from_mapping",
+    "sample_level",
+    "strict_json",
+    "turn_samples",
+    "write_failure",
+]
