@@ -104,7 +104,7 @@ def test_a_german_turns_claims_are_read_in_the_conversation_with_german_reasons(
               explain="none")
     assert got.value == 1.0
     [call] = provider.calls_for("verify_claims_conversation")
-    assert call.prompt_version == "2"
+    assert call.prompt_version == "3"
     assert "in the language of the claims (a German claim gets a German reason)" in call.messages[1].content
     assert "Und für das Mittagessen morgen?" in call.messages[1].content
     # the one-sentence response is its own claim: kept in German, as written
@@ -116,13 +116,15 @@ def test_a_german_turns_questions_are_written_in_german() -> None:
     standalone = "Hat Il Margutta vegetarische Gerichte zum Mittagessen?"
     generated = ["Gibt es mittags vegetarische Gerichte?", "Ist das Restaurant mittags geöffnet?",
                  "Hat Il Margutta vegetarische Gerichte?"]
-    provider = ScriptedProvider({"generate_questions_conversation": lambda v: {
-        "question": standalone, "noncommittal": False, "questions": generated}})
+    provider = ScriptedProvider({"standalone_question": lambda v: {"question": standalone},
+                                 "generate_questions": lambda v: {"noncommittal": False, "questions": generated}})
     emb = TableEmbedder({standalone: [1, 0], generated[0]: [1, 0], generated[1]: [0, 1], generated[2]: [1, 0]})
     got = run(AnswerRelevancy(), german_turn(), provider, emb)
     assert got.value == pytest.approx(2 / 3)
-    [call] = provider.requests
-    assert call.prompt_version == "2"
-    sent = call.messages[1].content
-    assert "in the language of the conversation (a German conversation gets German questions)" in sent
+    [rewrite] = provider.calls_for("standalone_question")
+    sent = rewrite.messages[1].content
+    assert "Write it in German." in sent  # named, not primed by an example in another language
     assert "[this turn] user: Hat es vegetarische Gerichte zum Mittagessen?" in sent
+    [questions] = provider.calls_for("generate_questions")
+    assert "written in German" in questions.messages[1].content
+
