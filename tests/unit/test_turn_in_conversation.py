@@ -265,3 +265,25 @@ def test_the_set_aside_follows_the_nonanswers_setting_in_a_turn_too() -> None:
                                           nonanswers=False))
     got = asyncio.run(Faithfulness().score(ctx))
     assert got.value == 0.5 and "about_the_documents" not in got.evidence.details
+
+
+def test_a_yes_to_the_users_question_is_not_a_restatement_of_the_user() -> None:
+    # "Does it come in red?" states nothing; "It comes in red." must find its support in the contexts
+    s = world()
+    s.verdicts[(RED, "contexts")] = False
+    s.verdicts[(RED, "user")] = True  # a judge that would call the question a restatement
+    sample = Sample(id="c1:1", question=QUESTION, response="Yes, it comes in red.", contexts=CONTEXTS,
+                    conversation_id="c1", turn=1, history=(Turn("user", "Tell me about the Trail?"), HISTORY[1]))
+    s.claims["Yes, it comes in red."] = [RED]
+    provider = json_judge(s)
+
+    def nowhere(v: Mapping[str, Any]) -> Any:
+        return {"verdicts": [{"id": i, "supported": False, "message": 0, "reason": "not stated"}
+                             for i, _ in enumerate(v["claim_list"], start=1)]}
+
+    provider.handlers["verify_claims_conversation"] = nowhere
+    got = score(Faithfulness(), sample, provider)
+    assert got.outcome is Outcome.SCORED and got.value == 0.0
+    assert got.evidence.details["restates_user"] == 0
+    # no user statement at all: the restatement step is not even asked
+    assert all(c.variables.get("target") != "user" for c in provider.requests)

@@ -20,9 +20,11 @@ it). On top of them, :func:`verdicts` does three things:
    contexts with each shown earlier user message alone and names the one with the highest
    P(supported) (latest first on a tie); a remote judge names the message in its verdict.
    Recorded as a :class:`Resolution` (history position, turn, role).
-3. **Restating the user.** A claim still unsupported is checked against the user's own
-   messages (earlier ones and this turn's question, with the shared claim prompt): a claim they
-   support restates the user and is not a hallucination (``target="user"``).
+3. **Restating the user.** A claim still unsupported is checked against what the user stated
+   (the sentences of their earlier messages and of this turn's question that are not questions,
+   with the shared claim prompt): a claim they support restates the user and is not a
+   hallucination (``target="user"``). A question states nothing: "Yes, it does" to "Does it?"
+   is a claim to check against the contexts, not a restatement.
 
 The messages shown are the last :data:`MAX_MESSAGES` of the history (user messages only for the
 verdicts; user and assistant messages for rewriting the question), each on one line and cut at
@@ -47,7 +49,7 @@ from ..prompts import fence, load_prompt, neutralise
 from . import _questions, _verdicts
 from ._calibrated import assess_claim
 from ._signals import compute_signals, unfence
-from ._text import LANGUAGE_NAMES, content_words, evident_language
+from ._text import LANGUAGE_NAMES, content_words, evident_language, split_sentences
 from ._types import (
     ConversationVerdicts,
     GeneratedQuestions,
@@ -119,12 +121,23 @@ def conversation_block(history: Sequence[Turn], question: str | None,
     return fence("conversation", "\n".join(lines))
 
 
-def _user_block(history: Sequence[Turn], question: str | None) -> str:
-    """What the user said: their earlier messages and this turn's question, one per line."""
+def _user_statements(history: Sequence[Turn], question: str | None) -> list[str]:
+    """What the user stated: the sentences of their earlier messages and of this turn's question
+    that are not questions. A question states nothing ("So I can use -prune with -delete?"): an
+    answer that repeats it as a statement ("Yes, -prune works with -delete") restates no one and
+    needs the contexts' support."""
     texts = [m.content for m in history if m.role == "user" and m.content.strip()]
     if question and question.strip():
         texts.append(question)
-    return fence("conversation", "\n".join(f"user: {neutralise(' '.join(t.split()))}" for t in texts))
+    said: list[str] = []
+    for text in texts:
+        said += [t for t in split_sentences(" ".join(text.split())) if not t.rstrip().endswith(("?", "？"))]
+    return said
+
+
+def _user_block(statements: Sequence[str]) -> str:
+    """What the user stated, one sentence a line."""
+    return fence("conversation", "\n".join(f"user: {neutralise(t)}" for t in statements))
 
 
 async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
@@ -172,8 +185,9 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
                 v = _with_reason(v, res)
             final[i] = v
     still = [i for i, v in enumerate(final) if not v.supported]
-    if still:
-        user = _user_block(history, s.question)
+    statements = _user_statements(history, s.question)
+    if still and statements:
+        user = _user_block(statements)
         # no reason asked: a claim the user did not say keeps its reason against the contexts
         said = await _verdicts.verify(sa, [final[i].claim for i in still], "user", user, reasons=False)
         answers_refs = said.refs
