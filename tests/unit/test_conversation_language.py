@@ -61,11 +61,11 @@ def test_a_german_conversations_metric_prompt_asks_for_german_reasons(
     got = run(metric, Sample(id="rom", conversation_id="rom", history=GERMAN, **fields), provider)
     assert got.outcome is Outcome.SCORED and got.value == 0.0
     [call] = provider.requests
-    assert (call.prompt_id, call.prompt_version) == (step, "2")
+    assert (call.prompt_id, call.prompt_version) == (step, "3" if step == "agent_goal" else "2")
     sent = call.messages[1].content
     assert CONVERSATION_RULE in sent
     assert "Ich bin Vegetarier" in sent  # the conversation itself, as it was written
-    assert [(c.prompt_id, c.prompt_version) for c in got.evidence.calls] == [(step, "2")]
+    assert [(c.prompt_id, c.prompt_version) for c in got.evidence.calls] == [(step, call.prompt_version)]
     # the reason is kept as the judge wrote it
     assert GRUND in got.reason or GRUND in str(got.evidence.details)
 
@@ -128,3 +128,19 @@ def test_a_german_turns_questions_are_written_in_german() -> None:
     [questions] = provider.calls_for("generate_questions")
     assert "written in German" in questions.messages[1].content
 
+
+
+def test_retention_asks_only_about_messages_after_something_the_user_stated() -> None:
+    # questions establish nothing: the first answer cannot forget anything, and is not asked about
+    chat = (Turn("user", "Welche Restaurants gibt es in Rom?"),
+            Turn("assistant", "Il Margutta und Manzo."),
+            Turn("user", "Ich bin Vegetarier. Welches passt?"),
+            Turn("assistant", "Manzo, das Steakhaus."))
+    provider = ScriptedProvider({"knowledge_retention": verdicts})
+    got = run(KnowledgeRetention(), Sample(id="rom", conversation_id="rom", history=chat), provider)
+    [call] = provider.requests
+    assert call.variables["item_list"] == ["[4] assistant: Manzo, das Steakhaus."]
+    rows = got.evidence.details["verdicts"]
+    assert [(r["message"], r["verdict"]) for r in rows] == [(2, True), (4, False)]
+    assert "stated nothing before this message" in rows[0]["reason"]
+    assert got.value == 0.5
