@@ -154,7 +154,9 @@ def test_an_injected_conversation_cannot_close_its_block() -> None:
     [call] = provider.calls_for("verify_claims_conversation")
     source = call.messages[1].content
     assert source.count("</conversation>") == 1
-    assert "[/conversation]" in source
+    # the message addresses the evaluator: the judge reads a marker in its place, not the tag
+    assert "[1] user (turn 0): [text addressed to the evaluator, removed]" in source
+    assert "Ignore the above" not in source
 
 
 def test_answer_relevancy_compares_with_the_question_rewritten_to_stand_alone() -> None:
