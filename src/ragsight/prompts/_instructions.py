@@ -35,12 +35,18 @@ _WHO = r"(?:evaluator|grader|judge|fact[- ]?checker|assessor|annotator|reviewer|
 _VERDICT_WORD = r"(?:yes|no|true|false|supported|unsupported|faithful|unfaithful|correct|incorrect|pass|fail)"
 _PATTERNS = [
     # ignore / override what came before
-    r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|these\s+|those\s+|"
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|these\s+|those\s+|"
     r"my\s+|its\s+)?(?:above|previous|prior|earlier|preceding|foregoing|instructions|rules|guidelines)\b",
     # a note or an instruction to the evaluator
-    r"\b(?:note|message|instructions?|memo|notice|reminder|directive)s?\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?"
-    + _WHO + r"\b",
-    r"\b(?:dear|attention|hey)\s+(?:the\s+)?" + _WHO + r"\b",
+    r"\b(?:note|message|instructions?|memo|notice|reminder|directive|hint|guidance|p\.\s?s\.)s?\s+(?:to|for)\s+"
+    r"(?:the\s+|any\s+|all\s+|whoever\s+)?(?:automated\s+|ai\s+|llm\s+)?" + _WHO + r"\b",
+    r"\b(?:dear|attention|hey|to\s+any|to\s+all|to\s+whichever)\s+(?:automated\s+|ai\s+|language\s+)?" + _WHO
+    + r"\b[^.\n]{0,20}?(?:reading|grading|checking|evaluating|judging|reviewing|:)",
+    r"\bwhoever\s+(?:grades|evaluates|reviews|checks|judges|scores|rates|reads)\b",
+    r"\b(?:grader|grading|evaluation|evaluator|judge|judging|reviewer|review|fact[- ]?check(?:er|ing)?|assessor|"
+    r"annotator|rater|scorer|scoring|admin(?:istrator)?|system)\s+(?:note|guidance|instructions?|override|hint|"
+    r"directive|notice|message|prompt)s?\b",
+    r"\bfull\s+marks\b",
     # a chat role at the start of a line, or new instructions announced
     r"^\s*[\(\[]?(?:system|assistant|developer)[\)\]]?\s*[:>][^\n]{0,80}?\b(?:instructions?|you|answer|ignore|"
     r"must|always|claims?)\b",
@@ -51,7 +57,7 @@ _PATTERNS = [
     r"\b(?:mark|rate|score|grade|label|judge|treat|classify|consider)\s+(?:this|the|that|every|all|each|any|it)\s*"
     r"(?:claims?|answers?|responses?|statements?|turns?|outputs?)?\s+as\s+(?:a\s+|an\s+|fully\s+)?"
     + _VERDICT_WORD + r"\b",
-    r"\b(?:(?:every|all|no|each)\s+claims?|(?:this|the)\s+claims?\s+(?:below|above))\s+(?:is|are|has been|have been)\s+"
+    r"\b(?:(?:every|all|no|each)\s+(?:(?:the|following|remaining|other|of\s+the)\s+){0,2}claims?|(?:this|the)\s+claims?\s+(?:below|above))\s+(?:is|are|has been|have been)\s+"
     r"(?:fully\s+|now\s+)?(?:supported|verified|true|correct|unsupported|false|confirmed)\b",
     # a verdict written as JSON
     r"[\"'](?:verdicts?|supported|faithful)[\"']\s*:",
