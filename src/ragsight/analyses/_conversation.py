@@ -35,6 +35,7 @@ across the two checks).
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Sequence
@@ -86,7 +87,7 @@ def turn_of(history: Sequence[Turn]) -> list[int]:
     (``Conversation.assistant_turns``) before it, so a user message and the steps of an agent's
     answer belong to the turn that answers them."""
     answers = Conversation("", tuple(history)).assistant_turns
-    return [sum(p < i for p in answers) for i in range(len(history))]
+    return [bisect.bisect_left(answers, i) for i in range(len(history))]  # answers before i
 
 
 EVIDENCE_ROLES = ("user",)  # whose earlier words a verdict may read: never the assistant's own
