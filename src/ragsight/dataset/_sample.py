@@ -168,6 +168,28 @@ def _reference_calls(turns: Sequence[Turn]) -> tuple[ToolCall, ...] | None:
     return None if not given else tuple(c for calls in given for c in calls)
 
 
+INHERITED_KEY = "contexts_inherited_from_turn"
+MAX_INHERITED_TURNS = 3  # how many assistant turns back a follow-up's contexts may come from
+
+
+def _inherited(conv: Conversation, k: int) -> tuple[tuple[str, ...] | None, int | None]:
+    """The evidence a follow-up with no contexts and no tool call of its own still had in view:
+    the contexts (or tool results) of the latest of the :data:`MAX_INHERITED_TURNS` earlier
+    assistant turns that had any, and that turn's index; (None, None) when none had."""
+    turns = conv.turns
+    answers = conv.assistant_turns
+    for j in range(k - 1, max(-1, k - 1 - MAX_INHERITED_TURNS), -1):
+        pos = answers[j]
+        if turns[pos].contexts:
+            return tuple(turns[pos].contexts or ()), j
+        user = next((i for i in range(pos - 1, -1, -1) if turns[i].role == "user"), None)
+        start = 0 if user is None else user + 1
+        results = tuple(u.content for u in turns[start:pos] if u.role == "tool" and u.content.strip())
+        if results:
+            return results, j
+    return None, None
+
+
 def turn_samples(conversation: Conversation) -> list[Sample]:
     """The samples of a conversation: one per assistant turn (``conversation.assistant_turns``),
     then one conversation-level sample.
@@ -175,7 +197,9 @@ def turn_samples(conversation: Conversation) -> list[Sample]:
     A turn's sample: ``id`` ``CONV:K``, ``turn`` K (0-based among the assistant turns),
     ``question`` the user message it answers, ``response`` its content, ``contexts`` its own or,
     when it has none, the results of the tool calls made since that user message (agentic RAG
-    retrieves through tools), ``reference``, ``tool_calls`` (every call made since the user
+    retrieves through tools), or else the evidence of the latest of the last
+    :data:`MAX_INHERITED_TURNS` turns that had any (the model still has it in its context window;
+    ``metadata["contexts_inherited_from_turn"]`` names that turn), ``reference``, ``tool_calls`` (every call made since the user
     message; ``()`` when none was), ``reference_tool_calls``, ``history`` (the turns before the
     user message). The conversation's sample: ``id`` ``CONV``, ``turn`` None, every turn in
     ``history``, every call in ``tool_calls``. Both carry the scenario, expected outcome and system
@@ -193,12 +217,17 @@ def turn_samples(conversation: Conversation) -> list[Sample]:
         start = 0 if user is None else user + 1
         exchange = turns[start:pos + 1]
         contexts, ids_ = t.contexts, t.retrieved_ids
+        turn_meta = meta
         if contexts is None:
             results = tuple(u.content for u in exchange if u.role == "tool" and u.content.strip())
             contexts = results or None
+        if contexts is None and k > 0:
+            contexts, source = _inherited(conv, k)
+            if source is not None:
+                turn_meta = {**meta, INHERITED_KEY: source}
         out.append(Sample(
             id=f"{conv.id}:{k}", question=None if user is None else turns[user].content, response=t.content,
-            contexts=contexts, retrieved_ids=ids_, reference=t.reference, metadata=meta, turn=k,
+            contexts=contexts, retrieved_ids=ids_, reference=t.reference, metadata=turn_meta, turn=k,
             history=turns[:user] if user is not None else (), tool_calls=_calls(exchange),
             reference_tool_calls=_reference_calls(exchange), **common,
         ))
