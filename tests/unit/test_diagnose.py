@@ -124,7 +124,7 @@ def test_decline_where_the_chunks_answer_and_an_answer_out_of_scope(diagnosis: D
     assert s.findings[0].evidence[0].note == "seen by abstention: decline phrases \"I don't know\", \"do not say\""
     # faithfulness has no value because the response declines: the decline explains it, not the judge
     assert "judge" not in s.causes
-    assert s.failing[0].describe() == "faithfulness undetermined (the response declines)"
+    assert s.failing[0].describe() == "faithfulness undetermined by a decline"
     assert items(diagnosis, "d-oos") == [
         ("answered_out_of_scope", "The library rents boats every summer.", "abstention", None, "")]
 
@@ -288,3 +288,4 @@ def test_an_evidence_item_reads_as_one_line() -> None:
     item = EvidenceItem("contradicted", "The hall opened in 1990.", "faithfulness", 2, "The hall opened in 1987.")
     assert item.line() == '"The hall opened in 1990." - the chunks say otherwise: "The hall opened in 1987." (chunk 2)'
     assert EvidenceItem("silent", "x " * 200, "faithfulness").line().endswith('…" - no chunk states it')
+

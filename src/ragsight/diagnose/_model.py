@@ -65,7 +65,7 @@ NEEDS: Mapping[str, tuple[tuple[str, ...], ...]] = {
     "unsupported": (("faithfulness",),),
     "noise": (("noise_sensitivity",),),
     "incomplete": (("factual_correctness", "answer_correctness"), ("context_recall",)),
-    "decline": (("abstention",),),
+    "decline": (("abstention", "faithfulness", "answer_relevancy"),),  # the last two: the phrase detector
     "tool": (("tool_call_accuracy", "tool_call_f1", "conversation_tool_call_accuracy", "conversation_tool_call_f1"),),
     "judge": (),
 }
@@ -133,7 +133,7 @@ class FailingMetric:
     def describe(self) -> str:
         if self.outcome == "scored" and self.value is not None:
             return f"{self.metric} {self.value:.2f}"
-        return f"{self.metric} {self.outcome}" + (" (the response declines)" if self.declined else "")
+        return f"{self.metric} {self.outcome}" + (" by a decline" if self.declined else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "outcome": self.outcome, "value": self.value,
