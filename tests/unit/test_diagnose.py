@@ -289,3 +289,34 @@ def test_an_evidence_item_reads_as_one_line() -> None:
     assert item.line() == '"The hall opened in 1990." - the chunks say otherwise: "The hall opened in 1987." (chunk 2)'
     assert EvidenceItem("silent", "x " * 200, "faithfulness").line().endswith('…" - no chunk states it')
 
+
+def test_the_html_report_has_a_why_it_fails_section(result: EvaluationResult) -> None:
+    from ragsight.report import render_report
+
+    page = render_report([result], generated_at="now")
+    assert page.count("<h3>Why it fails</h3>") == 1
+    index = next(i for i, s in enumerate(result.samples) if s.id == "r-miss")
+    section = page.split("<h3>Why it fails</h3>", 1)[1].split("<h3>", 1)[0]
+    assert f'<a href="#r1-s{index}">r-miss</a>' in section
+    assert "reference claim in no retrieved chunk: &quot;Ada Moss designed the Larkspur library.&quot;" in section
+    assert section.index("<b>decline</b>") < section.index("<b>noise</b>")  # by count
+
+
+def test_the_sweep_report_counts_causes_per_configuration(result: EvaluationResult) -> None:
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from ragsight.sweep._causes import causes_html, config_causes, print_causes
+
+    causes = config_causes([result, evaluate([r for r in ROWS if r["id"] in ("ok", "r-miss")])])
+    assert causes == ({"decline": 2, "retrieval": 2, "unsupported": 2, "tool": 1, "noise": 1, "incomplete": 1,
+                       "judge": 1}, {"retrieval": 1})
+    rep: Any = SimpleNamespace(configs=[SimpleNamespace(short="C1", label="top_k=3"),
+                                        SimpleNamespace(short="C2", label="top_k=5")], causes=causes)
+    console = Console(width=80, record=True)
+    print_causes(console, rep)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "Why questions fail" in text and "C2" in text
+    assert "<table id='causes'>" in causes_html(rep)
