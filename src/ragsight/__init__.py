@@ -4,6 +4,7 @@ from ._score import ClaimVerdict, Evidence, Outcome, Score
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .dataset import Dataset, Sample
+from .diagnose import diagnose
 from .judge import Judge, RetryPolicy, ScriptedProvider
 from .metrics import metric_names
 from .result import EvaluationResult, MetricSummary
@@ -26,6 +27,7 @@ __all__ = [
     "Store",
     "__version__",
     "aevaluate",
+    "diagnose",
     "evaluate",
     "metric_names",
 ]

@@ -64,7 +64,7 @@ from ..run import (
     run_sync,
 )
 from ..store import FORMATS, Store, export_run
-from . import _judges, _labels, _report, _sweep, _testset, _traces, _view
+from . import _diagnose, _judges, _labels, _report, _sweep, _testset, _traces, _view
 from ._common import (
     DEFAULT_STORE,
     EXIT_BUDGET,
@@ -221,6 +221,7 @@ def _parser() -> argparse.ArgumentParser:
     ex.set_defaults(func=cmd_export)
 
     _report.register(sub)
+    _diagnose.register(sub)
     _testset.register(sub)
     _traces.register(sub)
     _sweep.register(sub)

@@ -41,6 +41,7 @@ from ._evidence import Marks, SentenceMatch, best_matching_sentence
 from ._format import arrow, config_text, count_noun, fmt, fmt_ci, fmt_p, fmt_signed
 from ._markup import e
 from ._svg import histogram_svg, runs_svg
+from ._why import why_section
 
 __all__ = ["SentenceMatch", "best_matching_sentence", "render_report", "write_report"]
 
@@ -535,6 +536,7 @@ def _run_section(run: RunData, number: int, several: bool) -> str:
     parts.append("</div>")
 
     parts.append(_not_scored(result, prefix))
+    parts.append(why_section(result, prefix))
 
     order = _order(result)
     parts.append("<h3>Worst samples</h3>")

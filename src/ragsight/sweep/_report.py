@@ -38,6 +38,7 @@ from ..report import (
 )
 from ..result import EvaluationResult, load_result, overall_of
 from ..store import Store
+from ._causes import config_causes, print_causes
 
 MIN_OVERALL_N = 5
 """A metric enters the overall score when every configuration scored it on this many questions (or
@@ -142,6 +143,7 @@ class SweepReport:
     alpha: float = 0.05
     judged_note: str = ""
     scores: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict, repr=False)
+    causes: tuple[Mapping[str, int], ...] = ()  # per configuration: cause -> failing questions
 
     @property
     def baseline(self) -> int:
@@ -370,6 +372,7 @@ def build_report(
         varied=varied, overall_metrics=tuple(shared), comparisons=tuple(comparisons), best=best,
         best_overall=best_overall, effects=tuple(effects), pareto=pareto, cost_axis=cost_axis,
         findings=tuple(findings), notes=tuple(notes), alpha=alpha, judged_note=judged_note, scores=scores,
+        causes=config_causes(results),
     )
 
 
@@ -590,6 +593,7 @@ def print_sweep_report(rep: SweepReport, console: Console | None = None) -> None
     c.print(tr)
     if any(x.latency_per_question is not None for x in rep.configs):
         c.print(Text(LATENCY_MEANING))
+    print_causes(c, rep)
     if rep.findings:
         c.print(Text("Findings:", style="bold"))
         for f in rep.findings:
