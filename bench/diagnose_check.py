@@ -123,7 +123,7 @@ def main() -> int:
     args = ap.parse_args()
 
     import ragsight
-    from ragsight.diagnose import diagnose, diagnosis_lines
+    from ragsight.diagnosis import diagnose, diagnosis_lines
 
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store or str(Path(tmp) / "diagnose_check.db")

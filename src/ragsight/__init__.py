@@ -4,7 +4,7 @@ from ._score import ClaimVerdict, Evidence, Outcome, Score
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .dataset import Dataset, Sample
-from .diagnose import diagnose
+from .diagnosis import diagnose
 from .judge import Judge, RetryPolicy, ScriptedProvider
 from .metrics import metric_names
 from .result import EvaluationResult, MetricSummary

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import ragsight
-from ragsight.diagnose import diagnose
+from ragsight.diagnosis import diagnose
 from ragsight.judge import Judge
 from tests.diagnose_world import BIKES, BOOKS, OPENED, row
 

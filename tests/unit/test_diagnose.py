@@ -13,7 +13,7 @@ import pytest
 
 import ragsight
 from ragsight import EvaluationResult, Store
-from ragsight.diagnose import (
+from ragsight.diagnosis import (
     CAUSES,
     UNDIAGNOSED,
     Diagnosis,

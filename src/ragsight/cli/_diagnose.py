@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..diagnose import change_lines, diagnose, diagnose_change, diagnosis_lines, parse_thresholds
+from ..diagnosis import change_lines, diagnose, diagnose_change, diagnosis_lines, parse_thresholds
 from ..errors import ConfigError, StoreError
 from ..result import load_result
 from ..store import Store

@@ -4,7 +4,7 @@ diagnose``, with its default thresholds, without topics: nothing is embedded) wi
 
 from __future__ import annotations
 
-from ..diagnose import MEANINGS, diagnose, threshold_text
+from ..diagnosis import MEANINGS, diagnose, threshold_text
 from ..result import EvaluationResult
 from ._markup import e
 

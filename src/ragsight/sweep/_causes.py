@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from ..diagnose import CAUSES, UNDIAGNOSED, diagnose
+from ..diagnosis import CAUSES, UNDIAGNOSED, diagnose
 from ..result import EvaluationResult
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from ._change import (
     SampleChange,
     diagnose_change,
 )
-from ._diagnose import adiagnose, diagnose, parse_thresholds, thresholds_for
+from ._diagnosis import adiagnose, diagnose, parse_thresholds, thresholds_for
 from ._model import (
     CAUSES,
     DEFAULT_THRESHOLD,
