@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .._score import Outcome, Score
+from ..analyses import detect_declines
 from ..dataset import (
     RowProblem,
     Sample,
@@ -185,9 +186,13 @@ class EvaluationResult:
     def worst(self) -> tuple[str, str, float] | None:
         """The sample with the lowest score of the run, as (sample id, metric, value): each
         scored value oriented so that lower is worse (a lower-is-better metric as 1 - value);
-        ties go to the earlier sample. None when nothing was scored."""
+        ties go to the earlier sample. None when nothing was scored. A correct decline (an
+        out-of-scope question the response declines) is not a failure, so it is never the
+        lowest score, whatever a metric that compares words gave it."""
         found: tuple[float, str, str, float] | None = None
         for s, per in self._pairs():
+            if s.out_of_scope and s.response and detect_declines(s.response).verdict == "declines":
+                continue
             for key, score in per.items():
                 if score.outcome is not Outcome.SCORED or score.value is None:
                     continue
