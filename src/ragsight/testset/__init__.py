@@ -15,17 +15,10 @@ from ._ingest import Corpus, Document, load_corpus
 from ._kinds import DEFAULT_TYPES, QUESTION_TYPES
 from ._out_of_scope import OUT_OF_SCOPE_REFERENCE
 from ._plan import DEFAULT_STYLES, STYLES, TestsetSettings
-from ._runner import (
-    HttpFields,
-    RunResult,
-    TargetError,
-    TargetReply,
-    arun,
-    fill_template,
-    make_target,
-    parse_headers,
-    read_testset,
-)
+from ._reply import TargetError, TargetReply
+from ._rows import read_testset
+from ._runner import RunResult, arun, make_target
+from ._target_http import HttpFields, fill_template, parse_headers
 
 __all__ = [
     "DEFAULT_STYLES",
