@@ -43,7 +43,6 @@ def related_chunks(corpus: Corpus, question: str, anchor: str | None, k: int = 6
     return picked
 
 
-
 @dataclass(frozen=True)
 class OutOfScope(QuestionKind):
     """A question on a chunk's topic that no document answers."""

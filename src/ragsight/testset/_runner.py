@@ -79,7 +79,6 @@ def make_target(
     return target
 
 
-
 @dataclass
 class RunResult:
     rows: list[dict[str, Any]]
@@ -133,7 +132,6 @@ async def _call_with_retries(
     except RetryExhaustedError as stop:
         return None, stop.failure.message, stop.attempts, time.monotonic() - last_start
     return reply, None, attempts, time.monotonic() - last_start
-
 
 
 async def _converse(row: Mapping[str, Any], target: Any, name: str, timeout: float, retries: int,
