@@ -15,7 +15,7 @@ from ..diagnosis import CAUSES, UNDIAGNOSED, diagnose
 from ..result import EvaluationResult
 
 if TYPE_CHECKING:
-    from ._report import SweepReport
+    from ._model import SweepReport
 
 __all__ = ["causes_html", "config_causes", "print_causes"]
 

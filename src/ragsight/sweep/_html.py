@@ -14,7 +14,7 @@ from pathlib import Path
 from ..dataset import atomic_write
 from ..report import fmt, fmt_ci, fmt_p, fmt_signed
 from ._causes import causes_html
-from ._report import LATENCY_MEANING, Effect, SweepReport
+from ._model import LATENCY_MEANING, Effect, SweepReport
 
 __all__ = ["render_sweep_html", "write_sweep_html"]
 

@@ -39,16 +39,10 @@ from ..store import Store
 from ._assets import e, page, t
 from ._labels import FIELD, LabelWriter, read_labels
 from ._model import RunTable, Tables
-from ._pages import (
-    RunQuery,
-    compare_body,
-    comparison,
-    corrected_table,
-    run_body,
-    runs_body,
-    sample_body,
-    select,
-)
+from ._page_compare import compare_body, comparison
+from ._page_run import RunQuery, corrected_table, run_body, select
+from ._page_runs import runs_body
+from ._page_sample import sample_body
 from ._search import RunKey, SearchIndex, index_path_for
 
 __all__ = ["COOKIE", "Response", "ViewApp"]

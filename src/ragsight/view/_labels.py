@@ -22,7 +22,7 @@ from .._score import Score
 from ..errors import InputError
 from ..store import Label, Store, claim_key
 from ._model import RunTable
-from ._pages import LabelView
+from ._parts import LabelView
 
 __all__ = ["FIELD", "LabelWriter", "read_labels"]
 
