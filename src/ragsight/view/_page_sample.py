@@ -4,6 +4,7 @@ reason, claims and verdicts with the controls to label them, and the judge calls
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,7 +13,7 @@ from ..dataset import Sample
 from ..report import Marks, fmt
 from ..store import ANY_METRIC
 from ._assets import e, t, url, visible
-from ._model import Filter, RunTable
+from ._model import NOT_APPLICABLE, Filter, RunTable
 from ._parts import LabelView, _arrow
 
 __all__ = ["sample_body"]
@@ -49,6 +50,35 @@ def _relevance(scores: Mapping[str, Score]) -> dict[int, tuple[bool, str]]:
                     out[idx] = (bool(chunk["relevant"]), str(chunk.get("reason") or ""))
             return out
     return {}
+
+
+def _calls_text(calls: Sequence[Any]) -> str:
+    return "; ".join(f"{c.name}({json.dumps(dict(c.args), ensure_ascii=False, sort_keys=True)})" for c in calls)
+
+
+def _history(sample: Sample) -> list[str]:
+    """A turn's chat before its question, each message numbered by its position in the history
+    (the number a verdict's reason names: "set by message 2"), with its tool calls and tool
+    results; then the calls this turn made. The conversation's own row shows every message."""
+    out: list[str] = []
+    history = sample.history or ()
+    if history:
+        items = []
+        for n, m in enumerate(history):
+            who = f"tool {m.name}" if m.role == "tool" and m.name else m.role
+            calls = f'<div class="muted">calls: {t(_calls_text(m.tool_calls))}</div>' if m.tool_calls else ""
+            items.append(f'<li id="message-{n}"><div class="muted">message {n} · {t(who)}</div>'
+                         f'<div class="text">{t(m.content)}</div>{calls}</li>')
+        title = "messages" if sample.turn is None else "history (the chat before this question)"
+        fields = f'<div class="field"><b>{title}</b><ol class="history" start="0">{"".join(items)}</ol></div>'
+        out.append(fields)
+    if sample.turn is not None and sample.tool_calls:
+        out.append(f'<div class="field"><b>tool calls of this turn</b><div class="text">'
+                   f"{t(_calls_text(sample.tool_calls))}</div></div>")
+    if sample.turn is not None and sample.reference_tool_calls is not None:
+        out.append(f'<div class="field"><b>reference tool calls</b><div class="text">'
+                   f"{t(_calls_text(sample.reference_tool_calls) or '(none expected)')}</div></div>")
+    return out
 
 
 def sample_body(
@@ -106,8 +136,12 @@ def sample_body(
         score = scores.get(m)
         lower = table.lower.get(m, False)
         if score is None:
+            other = table.outcomes[m][i] == NOT_APPLICABLE
+            own_row = sample.conversation_id is not None and sample.turn is None
+            badge = (f"not applicable: a metric of the {'turn' if own_row else 'conversation'} level"
+                     if other else "not scored yet")
             metric_html.append(f'<section class="metric"><h3>{t(m)} {_arrow(lower)} '
-                               '<span class="badge missing">not scored yet</span></h3></section>')
+                               f'<span class="badge missing">{e(badge)}</span></h3></section>')
             continue
         value = fmt(score.value) if score.outcome is Outcome.SCORED else score.outcome.value
         sec = [f'<section class="metric" id="m-{e(m)}"><h3>{t(m)} {_arrow(lower)} <span class="badge">{e(value)}</span> '
@@ -156,10 +190,11 @@ def sample_body(
 
     fields = []
     conversation = getattr(sample, "conversation_id", None)
-    if conversation is not None:  # a turn of a conversation: named, its history not shown yet
+    if conversation is not None:  # a turn of a conversation, read in its chat
         turn = getattr(sample, "turn", None)
         fields.append(f'<p class="muted" id="conversation">conversation {t(conversation)}'
                       f'{"" if turn is None else f", turn {t(turn)}"}</p>')
+        fields += _history(sample)
     if sample.question:
         fields.append(f'<div class="field"><b>question</b><div class="text" id="question">{t(sample.question)}</div></div>')
     if contexts:
