@@ -3,7 +3,8 @@ tools' files and shapes into them.
 
 ``_sample`` (Sample, Dataset, loading, turn_samples), ``_conversation`` (Turn, ToolCall,
 Conversation), ``_conversations`` (other tools' conversation shapes, metric and sample levels),
-``_shapes`` (field names, value rules, safety checks), ``_rows`` (other tools' row shapes),
+``_shapes`` (field names), ``_values`` (value rules), ``_safety`` (safety checks), ``_rows``
+(other tools' row shapes),
 ``_files`` (strict JSON, TOML, atomic replacement of every file ragsight writes for others).
 """
 

@@ -30,17 +30,9 @@ from ..errors import InputError, MissingExtraError
 from ._conversation import Conversation, ToolCall, Turn
 from ._conversations import conversation_shape, read_conversation
 from ._rows import is_span, merge_phoenix_spans, read_row
-from ._shapes import (
-    FIELD_ALIASES,
-    MAX_DIGITS,
-    FieldError,
-    HugeNumber,
-    deepest_key,
-    is_missing,
-    row_mapping,
-    text,
-    to_plain,
-)
+from ._safety import MAX_DIGITS, HugeNumber, deepest_key
+from ._shapes import FIELD_ALIASES, FieldError, is_missing, row_mapping, to_plain
+from ._values import text
 
 __all__ = ["FIELD_ALIASES", "Dataset", "ProblemGroup", "RowProblem", "Sample", "SampleWarning",
            "group_problems", "is_out_of_scope", "turn_samples"]
