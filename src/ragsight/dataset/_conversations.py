@@ -29,18 +29,9 @@ from typing import Any
 
 from .._score import Evidence, Outcome, Score
 from ._conversation import Conversation, ToolCall, Turn
-from ._shapes import (
-    FieldError,
-    check_safe,
-    chunks,
-    is_missing,
-    metadata,
-    norm_id,
-    norm_key,
-    row_mapping,
-    text,
-    to_plain,
-)
+from ._safety import check_safe
+from ._shapes import FieldError, is_missing, norm_key, row_mapping, to_plain
+from ._values import chunks, metadata, norm_id, text
 
 __all__ = ["conversation_aggregates", "conversation_shape", "metric_level", "read_conversation", "sample_level"]
 

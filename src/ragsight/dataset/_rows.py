@@ -2,7 +2,8 @@
 DeepEval), recognised by the row's keys, and Phoenix span tables merged into one row per trace.
 
 The field names, the value rules and the safety checks each row goes through are in
-``ragsight._shapes`` (its docstring states the rules); ``docs/data.md`` is the reader's version.
+``_shapes``, ``_values`` and ``_safety`` (their docstrings state the rules); ``docs/data.md`` is
+the reader's version.
 """
 
 from __future__ import annotations
@@ -13,26 +14,19 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._safety import SURROGATE, check_safe
 from ._shapes import (
     ALIAS_TO_FIELD,
     CONTENT_FIELDS,
     KNOWN_FOREIGN,
-    SURROGATE,
     FieldError,
     RowFields,
     canonical_field,
-    check_safe,
-    chunks,
-    ids,
     is_missing,
-    metadata,
-    norm_id,
     norm_key,
-    reference,
-    relevant,
-    text,
     to_plain,
 )
+from ._values import chunks, ids, metadata, norm_id, reference, relevant, text
 
 __all__ = ["merge_phoenix_spans", "read_row"]
 
