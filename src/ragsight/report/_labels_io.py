@@ -22,7 +22,7 @@ from typing import Any
 from ..dataset import atomic_write, check_writable_target, strict_json
 from ..errors import InputError
 from ..store import ANY_METRIC, Label, Store, claim_key
-from ._calibrate import ID_FIELDS, _parse_label, _rows
+from ._labels_read import ID_FIELDS, _parse_label, _rows
 
 __all__ = ["LabelImport", "export_labels", "import_labels", "label_rows"]
 

@@ -29,8 +29,9 @@ from .._stats import Correlations, correlations
 from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
 from ..store import Store
-from ._calibrate import _parse_label, _rows, _values
+from ._calibrate import _values
 from ._format import fmt, fmt_p
+from ._labels_read import _parse_label, _rows
 
 __all__ = ["PAIR_FIELDS", "PairAgreement", "PairCalibrationReport", "calibrate_pairs", "is_pair_labels",
            "print_pair_calibration"]
