@@ -50,8 +50,10 @@ def _open(path: str) -> Store:
 def cmd_import(args: argparse.Namespace) -> int:
     with _open(args.store) as store:
         done = import_labels(store, args.file, args.label, args.run, metric=args.metric, who=args.who)
+    twice = (f"; {done.duplicates} row(s) gave a label again (same sample, metric, claim and person): the "
+             "last of each was kept" if done.duplicates else "")
     out.print(Text(f"{done.written} label(s) '{done.field}' from {done.source} written to {args.store} "
-                   f"({done.rows} row(s) read)."))
+                   f"({done.rows} row(s) read{twice})."))
     if done.skipped:
         err.print(Text(f"WARNING: {len(done.skipped)} row(s) left out:", style="bold red"))
         for n, why in done.skipped[:10]:
