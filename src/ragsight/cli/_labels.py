@@ -165,6 +165,7 @@ def register(subparsers: Any) -> None:
     al.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default 5)")
     al.add_argument("--judge", help="the judge that re-judges held-out claims with the examples "
                     "(default: the run's)")
-    al.add_argument("--base-url", help="OpenAI-compatible base URL for --judge")
+    al.add_argument("--base-url", help="the server the judge is asked again at (default: the one the run "
+                    "stored for its judge; a run that stored none needs this flag)")
     _add_store(al)
     al.set_defaults(func=cmd_align)
