@@ -14,6 +14,7 @@ Exit status (the same for every sub-command):
   writable); nothing was evaluated, and no store file was created.
 - 3: ``evaluate --max-cost``: the run stopped before a judge call could take its spend past the
   limit. The finished samples are saved; the command to continue (``--resume RUN``) is printed.
+  With ``--dry-run``: the estimate is over the limit.
 - 130: interrupted (Ctrl-C). The finished samples are saved; the command to continue the run
   (``ragsight evaluate --resume RUN``) is printed.
 """
@@ -282,7 +283,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.max_cost is not None and not args.max_cost > 0:
         raise RagsightError(f"--max-cost must be a positive number of dollars, not {args.max_cost:g}")
     if args.dry_run:
-        return _dry_run(args, data, metrics, prices)
+        with warnings.catch_warnings():  # what the data's reading guessed, as the run says it
+            warnings.simplefilter("default")
+            warnings.showwarning = show_warning
+            return _dry_run(args, data, metrics, prices)
     if args.resume:
         _check_resume_gate(args.resume, args.store, thresholds)
     else:
@@ -404,6 +408,7 @@ def _dry_run(args: argparse.Namespace, data: Any, metrics: str | None, prices: d
         elif usd > args.max_cost:
             say(out, Text(f"OVER BUDGET: the estimate {format_usd(usd)} is above --max-cost "
                           f"${args.max_cost:g}: the run would stop before its end", style="bold red"))
+            return EXIT_BUDGET
         else:
             say(out, f"within --max-cost ${args.max_cost:g}", markup=False)
     return EXIT_OK
