@@ -14,6 +14,7 @@ Exit status (the same for every sub-command):
   writable); nothing was evaluated, and no store file was created.
 - 3: ``evaluate --max-cost``: the run stopped before a judge call could take its spend past the
   limit. The finished samples are saved; the command to continue (``--resume RUN``) is printed.
+  With ``--dry-run``: the estimate is over the limit.
 - 130: interrupted (Ctrl-C). The finished samples are saved; the command to continue the run
   (``ragsight evaluate --resume RUN``) is printed.
 """

@@ -201,7 +201,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.max_cost is not None and not args.max_cost > 0:
         raise RagsightError(f"--max-cost must be a positive number of dollars, not {args.max_cost:g}")
     if args.dry_run:
-        return _dry_run(args, data, metrics, prices)
+        with warnings.catch_warnings():  # what the data's reading guessed, as the run says it
+            warnings.simplefilter("default")
+            warnings.showwarning = show_warning
+            return _dry_run(args, data, metrics, prices)
     if args.resume:
         _check_resume_gate(args.resume, args.store, thresholds)
     else:
@@ -323,6 +326,7 @@ def _dry_run(args: argparse.Namespace, data: Any, metrics: str | None, prices: d
         elif usd > args.max_cost:
             say(out, Text(f"OVER BUDGET: the estimate {format_usd(usd)} is above --max-cost "
                           f"${args.max_cost:g}: the run would stop before its end", style="bold red"))
+            return EXIT_BUDGET
         else:
             say(out, f"within --max-cost ${args.max_cost:g}", markup=False)
     return EXIT_OK

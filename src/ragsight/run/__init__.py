@@ -7,8 +7,10 @@ from __future__ import annotations
 from ._estimate import aestimate
 from ._evaluate import RunInterrupted, aevaluate, check_store_path, evaluate, new_run_id, run_sync
 from ._repeats import RepeatReport, evaluate_repeats
+from ._spend import PacedSpendLimit
 
 __all__ = [
+    "PacedSpendLimit",
     "RepeatReport",
     "RunInterrupted",
     "aestimate",

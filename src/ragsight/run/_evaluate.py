@@ -49,6 +49,7 @@ from ..metrics import Metric, metrics_of_run, resolve_metrics
 from ..prompts import load_prompt, prompt_ids
 from ..result import LAZY_FROM, EvaluationResult, StoredRun, load_result, run_cost
 from ..store import SQLiteCallCache, Store
+from ._spend import PacedSpendLimit
 
 __all__ = ["RunInterrupted", "RunOptions", "aevaluate", "evaluate", "new_run_id", "run_sync"]
 
@@ -302,8 +303,8 @@ def check_budget(judge: Judge | None, opts: RunOptions) -> SpendLimit | None:
     if opts.max_cost is None or judge is None:
         return None
     if opts.backend == "ray":
-        raise ConfigError("--max-cost works with the local backend only (a Ray cluster's workers do not "
-                          "share one spend); leave out --backend ray or --max-cost")
+        raise ConfigError("--max-cost works with the in-process backend only (--backend local, the default; a "
+                          "Ray cluster's workers do not share one spend); leave out --backend ray or --max-cost")
     table = opts.price_table
     price = price_for(judge.name, judge.model, table)
     if price is None:
@@ -312,7 +313,7 @@ def check_budget(judge: Judge | None, opts: RunOptions) -> SpendLimit | None:
             f"judge, or a model not in the price table of {table.as_of}). Give it in dollars per "
             f"million tokens with --price {judge.model}=IN/OUT or in pyproject.toml "
             f"[tool.ragsight.prices]; nothing was run.")
-    return SpendLimit(opts.max_cost, price)
+    return PacedSpendLimit(opts.max_cost, price)
 
 
 def _display_mode(show: bool | str | None, given: bool) -> str | None:
@@ -573,6 +574,8 @@ async def _run(
         elif cache:
             run_cache = MemoryCallCache() if in_memory or st is None else SQLiteCallCache(st)
         judge = parts.judge.for_run(cache=run_cache, spend_limit=check_budget(parts.judge, opts))
+        if isinstance(judge.spend_limit, PacedSpendLimit):
+            judge.spend_limit.pace(judge.limiter)  # calls wait for each other near the limit
     gate: _Gate | None = None
     try:
         _check_generator(samples, judge)
@@ -686,6 +689,8 @@ async def _run(
                 st.stop_heartbeat()
                 stats = stats_now()
                 if stopped is not None:
+                    if judge is not None and judge.spend_limit is not None:
+                        stopped.spent = judge.spend_limit.spent  # with the calls that ended after the stop
                     stats["stopped_by"] = {"max_cost": stopped.limit, "spent": round(stopped.spent, 6)}
                 if judge is not None:
                     stats["cost"] = run_cost(st, run_id, price, stats)
