@@ -52,6 +52,7 @@ from ._filter import (
     numbered,
 )
 from ._ingest import Corpus, load_corpus
+from ._scenarios import SCENARIO_TYPES, check_mix, scenario_candidate, scenario_row
 
 __all__ = [
     "DEFAULT_STYLES",
@@ -73,7 +74,8 @@ __all__ = [
 
 # follow_up: a two-turn conversation (a question, then a follow-up that needs the first turn);
 # not in the default mix: ask for it with --types (e.g. single_hop=0.7,follow_up=0.3)
-QUESTION_TYPES = ("single_hop", "multi_context", "reasoning", "comparative", "out_of_scope", "follow_up")
+QUESTION_TYPES = ("single_hop", "multi_context", "reasoning", "comparative", "out_of_scope", "follow_up",
+                  *SCENARIO_TYPES)  # scenarios for ragsight simulate: _scenarios.py
 PAIR_TYPES = ("multi_context", "comparative")
 
 DEFAULT_TYPES: Mapping[str, float] = {
@@ -299,7 +301,7 @@ class TestsetSettings:
             raise ConfigError("--size must be at least 1")
         if self.attempts < 1:
             raise ConfigError("--attempts must be at least 1")
-        parse_mix(self.types, QUESTION_TYPES, "types", DEFAULT_TYPES)  # fail early on a typo
+        check_mix(parse_mix(self.types, QUESTION_TYPES, "types", DEFAULT_TYPES))  # fail early on a typo
         parse_mix(self.styles, tuple(STYLES), "styles", DEFAULT_STYLES)
 
 
@@ -449,6 +451,11 @@ class _Run:
     async def candidate(self, spec: CandidateSpec) -> _Outcome:
         out = _Outcome(spec)
         chunks = tuple(self.by_id[c] for c in spec.chunk_ids)
+        if spec.question_type in SCENARIO_TYPES:
+            await scenario_candidate(out, chunks, self.generator, self.critic, STYLES[spec.style], self.settings.filter,
+                                     lambda text: related_chunks(self.corpus, text, spec.chunk_ids[0],
+                                                                 self.settings.critic_sample))
+            return out
         prompt = load_prompt(f"testset_{spec.question_type}")
         out.prompts[prompt.id] = prompt.version
         values = {
@@ -692,6 +699,8 @@ def _row(
     ):
         if key in o.details:
             meta[key] = o.details[key]
+    if o.spec.question_type in SCENARIO_TYPES:
+        return scenario_row(o, meta)
     if o.spec.question_type == "follow_up":  # a conversation: ragsight answer holds it turn by turn
         meta["follow_up_grounding"] = o.details.get("follow_up_grounding")
         return {
