@@ -8,7 +8,8 @@ Exit status (the same for every sub-command):
   samples do not change it.
 - 1: ``evaluate`` ran, but a threshold was missed, a metric failed or was skipped on every
   sample, or input rows could not be used (unless ``--allow-bad-rows``); ``answer``: every call
-  to the system under test failed; ``generate``: no question passed the filter.
+  to the system under test failed; ``generate``: no question passed the filter; ``simulate``: no
+  conversation got past a failure, or scenario rows could not be used.
 - 2: the input or the configuration is unusable (bad flag, unknown metric, unreadable data,
   a preflight that failed: judge or embedder unreachable, missing package, store not
   writable); nothing was evaluated, and no store file was created.
@@ -64,7 +65,7 @@ from ..run import (
     run_sync,
 )
 from ..store import FORMATS, Store, export_run
-from . import _judges, _labels, _report, _sweep, _testset, _traces, _view
+from . import _judges, _labels, _report, _simulate, _sweep, _testset, _traces, _view
 from ._common import (
     DEFAULT_STORE,
     EXIT_BUDGET,
@@ -222,6 +223,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _report.register(sub)
     _testset.register(sub)
+    _simulate.register(sub)
     _traces.register(sub)
     _sweep.register(sub)
     _judges.register(sub)
