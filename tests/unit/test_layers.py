@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("view",),
     ("sweep",),
+    ("simulate",),
     ("report", "diagnosis", "testset", "pipeline", "integrations", "testing", "pytest_plugin"),
     ("run",),
     ("engine",),

@@ -8,7 +8,8 @@ Exit status (the same for every sub-command):
   samples do not change it.
 - 1: ``evaluate`` ran, but a threshold was missed, a metric failed or was skipped on every
   sample, or input rows could not be used (unless ``--allow-bad-rows``); ``answer``: every call
-  to the system under test failed; ``generate``: no question passed the filter.
+  to the system under test failed; ``generate``: no question passed the filter; ``simulate``: no
+  conversation got past a failure, or scenario rows could not be used.
 - 2: the input or the configuration is unusable (bad flag, unknown metric, unreadable data,
   a preflight that failed: judge or embedder unreachable, missing package, store not
   writable); nothing was evaluated, and no store file was created.
@@ -39,6 +40,7 @@ from . import (
     _report,
     _runs,
     _show,
+    _simulate,
     _sweep,
     _testset,
     _traces,
@@ -67,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     _report.register(sub)
     _diagnose.register(sub)
     _testset.register(sub)
+    _simulate.register(sub)
     _traces.register(sub)
     _sweep.register(sub)
     _judges.register(sub)

@@ -33,7 +33,9 @@ from ._filter import (
 from ._ingest import Corpus, load_corpus
 from ._kind import CandidateSpec, Outcome
 from ._kinds import KIND, QUESTION_TYPES
+from ._out_of_scope import related_chunks
 from ._plan import STYLES, STYLES_VERSION, TestsetSettings, plan
+from ._scenarios import SCENARIO_TYPES, scenario_candidate, scenario_row
 
 __all__ = [
     "GenerationResult",
@@ -92,6 +94,11 @@ class _Run:
         kind = KIND[spec.question_type]
         out = Outcome(spec)
         chunks = tuple(self.by_id[c] for c in spec.chunk_ids)
+        if spec.question_type in SCENARIO_TYPES:
+            await scenario_candidate(out, chunks, self.generator, self.critic, STYLES[spec.style], self.settings.filter,
+                                     lambda text: related_chunks(self.corpus, text, spec.chunk_ids[0],
+                                                                 self.settings.critic_sample))
+            return out
         prompt = load_prompt(kind.prompt)
         out.prompts[prompt.id] = prompt.version
         values = {
@@ -308,6 +315,8 @@ def _row(
     ):
         if key in o.details:
             meta[key] = o.details[key]
+    if o.spec.question_type in SCENARIO_TYPES:
+        return scenario_row(o, meta)
     return KIND[o.spec.question_type].row(o, meta, ids)
 
 

@@ -29,6 +29,10 @@ KINDS: tuple[QuestionKind, ...] = (
     QuestionKind("comparative", pairs=True),
     OUT_OF_SCOPE,
     FOLLOW_UP,
+    # scenarios for ragsight simulate (_scenarios.py): drawn from one chunk each, written and
+    # checked by their own steps; never in the default mix, never mixed with questions
+    QuestionKind("scenario"),
+    QuestionKind("scenario_out_of_scope"),
 )
 KIND: Mapping[str, QuestionKind] = {k.name: k for k in KINDS}
 

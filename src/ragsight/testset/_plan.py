@@ -19,6 +19,7 @@ from ._ingest import Corpus
 from ._kind import CandidateSpec
 from ._kinds import DEFAULT_TYPES, KIND, PAIR_TYPES, QUESTION_TYPES
 from ._pairs import entity_pairs
+from ._scenarios import check_mix
 
 __all__ = [
     "DEFAULT_STYLES",
@@ -124,7 +125,7 @@ class TestsetSettings:
             raise ConfigError("--size must be at least 1")
         if self.attempts < 1:
             raise ConfigError("--attempts must be at least 1")
-        parse_mix(self.types, QUESTION_TYPES, "types", DEFAULT_TYPES)  # fail early on a typo
+        check_mix(parse_mix(self.types, QUESTION_TYPES, "types", DEFAULT_TYPES))  # fail early on a typo
         parse_mix(self.styles, tuple(STYLES), "styles", DEFAULT_STYLES)
 
 
