@@ -51,6 +51,9 @@ def run_cost(store: Store, run_id: str, price: Price | None, stats: Mapping[str,
         tokens = metric_tokens(store.call_tokens(run_id), scores)
     else:
         tokens = _stored_metric_tokens(store, run_id)
+    # by metric name, the unattributed share last: the order calls happened to finish in is not
+    # the run's (same input, same output)
+    tokens = dict(sorted(tokens.items(), key=lambda kv: (kv[0] == UNATTRIBUTED, kv[0])))
     prompt = int(stats.get("prompt_tokens", 0) or 0)
     completion = int(stats.get("completion_tokens", 0) or 0)
     return {
