@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._stats import paired_difference
+from .._stats import MIN_PAIRED_SHARE, Pairing, paired_difference
 from ._model import (
     CAUSES,
     DIAGNOSIS_FORMAT,
@@ -27,7 +27,6 @@ from ._model import (
 
 __all__ = ["MIN_PAIRED_SHARE", "PASSING", "CauseChange", "DiagnosisChange", "SampleChange", "diagnose_change"]
 
-MIN_PAIRED_SHARE = 0.8
 PASSING = "passing"
 """The state of a paired sample that fails no threshold in a run."""
 
@@ -84,24 +83,24 @@ class DiagnosisChange:
     now_failing: int
 
     @property
+    def pairing(self) -> Pairing:
+        """The pairing as ``ragsight compare`` states it (share, poor, partial, describe)."""
+        return Pairing(self.run_a, self.run_b, self.n_a, self.n_b, self.paired)
+
+    @property
     def share(self) -> float:
-        most = max(self.n_a, self.n_b)
-        return self.paired / most if most else 0.0
+        return self.pairing.share
 
     @property
     def poor(self) -> bool:
-        return self.share < MIN_PAIRED_SHARE
+        return self.pairing.poor
 
     @property
     def partial(self) -> bool:
-        return self.paired < max(self.n_a, self.n_b)
+        return self.pairing.partial
 
     def describe_pairing(self) -> str:
-        text = (f"{self.paired} of {max(self.n_a, self.n_b)} samples paired between {self.run_a} ({self.n_a}) "
-                f"and {self.run_b} ({self.n_b})")
-        if self.partial:
-            text += f"; unpaired: {self.n_a - self.paired} in {self.run_a}, {self.n_b - self.paired} in {self.run_b}"
-        return text
+        return self.pairing.describe()
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": DIAGNOSIS_FORMAT, "runs": [self.run_a, self.run_b],

@@ -3,6 +3,7 @@ repeated runs, and the statistics behind them (pure functions in ``ragsight._sta
 
 from .._stats import (
     MIN_LABELS,
+    MIN_PAIRED_SHARE,
     ConcordanceRow,
     ConcordanceTable,
     ConditionalRate,
@@ -64,6 +65,7 @@ from ._run_data import RunData, load_runs
 
 __all__ = [
     "MIN_LABELS",
+    "MIN_PAIRED_SHARE",
     "Agreement",
     "Alignment",
     "AlignmentExample",

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from .._score import Outcome
 from .._stats import (
     MIN_LABELS,
+    MIN_PAIRED_SHARE,
     ConcordanceTable,
     Correlations,
     GroupComparison,
@@ -39,7 +40,7 @@ from .._stats import (
 from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
 from ..store import Label, Store
-from ._compare import MIN_PAIRED_SHARE, PoorPairingError
+from ._compare import PoorPairingError
 from ._labels_read import (
     _label_rows,
     _parse_label,
