@@ -8,7 +8,7 @@ it). On top of them, :func:`verdicts` does three things:
 
 1. **Reading references through what the user said.** A claim that holds a referring word
    ("it", "they", "this", "there" as a place...: :data:`REFERRING`), or whose words missing from
-   the contexts are all words of an earlier user message (:func:`names_from_history`), is checked
+   the contexts are all words the user used (:func:`names_from_history`), is checked
    again against the contexts followed by the user's messages so far
    (``verify_claim_conversation`` / ``verify_claims_conversation``): they tell what its words
    refer to, the facts must still come from the contexts. The claim's P(supported) is the larger
@@ -106,17 +106,20 @@ def refers(claim: str) -> bool:
     return any(r in text for r in _REFERRING_CJK)
 
 
-def names_from_history(claim: str, contexts: Sequence[str], history: Sequence[Turn]) -> bool:
-    """Whether the claim's words that the contexts lack are all words an earlier user message used
-    (and there is at least one): "The Trail comes in red" against contexts that say "the bike
-    comes in red", after the user asked about the Trail. The history then says what the claim
-    names; a claim with words found in neither brings facts of its own and is not re-read."""
+def names_from_history(claim: str, contexts: Sequence[str], history: Sequence[Turn],
+                       question: str | None = None) -> bool:
+    """Whether the claim's words that the contexts lack are all words the user used, in an earlier
+    message or in this turn's question (and there is at least one): "The Trail comes in red"
+    against contexts that say "this bike is sold in red", after the user asked about the Trail
+    and now "Does it come in red?". The history then says what the claim names; a claim with
+    words found in neither brings facts of its own and is not re-read."""
     source = " ".join(contexts)
     lang = language(source)  # the claim's words read by its source's rules, as the signals do
     missing = set(content_words(claim, lang)) - set(content_words(source, lang))
     if not missing:
         return False
     said = {w for _, _, m in _shown(history) for w in content_words(m.content, lang)}
+    said |= set(content_words(question or "", lang))
     return missing <= said
 
 
@@ -190,7 +193,7 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
     claims = [v.claim for v in base.verdicts]
     first = [v.probability if v.probability is not None else float(v.supported) for v in base.verdicts]
     ctx_texts = list(s.contexts or ())
-    again = [i for i, c in enumerate(claims) if refers(c) or names_from_history(c, ctx_texts, history)]
+    again = [i for i, c in enumerate(claims) if refers(c) or names_from_history(c, ctx_texts, history, s.question)]
     final = list(base.verdicts)
     resolutions: list[Resolution] = []
     answers: list[Answer[Any]] = []
