@@ -17,7 +17,10 @@ from ._labels import sample_key
 from ._locks import LocksMixin
 from ._texts import WrittenPacks, long_strings
 
-__all__ = ["RunInfo", "RunsMixin"]
+__all__ = ["MAX_PREFIX", "RunInfo", "RunsMixin"]
+
+# The longest run reference read as a prefix of an id; a longer one must be a whole id.
+MAX_PREFIX = 1000
 
 
 @dataclass(frozen=True)
@@ -96,21 +99,31 @@ class RunsMixin(LocksMixin):
             )
 
     def resolve_run(self, ref: str) -> str:
-        """A run id from an id, a unique id prefix, or 'last'."""
+        """A run id from an id, a unique id prefix, or 'last'. The prefix is matched as written
+        (``%``, ``_`` and ``\\`` are characters of the id, not wildcards); an empty reference, or
+        one past :data:`MAX_PREFIX` characters that is no whole id, is no run."""
         if ref == "last":
             row = self.conn.execute("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
             if row is None:
                 raise StoreError(f"no runs in {self.path} yet; run 'ragsight evaluate' first")
             return str(row[0])
-        rows = self.conn.execute("SELECT id FROM runs WHERE id = ? OR id LIKE ?", (ref, ref + "%")).fetchall()
+        if ref and len(ref) <= MAX_PREFIX:
+            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self.conn.execute("SELECT id FROM runs WHERE id = ? OR id LIKE ? ESCAPE '\\'",
+                                     (ref, pattern)).fetchall()
+        else:
+            rows = self.conn.execute("SELECT id FROM runs WHERE id = ?", (ref,)).fetchall()
         exact = [r[0] for r in rows if r[0] == ref]
         if exact:
             return str(exact[0])
+        # LIKE is blind to ASCII case: a prefix counts only where it is the id's own beginning
+        rows = [r for r in rows if str(r[0]).startswith(ref)]
         if len(rows) == 1:
             return str(rows[0][0])
+        shown = ref if len(ref) <= 80 else f"{ref[:80]}... ({len(ref):,} characters)"
         if not rows:
-            raise StoreError(f"no run '{ref}' in {self.path}; list runs with 'ragsight runs --store {self.path}'")
-        raise StoreError(f"'{ref}' matches {len(rows)} runs; give more of the id")
+            raise StoreError(f"no run '{shown}' in {self.path}; list runs with 'ragsight runs --store {self.path}'")
+        raise StoreError(f"'{shown}' matches {len(rows)} runs; give more of the id")
 
     def run(self, run_id: str) -> RunInfo:
         row = self.conn.execute(
