@@ -38,7 +38,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._score import ClaimVerdict
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
 __all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "REFERRING", "conversation_block", "judge_items", "questions",
-           "refers", "transcript", "verdicts"]
+           "refers", "transcript", "user_statements", "verdicts"]
 
 MAX_MESSAGES = 8  # the last this many user/assistant messages of the history are shown
 MAX_MESSAGE_CHARS = 1000  # each cut to this many characters
@@ -122,18 +122,21 @@ def conversation_block(history: Sequence[Turn], question: str | None,
     return fence("conversation", "\n".join(lines))
 
 
+def user_statements(texts: Iterable[str]) -> list[str]:
+    """What a user stated in ``texts`` (their messages): the sentences (``split_sentences``) that
+    are not questions, i.e. that do not end in "?" or "？". A question states nothing ("So I can
+    use -prune with -delete?"): an answer that repeats it as a statement ("Yes, -prune works with
+    -delete") restates no one and needs the contexts' support."""
+    return [t for text in texts for t in split_sentences(text) if not t.rstrip().endswith(("?", "？"))]
+
+
 def _user_statements(history: Sequence[Turn], question: str | None) -> list[str]:
-    """What the user stated: the sentences of their earlier messages and of this turn's question
-    that are not questions. A question states nothing ("So I can use -prune with -delete?"): an
-    answer that repeats it as a statement ("Yes, -prune works with -delete") restates no one and
-    needs the contexts' support."""
+    """What the user stated (:func:`user_statements`) in their earlier messages and in this
+    turn's question."""
     texts = [m.content for m in history if m.role == "user" and m.content.strip()]
     if question and question.strip():
         texts.append(question)
-    said: list[str] = []
-    for text in texts:
-        said += [t for t in split_sentences(" ".join(text.split())) if not t.rstrip().endswith(("?", "？"))]
-    return said
+    return user_statements(texts)
 
 
 def _user_block(statements: Sequence[str]) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from .._score import ClaimVerdict, Evidence, Score
-from ..analyses import SampleAnalyses, judge_items, split_sentences, transcript
+from ..analyses import SampleAnalyses, judge_items, transcript, user_statements
 from ..dataset import Sample, Turn
 from ..prompts import fence
 from ._base import Metric
@@ -96,7 +96,7 @@ class KnowledgeRetention(_PerMessage):
 
     def settled(self, shown: list[tuple[int, int, Turn]], n: int) -> str | None:
         before = [m.content for k, _, m in shown if k < n and m.role == "user"]
-        if any(not t.rstrip().endswith(("?", "？")) for text in before for t in split_sentences(text)):
+        if user_statements(before):
             return None
         return "the user stated nothing before this message (only questions), so there is nothing to forget"
 
