@@ -75,6 +75,8 @@ REFERRING = frozenset({
     "she", "her", "hers", "there", "same", "former", "latter",
 })
 _WORD = re.compile(r"[A-Za-z']+")
+# line breaks and other control characters (C0, DEL, C1, the Unicode line and paragraph separators)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
 def refers(claim: str) -> bool:
@@ -103,6 +105,13 @@ def _shown(history: Sequence[Turn], roles: tuple[str, ...] = EVIDENCE_ROLES) -> 
     return out[-MAX_MESSAGES:]
 
 
+def _one_line(text: str) -> str:
+    """``text`` with every line break and control character made a space and white space
+    collapsed: a role, a tool's name or an argument's key written into a numbered conversation
+    cannot start a line of its own (a forged "[9] user (turn 0): ...")."""
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
 def _line(m: Turn) -> str:
     text = " ".join(m.content.split())
     if len(text) > MAX_MESSAGE_CHARS:
@@ -115,7 +124,7 @@ def conversation_block(history: Sequence[Turn], question: str | None,
     """The fenced conversation: one numbered line per shown message ("[1] user (turn 0): ..."),
     then this turn's question; ``only``: just the shown message at that history position;
     ``roles``: whose messages are shown (the user's by default)."""
-    lines = [f"[{n}] {m.role} (turn {turn}): {neutralise(_line(m))}"
+    lines = [f"[{n}] {_one_line(m.role)} (turn {turn}): {neutralise(_line(m))}"
              for n, (i, turn, m) in enumerate(_shown(history, roles), start=1) if only is None or i == only]
     if question and question.strip() and only is None:
         lines.append(f"[this turn] user: {neutralise(' '.join(question.split()))}")
@@ -357,19 +366,28 @@ def transcript(turns: Sequence[Turn]) -> tuple[str, list[tuple[int, int, Turn]]]
         if m.role == "system" or not (m.content.strip() or m.tool_calls):
             continue
         n = len(shown) + 1
-        who = f"tool {m.name}" if m.role == "tool" and m.name else m.role
+        who = _one_line(f"tool {m.name}" if m.role == "tool" and m.name else m.role)
         text = _line(m)
         if m.tool_calls:
             calls = "; ".join(_call(c.name, c.args) for c in m.tool_calls)
             text = f"{text} [calls: {calls}]".strip()
-        lines.append(f"[{n}] {who} (turn {turn}): {neutralise(text)}")
+        lines.append(f"[{n}] {neutralise(who)} (turn {turn}): {neutralise(text)}")
         shown.append((n, turn, m))
     return fence("conversation", "\n".join(lines)), shown
 
 
+def _escaped(js: str) -> str:
+    """JSON text with its remaining control characters written as ``\\uXXXX`` (same value)."""
+    return _CONTROL.sub(lambda m: "".join(f"\\u{ord(c):04x}" for c in m.group()), js)
+
+
 def _call(name: str, args: Any) -> str:
-    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}" for k, v in dict(args).items())
-    return f"{name}({inner})"
+    """``name(key=value, ...)`` on one line: the name and keys through :func:`_one_line`, each
+    value as JSON with every line break escaped (JSON leaves U+2028, U+2029 and the C1 controls
+    raw)."""
+    inner = ", ".join(f"{_one_line(str(k))}={_escaped(json.dumps(v, ensure_ascii=False, sort_keys=True))}"
+                      for k, v in dict(args).items())
+    return f"{_one_line(name)}({inner})"
 
 
 async def judge_items(
