@@ -304,5 +304,6 @@ def test_what_the_user_stated_is_one_rule_for_a_turn_and_for_knowledge_retention
     assert "user: I ride on weekends\n" in user.variables["source"]
     assert "Which bike" not in user.variables["source"]
     # knowledge_retention reads the same statement: the reply after it is judged, not settled
-    assert KnowledgeRetention().settled([(1, 0, Turn("user", said))], 2) is None
-    assert KnowledgeRetention().settled([(1, 0, Turn("user", "Which bike suits me?"))], 2) is not None
+    reply = (2, 0, Turn("assistant", "The Trail."))
+    assert KnowledgeRetention().settled([(1, 0, Turn("user", said)), reply]) == {}
+    assert list(KnowledgeRetention().settled([(1, 0, Turn("user", "Which bike suits me?")), reply])) == [2]

@@ -39,6 +39,8 @@ import bisect
 import json
 import re
 from collections.abc import Iterable, Sequence
+from itertools import compress
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .._score import ClaimVerdict
@@ -65,11 +67,12 @@ from ._types import (
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "REFERRING", "conversation_block", "judge_items", "questions",
+__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "MAX_SAID", "REFERRING", "conversation_block", "judge_items", "questions",
            "refers", "transcript", "user_statements", "verdicts"]
 
 MAX_MESSAGES = 8  # the last this many user/assistant messages of the history are shown
 MAX_MESSAGE_CHARS = 1000  # each cut to this many characters
+MAX_SAID = 16  # a rewritten question must share a word with this turn's or the user's last 16 messages
 REFERRING = frozenset({
     "it", "its", "they", "them", "their", "theirs", "this", "these", "those", "he", "him", "his",
     "she", "her", "hers", "there", "same", "former", "latter",
@@ -98,11 +101,45 @@ CHAT_ROLES = ("user", "assistant")
 
 def _shown(history: Sequence[Turn], roles: tuple[str, ...] = EVIDENCE_ROLES) -> list[tuple[int, int, Turn]]:
     """(position in history, turn index, message) of the messages shown to the judge: by default
-    the user's only (see the module docstring: the assistant's words are never evidence)."""
-    turns = turn_of(history)
-    out = [(i, turns[i], m) for i, m in enumerate(history)
-           if m.role in roles and m.content.strip()]
-    return out[-MAX_MESSAGES:]
+    the user's only (see the module docstring: the assistant's words are never evidence).
+
+    Read from the end: the cost follows the messages shown, not the history's length (every
+    turn of a long conversation comes here), apart from counting the history's assistant turns."""
+    picked: list[int] = []
+    for i in range(len(history) - 1, -1, -1):
+        m = history[i]
+        if m.role in roles and m.content.strip():
+            picked.append(i)
+            if len(picked) == MAX_MESSAGES:
+                break
+    if not picked:
+        return []
+    turns = _turns_from(history, picked[-1])
+    return [(i, turns[i - picked[-1]], history[i]) for i in reversed(picked)]
+
+
+def _turns_from(history: Sequence[Turn], start: int) -> list[int]:
+    """:func:`turn_of` of the messages from ``start`` on: the history's assistant turns (counted
+    at C speed; an assistant message that calls tools before another assistant message is a step,
+    not a turn), less those at each position or later (read backwards from the end)."""
+    n = len(history)
+    roles = list(map(attrgetter("role"), history))
+    total = roles.count("assistant")
+    for i in compress(range(n), map(attrgetter("tool_calls"), history)):
+        j = i + 1
+        while j < n and roles[j] not in CHAT_ROLES:
+            j += 1
+        total -= roles[i] == "assistant" and j < n and roles[j] == "assistant"
+    out: list[int] = []
+    after = 0  # assistant turns at this position or later
+    later: str | None = None  # the role of the next user or assistant message
+    for i in range(n - 1, start - 1, -1):
+        m = history[i]
+        after += m.role == "assistant" and not (m.tool_calls and later == "assistant")
+        if m.role in CHAT_ROLES:
+            later = m.role
+        out.append(total - after)
+    return out[::-1]
 
 
 def _one_line(text: str) -> str:
@@ -322,13 +359,14 @@ async def questions(sa: SampleAnalyses) -> GeneratedQuestions:
     the answer: an off-topic answer's questions do not match it, and the score falls.
 
     The rewrite is kept only when it shares a content word with what the user said (this turn's
-    question or an earlier user message): a rewrite in another language or about something else
-    is set aside for the question as asked, and the evidence says so (``standalone_rejected``)."""
+    question or one of their last :data:`MAX_SAID` messages): a rewrite in another language or
+    about something else is set aside for the question as asked, and the evidence says so
+    (``standalone_rejected``)."""
     judge = sa.need_judge()
     s = sa.sample
     generated = await _questions.generate(sa)
     asked = s.question or ""
-    said = [m.content for m in (s.history or ()) if m.role == "user"] + [asked]
+    said = [*_last_user_messages(s.history or (), MAX_SAID), asked]
     lang = evident_language(" ".join(said[-2:]))
 
     def validate(d: dict[str, Any]) -> str:
@@ -351,6 +389,17 @@ async def questions(sa: SampleAnalyses) -> GeneratedQuestions:
         standalone, rejected = asked, ans.value
     return GeneratedQuestions(generated.questions, generated.noncommittal, generated.refs + refs(ans),
                               standalone_question=standalone, standalone_rejected=rejected)
+
+
+def _last_user_messages(history: Sequence[Turn], n: int) -> list[str]:
+    """The contents of the user's last ``n`` messages, in order (read from the end)."""
+    out: list[str] = []
+    for i in range(len(history) - 1, -1, -1):
+        if len(out) == n:
+            break
+        if history[i].role == "user":
+            out.append(history[i].content)
+    return out[::-1]
 
 
 # ---- the whole conversation, for the conversation-level metrics ------------------------------
