@@ -13,6 +13,7 @@ from typing import Any
 from ..dataset import RowProblem, Sample
 from ..errors import StoreError
 from ._connection import dumps
+from ._history import HistoryWriter
 from ._labels import sample_key
 from ._locks import LocksMixin
 from ._texts import WrittenPacks, long_strings
@@ -71,10 +72,12 @@ class RunsMixin(LocksMixin):
         sample decompresses its group only). Returns what to do once the transaction commits
         (the writers' bytes are let go as each pack is written)."""
         done = WrittenPacks(self.texts)
+        histories = HistoryWriter(samples)  # a conversation's messages stored once, not once per turn
+        messages: dict[int, Any] = {}  # ... and written as JSON once for the content keys
         for start in range(0, len(samples), 64):
             w = self.texts.writer()
             group = samples[start:start + 64]
-            fields = [s.to_dict() for s in group]
+            fields = [histories.fields(s, w) for s in group]
             w.prefetch(t for f in fields for t in long_strings(f))
             self.conn.executemany(
                 "INSERT INTO samples (run_id, idx, sample_id, data, conversation_id, turn) VALUES (?,?,?,?,?,?)",
@@ -82,7 +85,7 @@ class RunsMixin(LocksMixin):
                  for i, (s, f) in enumerate(zip(group, fields), start)],
             )
             self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key) VALUES (?,?,?)",
-                                  [(run_id, s.id, sample_key(s)) for s in group])
+                                  [(run_id, s.id, sample_key(s, memo=messages)) for s in group])
             w.finish()
             done.add(w)
         return [done]
