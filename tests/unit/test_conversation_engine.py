@@ -82,8 +82,8 @@ def test_a_single_turn_run_is_unchanged_by_conversations(tmp_path: Path) -> None
                    store=tmp_path / "r.db", show_progress=False)
     assert res.conversations == {} and res.conversation_summary == {}
     assert res.describe_shape() == "1 sample"
-    assert set(res.records()[0]) == {"id", "run_id", "scores", "question", "contexts", "response", "reference",
-                                     "reference_contexts", "retrieved_ids", "relevant_ids", "metadata"}
+    assert set(res.records()[0]) == {"id", "run_id", "scores", "evidence", "question", "contexts", "response",
+                                     "reference", "reference_contexts", "retrieved_ids", "relevant_ids", "metadata"}
 
 
 def test_compare_pairs_turns_by_conversation_and_turn(tmp_path: Path) -> None:
