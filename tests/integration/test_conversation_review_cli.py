@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from ragsight.cli import main
+from ragsight.report import corrected_estimate
 from tests.fakes import FakeOpenAIServer
 from tests.fakes.openai_server import RecordedRequest, Reply
 
@@ -152,3 +153,36 @@ def test_out_writes_the_rows_export_writes(review: Review, capsys: pytest.Captur
     code, _, err = review.cli(capsys, "export", run_id, "--format", "csv", "--out", str(csv_export))
     assert code == 0, err
     assert csv_out.read_bytes() == csv_export.read_bytes()
+
+
+def test_calibrate_calls_unanimous_labels_too_few_as_the_estimate_does(
+        review: Review, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/review.md: labels all alike are too few for the corrected mean's interval, whatever
+    their number; calibrate, its --json and the report say so as the estimate (and the viewer)
+    does."""
+    a = read_jsonl(review.dir / "a.jsonl")
+    passing = [row for row in a if row["turn"] is not None
+               and right(int(row["conversation_id"][1:]), row["turn"])][:12]
+    (review.dir / "pass.csv").write_text("id,first_pass\n" + "".join(f"{row['id']},yes\n" for row in passing),
+                                         encoding="utf-8")
+    code, _, err = review.cli(capsys, "labels", "import", str(review.dir / "pass.csv"), "--run", review.run_a,
+                              "--label", "first_pass", "--metric", "faithfulness")
+    assert code == 0, err
+    code, out, err = review.cli(capsys, "calibrate", review.run_a, "--label", "first_pass", "--json",
+                                "--metric", "faithfulness")
+    assert code == 0, err
+    faith = json.loads(out)["metrics"][0]
+    judged = {row["id"]: row["scores"]["faithfulness"]["value"] for row in a if row["turn"] is not None}
+    est = corrected_estimate(judged, {row["id"]: 1.0 for row in passing})
+    assert est.unanimous and est.too_few and faith["n_labels"] == 12
+    assert faith["too_few_labels"] is est.too_few and faith["labels_unanimous"] is True
+    code, text, _ = review.cli(capsys, "calibrate", review.run_a, "--label", "first_pass",
+                               "--metric", "faithfulness")
+    assert "WARNING: too few labels: faithfulness rests on 12 labels all alike" in " ".join(text.split())
+    page = review.dir / "report.html"
+    code, _, err = review.cli(capsys, "report", review.run_a, "--out", str(page))
+    assert code == 0, err
+    html = page.read_text(encoding="utf-8")
+    part = html[html.index("Corrected by the labels 'first_pass'"):]
+    assert "too few labels" in part[:part.index("</table>")]
+    assert "faithfulness rests on 12 labels all alike" in part
