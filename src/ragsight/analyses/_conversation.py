@@ -14,7 +14,9 @@ it). On top of them, :func:`verdicts` does three things:
    of the two checks. **History is context, not evidence:** the assistant's earlier messages are
    never shown in this check, so nothing the assistant said before can support what it says now
    (a model agreeing with itself proves nothing); a reference only an assistant message resolves
-   stays unresolved.
+   stays unresolved. "Do not support" and "supported" here mean P(supported) below / at or
+   above :data:`RECHECK_BELOW` (0.5), whatever the run's threshold, so a threshold changes the
+   verdicts and the count form but never a turn's expected-form value.
 2. **Which earlier message resolved it.** For a claim the user's messages made supported (or
    more likely supported than the contexts alone), the embedded judge checks it against the
    contexts with each shown earlier user message alone and names the one with the highest
@@ -65,11 +67,16 @@ from ._types import (
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "REFERRING", "conversation_block", "judge_items", "questions",
+__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "RECHECK_BELOW", "REFERRING", "conversation_block", "judge_items", "questions",
            "refers", "transcript", "verdicts"]
 
 MAX_MESSAGES = 8  # the last this many user/assistant messages of the history are shown
 MAX_MESSAGE_CHARS = 1000  # each cut to this many characters
+RECHECK_BELOW = 0.5
+"""A claim whose P(supported) is below this is checked again in the conversation, and a check
+raises it (or makes it a restatement of the user) at or above it. Fixed, not the run's
+``support_threshold``: a threshold (``--threshold``, an alignment) changes the verdicts and the
+count form, never which probabilities the expected form averages."""
 REFERRING = frozenset({
     "it", "its", "they", "them", "their", "theirs", "this", "these", "those", "he", "him", "his",
     "she", "her", "hers", "there", "same", "former", "latter",
@@ -148,11 +155,10 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
     base = await sa.response_vs_contexts()
     assert base is not None, "faithfulness plans the verdicts against the contexts"
     judge = sa.need_judge()
-    thr = sa.settings.support_threshold
     shown = _shown(history)
     claims = [v.claim for v in base.verdicts]
-    first = [v.probability if v.probability is not None else float(v.supported) for v in base.verdicts]
-    again = [i for i, (c, p) in enumerate(zip(claims, first)) if p < thr or refers(c)]
+    first = [_p(v) for v in base.verdicts]
+    again = [i for i, (c, p) in enumerate(zip(claims, first)) if p < RECHECK_BELOW or refers(c)]
     final = list(base.verdicts)
     resolutions: list[Resolution] = []
     answers: list[Answer[Any]] = []
@@ -168,13 +174,14 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
         else:
             checked = await _by_json(sa, judge, batch, source, answers)
         for i, (p2, supported2, sig, message, reason) in zip(again, checked):
-            if not supported2:
-                continue
             old = base.verdicts[i]
-            better = (not old.supported) if p2 is None else p2 > first[i]
+            if p2 is None:
+                better = supported2 and not old.supported
+            else:
+                better = p2 >= RECHECK_BELOW and p2 > first[i]
             if not better:
                 continue  # the contexts alone support it at least as well
-            v = ClaimVerdict(claim=old.claim, supported=True, probability=p2, reason=reason,
+            v = ClaimVerdict(claim=old.claim, supported=supported2, probability=p2, reason=reason,
                              target="contexts+conversation", signals=sig)
             if judge.supports_choices:
                 res = await _resolve(sa, judge, old.claim, ctx_block, history, s.question,
@@ -185,7 +192,7 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
                 resolutions.append(res)
                 v = _with_reason(v, res)
             final[i] = v
-    still = [i for i, v in enumerate(final) if not v.supported]
+    still = [i for i, v in enumerate(final) if _p(v) < RECHECK_BELOW]
     statements = _user_statements(history, s.question)
     if still and statements:
         user = _user_block(statements)
@@ -193,7 +200,7 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
         said = await _verdicts.verify(sa, [final[i].claim for i in still], "user", user, reasons=False)
         answers_refs = said.refs
         for i, v in zip(still, said.verdicts):
-            if v.supported:
+            if _p(v) >= RECHECK_BELOW:
                 final[i] = ClaimVerdict(claim=v.claim, supported=True, probability=v.probability,
                                         reason=v.reason or "restates what the user said", target="user",
                                         signals=v.signals)
@@ -201,6 +208,11 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
         answers_refs = ()
     return ConversationVerdicts(tuple(final), tuple(resolutions), len(shown),
                                 base.refs + refs(*answers) + answers_refs)
+
+
+def _p(v: ClaimVerdict) -> float:
+    """A verdict's P(supported); 1 or 0 for a verdict without a probability (a remote judge)."""
+    return v.probability if v.probability is not None else float(v.supported)
 
 
 def _with_reason(v: ClaimVerdict, res: Resolution) -> ClaimVerdict:
