@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from ragsight.cli import main
-from ragsight.report import corrected_estimate
+from ragsight.report import compare_runs, corrected_estimate
 from ragsight.store import Store
 from tests.fakes import FakeOpenAIServer
 from tests.fakes.openai_server import RecordedRequest, Reply
@@ -174,6 +174,32 @@ def test_an_aligned_threshold_leaves_every_expected_form_value_as_it_was(review:
              and [c.supported for c in before[sid]["faithfulness"].evidence.claims]
              != [c.supported for c in after[sid]["faithfulness"].evidence.claims]]
     assert moved  # the verdicts at the threshold did change (a claim at 0.30 is now supported)
+
+
+def test_compare_pairs_each_metric_on_its_own_level_and_names_the_alignment(
+        review: Review, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/report.md: ``ragsight compare RUN_A RUN_B`` pairs a turn metric on the turns and a
+    conversation metric on the conversations, and its configurations show the claim threshold
+    and the alignment each run was judged with."""
+    code, text, err = review.cli(capsys, "compare", review.run_a, review.run_b)
+    assert code == 0, err
+    flat = " ".join(text.split())
+    # 48 turns and 24 conversations: faithfulness pairs 48 of the 48 turns, not 48 of 72 rows
+    assert re.search(rf"faithfulness ↑ B {2 * N}/{2 * N} ", flat), flat
+    assert f"{2 * N}/{3 * N}" not in flat and f" {N}/{N} " in flat
+    assert "a turn metric on the assistant turns, a conversation metric on the conversations" in flat
+    assert "claim threshold * 0.5 0.275" in flat and "alignment *" in flat
+
+    with Store(review.store) as st:
+        cmp = compare_runs(st, [review.run_a, review.run_b])
+    pairs = {row.metric: (row.difference.n, row.shared, row.level) for row in cmp.paired}
+    assert pairs == {"faithfulness": (2 * N, 2 * N, "turn"),
+                     "conversation_tool_call_accuracy": (N, N, "conversation")}
+    a, b = cmp.runs
+    threshold = json.loads((review.dir / "faithfulness.align.json").read_text(encoding="utf-8"))["threshold"]
+    assert (a.config["claim threshold"], b.config["claim threshold"]) == (0.5, threshold)
+    assert "alignment" not in a.config
+    assert re.fullmatch(r"faithfulness:aligned-[0-9a-f]{8} \(0 worked examples\)", b.config["alignment"])
 
 
 def test_calibrate_calls_unanimous_labels_too_few_as_the_estimate_does(
