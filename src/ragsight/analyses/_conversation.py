@@ -18,6 +18,9 @@ it). On top of them, :func:`verdicts` does three things:
    stays unresolved. Any other claim is not re-checked: the history has nothing to resolve in
    it, and a second, more lenient look only raised unfaithful answers (a claim on a topic the
    user raised, with words of its own the contexts do not hold, is exactly the unsupported kind).
+   "Supported" here means P(supported) at or above :data:`RECHECK_BELOW` (0.5), whatever the
+   run's threshold, so a threshold changes the verdicts and the count form but never a turn's
+   expected-form value.
 2. **Which earlier message resolved it.** For a claim the user's messages made supported (or
    more likely supported than the contexts alone), the embedded judge checks it against the
    contexts with each shown earlier user message alone and names the one with the highest
@@ -70,11 +73,16 @@ from ._types import (
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "MAX_SAID", "REFERRING", "conversation_block", "judge_items",
+__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "MAX_SAID", "RECHECK_BELOW", "REFERRING", "conversation_block", "judge_items",
            "questions", "refers", "transcript", "user_statements", "verdicts"]
 
 MAX_MESSAGES = 8  # the last this many user/assistant messages of the history are shown
 MAX_MESSAGE_CHARS = 1000  # each cut to this many characters
+RECHECK_BELOW = 0.5
+"""A check through the conversation (or the user's words) raises a claim when it gives P(supported)
+at or above this. Fixed, not the run's ``support_threshold``: a threshold (``--threshold``, an
+alignment) changes the verdicts and the count form, never which probabilities the expected form
+averages."""
 MAX_SAID = 16  # a rewritten question must share a word with this turn's or the user's last 16 messages
 # Words that point back at something named earlier (third-person pronouns, demonstratives,
 # "there" of a place), in the languages the text functions read. Articles that double as
@@ -240,7 +248,7 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
     judge = sa.need_judge()
     shown = _shown(history)
     claims = [v.claim for v in base.verdicts]
-    first = [v.probability if v.probability is not None else float(v.supported) for v in base.verdicts]
+    first = [_p(v) for v in base.verdicts]
     ctx_texts = list(s.contexts or ())
     again = [i for i, c in enumerate(claims) if refers(c) or names_from_history(c, ctx_texts, history, s.question)]
     final = list(base.verdicts)
@@ -258,13 +266,14 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
         else:
             checked = await _by_json(sa, judge, batch, source, answers)
         for i, (p2, supported2, sig, message, reason) in zip(again, checked):
-            if not supported2:
-                continue
             old = base.verdicts[i]
-            better = (not old.supported) if p2 is None else p2 > first[i]
+            if p2 is None:
+                better = supported2 and not old.supported
+            else:
+                better = p2 >= RECHECK_BELOW and p2 > first[i]
             if not better:
                 continue  # the contexts alone support it at least as well
-            v = ClaimVerdict(claim=old.claim, supported=True, probability=p2, reason=reason,
+            v = ClaimVerdict(claim=old.claim, supported=supported2, probability=p2, reason=reason,
                              target="contexts+conversation", signals=sig)
             if judge.supports_choices:
                 res = await _resolve(sa, judge, old.claim, ctx_block, history, s.question,
@@ -275,7 +284,7 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
                 resolutions.append(res)
                 v = _with_reason(v, res)
             final[i] = v
-    still = [i for i, v in enumerate(final) if not v.supported]
+    still = [i for i, v in enumerate(final) if _p(v) < RECHECK_BELOW]
     statements = _user_statements(history, s.question)
     if still and statements:
         user = _user_block(statements)
@@ -283,7 +292,7 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
         said = await _verdicts.verify(sa, [final[i].claim for i in still], "user", user, reasons=False)
         answers_refs = said.refs
         for i, v in zip(still, said.verdicts):
-            if v.supported:
+            if _p(v) >= RECHECK_BELOW:
                 final[i] = ClaimVerdict(claim=v.claim, supported=True, probability=v.probability,
                                         reason=v.reason or "restates what the user said", target="user",
                                         signals=v.signals)
@@ -291,6 +300,11 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
         answers_refs = ()
     return ConversationVerdicts(tuple(final), tuple(resolutions), len(shown),
                                 base.refs + refs(*answers) + answers_refs)
+
+
+def _p(v: ClaimVerdict) -> float:
+    """A verdict's P(supported); 1 or 0 for a verdict without a probability (a remote judge)."""
+    return v.probability if v.probability is not None else float(v.supported)
 
 
 def _with_reason(v: ClaimVerdict, res: Resolution) -> ClaimVerdict:
