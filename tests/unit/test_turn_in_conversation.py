@@ -313,7 +313,7 @@ def test_a_claim_that_names_its_subject_is_not_read_again_in_the_conversation() 
 
 
 def test_a_claim_naming_only_what_the_user_named_is_read_in_the_conversation() -> None:
-    trail = "The Trail comes in red."
+    trail = "Yes, the Trail comes in red."
     s = RagScript()
     s.claims[trail] = [trail]
     s.verdicts[(trail, "contexts")] = False  # the contexts say "the bike", not which one

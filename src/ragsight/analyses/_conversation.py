@@ -106,6 +106,8 @@ _WORD = re.compile(r"[^\W\d_]+")
 _EXISTENTIAL = re.compile(
     r"\bthere(?:'s|\s+(?:is|are|was|were|will|would|may|might|can|could|must|should|seems?|"
     r"appears?|exists?|remains?|has|have|had)\b)", re.IGNORECASE)
+# "Yes, the Trail comes in red": the answer word is not a word the claim names
+_ANSWER_WORDS = frozenset({"yes", "no", "ja", "nein", "oui", "non", "si", "sí", "sim", "não", "nao", "nee"})
 # line breaks and other control characters (C0, DEL, C1, the Unicode line and paragraph separators)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
@@ -128,7 +130,7 @@ def names_from_history(claim: str, contexts: Sequence[str], history: Sequence[Tu
     words found in neither brings facts of its own and is not re-read."""
     source = " ".join(contexts)
     lang = language(source)  # the claim's words read by its source's rules, as the signals do
-    missing = set(content_words(claim, lang)) - set(content_words(source, lang))
+    missing = set(content_words(claim, lang)) - set(content_words(source, lang)) - _ANSWER_WORDS
     if not missing:
         return False
     said = {w for _, _, m in _shown(history) for w in content_words(m.content, lang)}
