@@ -26,8 +26,7 @@ import pytest
 
 import ragsight
 from ragsight import Outcome
-from ragsight.judge import JudgeRequest, Message
-from ragsight.judge._judge import step_key
+from ragsight.judge import JudgeRequest, Message, step_key
 from ragsight.prompts import load_prompt
 from ragsight.store import Store
 from tests.fakes import FakeOpenAIServer, RecordedRequest

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 import ragsight
-from ragsight.judge import Completion, Judge, ScriptedProvider
-from ragsight.judge._judge import JudgeFailedError
+from ragsight.judge import Completion, Judge, JudgeFailedError, ScriptedProvider
 from ragsight.judge._local import _looping
 from ragsight.judge._parse import close_repeating_list
 from ragsight.prompts import load_prompt
