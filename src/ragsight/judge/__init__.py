@@ -1,4 +1,5 @@
-"""The judge layer: the provider protocol, the Judge wrapper, and the providers."""
+"""The judge layer: the provider protocol, the Judge wrapper, the providers, and the spec that
+names a run's judge (:class:`JudgeSpec`)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from ._records import (
     record_calls,
 )
 from ._scripted import ScriptedProvider, UnexpectedPromptError
-from ._spec import make_judge
+from ._spec import JudgeSpec, make_judge
 
 __all__ = [
     "BUILTIN_EMBEDDERS",
@@ -52,6 +53,7 @@ __all__ = [
     "JudgeProvider",
     "JudgeRejectedError",
     "JudgeRequest",
+    "JudgeSpec",
     "JudgeStats",
     "LiteLLMProvider",
     "LocalProvider",
