@@ -50,11 +50,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +64,9 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _where  # noqa: E402
+from _data import read_jsonl  # noqa: E402
+from _providers import JsonlCache  # noqa: E402
+from _stats import bootstrap_ci  # noqa: E402
 
 from ragsight._stats import auroc  # noqa: E402
 from ragsight.judge import Judge, make_judge  # noqa: E402
@@ -84,32 +86,8 @@ THRESHOLD = 0.5
 METHODS = ("judge", "detector", "detector_first", "detector_or_judge")
 
 
-class JsonlCache:
-    """A CallCache backed by an append-only JSONL file."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.d: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            for line in path.read_text("utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut by a crash
-                self.d[rec["key"]] = rec["entry"]
-
-    async def get(self, key: str) -> dict[str, Any] | None:
-        return self.d.get(key)
-
-    async def put(self, key: str, entry: dict[str, Any]) -> None:
-        self.d[key] = entry
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"key": key, "entry": entry}, ensure_ascii=False) + "\n")
-
-
 def load(name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in SETS[name].read_text("utf-8").splitlines() if line.strip()]
+    return read_jsonl(SETS[name])
 
 
 def prompt(pid: str) -> Any:
@@ -146,17 +124,6 @@ def decide(method: str, verdict: str, p: float) -> tuple[int, float, bool]:
     return int(p >= THRESHOLD), p, True
 
 
-def bootstrap(stat: Callable[[np.ndarray], float | None], n: int, reps: int = 2000) -> tuple[float, float]:
-    rng = np.random.default_rng(0)
-    vals = []
-    for _ in range(reps):
-        v = stat(rng.integers(0, n, n))
-        if v is not None:
-            vals.append(v)
-    lo, hi = np.percentile(vals, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
 def figures(labels: Sequence[int], decided: Sequence[int], scores: Sequence[float]) -> dict[str, Any]:
     y = np.asarray(labels)
     d = np.asarray(decided)
@@ -171,8 +138,8 @@ def figures(labels: Sequence[int], decided: Sequence[int], scores: Sequence[floa
 
     every = np.arange(n)
     return {
-        "n": n, "accuracy": acc(every), "accuracy_ci": bootstrap(acc, n),
-        "auroc": auc(every), "auroc_ci": bootstrap(auc, n),
+        "n": n, "accuracy": acc(every), "accuracy_ci": bootstrap_ci(acc, n),
+        "auroc": auc(every), "auroc_ci": bootstrap_ci(auc, n),
         "declines_found": int(np.sum((d == 1) & (y == 1))), "declines": int(np.sum(y == 1)),
         "false_declines": int(np.sum((d == 1) & (y == 0))), "answers": int(np.sum(y == 0)),
     }

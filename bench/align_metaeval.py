@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _where  # noqa: E402
+from _data import read_jsonl  # noqa: E402
 
 from ragsight import RunOptions, evaluate  # noqa: E402
 from ragsight.analyses import AnalysisSettings  # noqa: E402
@@ -50,8 +51,7 @@ def one_claim(text: str) -> bool:
 
 
 def subset(n: int) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (METAEVAL / "wice_claims_dev.jsonl").read_text("utf-8").splitlines()
-            if line.strip()]
+    rows = read_jsonl(METAEVAL / "wice_claims_dev.jsonl")
     rows = [r for r in rows if r.get("label_supported") is not None and one_claim(r["answer"])]
     rows.sort(key=lambda r: hashlib.sha256(r["id"].encode()).hexdigest())
     return rows[:n]

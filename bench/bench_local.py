@@ -62,42 +62,23 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 import _where  # noqa: E402
+from _data import CORE4, write_json  # noqa: E402
+from _machine import load1, wait_for_quiet  # noqa: E402
+from _providers import Forwarding  # noqa: E402
+from _table import print_table  # noqa: E402
 
 DEFAULT_DATA = _where.kit() / "airline_20.jsonl"  # the shared kit beside the repository (or its worktree)
-CORE4 = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
 TARGET_S = 25.0
 # LocalProvider counters of generation (absent in older versions): forward passes, prompt-lookup draft
 # tokens evaluated in them, and drafts kept.
 GEN_COUNTERS = ("decode_passes", "tokens_drafted", "drafts_accepted")
 
 
-def load1() -> float:
-    return os.getloadavg()[0]
-
-
-def wait_for_quiet(limit: float | None, max_wait: float) -> float:
-    """Wait until the 1-minute load is below ``limit`` (at most ``max_wait`` s); return the load."""
-    if not limit:
-        return load1()
-    t0 = time.monotonic()
-    while load1() >= limit and time.monotonic() - t0 < max_wait:
-        time.sleep(10)
-    ld = load1()
-    if ld >= limit:
-        print(f"  (load still {ld:.2f} after waiting {max_wait:.0f} s; measuring anyway)")
-    return ld
-
-
-class Recorder:
+class Recorder(Forwarding):
     """A JudgeProvider that forwards to a LocalProvider and records each call."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.model = inner.model
-        self.supports_choices = inner.supports_choices
-        self.max_concurrency = inner.max_concurrency
-        self.context_window = inner.context_window
+        super().__init__(inner)
         self.calls: list[dict[str, Any]] = []
 
     def _sample(self) -> str | None:
@@ -133,24 +114,6 @@ class Recorder:
 
     async def score_choices(self, request: Any, choices: Sequence[str]) -> Any:
         return await self._timed("choices", request, self.inner.score_choices(request, choices))
-
-    def count_tokens(self, text: str) -> int:
-        return int(self.inner.count_tokens(text))
-
-    async def preflight(self) -> None:
-        await self.inner.preflight()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    print(f"\n{title}")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
 
 
 # ----------------------------------------------------------------------------- preparation
@@ -337,6 +300,20 @@ async def compare(args: argparse.Namespace, rows: list[dict[str, Any]], prep: di
     results: dict[str, Any] = {}
     agg: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     n_claims_total = 0
+
+    async def logprob_verdicts(cl: list[str], source: str, reset: bool) -> list[bool]:
+        """One yes/no log-probability verdict per claim; with ``reset``, the KV cache reset
+        before each."""
+        vs: list[bool] = []
+        for c in cl:
+            if reset:
+                llm.reset()
+            a2 = await judge.choose(load_prompt("verify_claim"),
+                                    {"source": source, "claim": fence("claim", c), "claim_text": c,
+                                     "target": "contexts"}, use_cache=False)
+            vs.append(a2.value["Yes"] >= 0.5)
+        return vs
+
     for s in ds.samples:
         if claims and claims.get(s.id) and (claims[s.id][0] or claims[s.id][1]):
             resp, ref = claims[s.id][0], claims[s.id][1]
@@ -380,24 +357,11 @@ async def compare(args: argparse.Namespace, rows: list[dict[str, Any]], prep: di
         done(per, "A json/claim, no reuse", st, gen, vs)
         # B: log-prob per claim, KV reset
         st = snap()
-        vs = []
-        for c in cl:
-            llm.reset()
-            a2 = await judge.choose(load_prompt("verify_claim"),
-                                    {"source": source, "claim": fence("claim", c), "claim_text": c,
-                                     "target": "contexts"}, use_cache=False)
-            vs.append(a2.value["Yes"] >= 0.5)
-        done(per, "B logprob/claim, no reuse", st, 0, vs)
+        done(per, "B logprob/claim, no reuse", st, 0, await logprob_verdicts(cl, source, reset=True))
         # C: log-prob per claim, prefix reuse (ragsight); first call starts cold
         llm.reset()
         st = snap()
-        vs = []
-        for c in cl:
-            a2 = await judge.choose(load_prompt("verify_claim"),
-                                    {"source": source, "claim": fence("claim", c), "claim_text": c,
-                                     "target": "contexts"}, use_cache=False)
-            vs.append(a2.value["Yes"] >= 0.5)
-        done(per, "C logprob/claim, prefix reuse", st, 0, vs)
+        done(per, "C logprob/claim, prefix reuse", st, 0, await logprob_verdicts(cl, source, reset=False))
         # D: one JSON call, all claims
         llm.reset()
         st = snap()
@@ -507,10 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare > 0:
         print(f"\ncomparison on {args.compare} samples (method in the docstring)")
         out["compare"] = asyncio.run(compare(args, rows[: args.compare], prep, claims))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=1, default=str))
-        print(f"\nfigures written to {args.json}")
+    write_json(args.json, out, say=True)
     return 0
 
 

@@ -25,83 +25,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import json
 import logging
 import os
-import socket
-import subprocess
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from _data import SEVEN, marked_copy, read_jsonl
+from _mock import Mock, started_mock
+
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT.parent / "shared" / "bench"
-METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall",
-           "factual_correctness", "noise_sensitivity", "context_entity_recall"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Mock:
-    """The kit's mock server in a subprocess."""
-
-    def __init__(self, python: str, script: Path) -> None:
-        self.port = free_port()
-        self.logs = tempfile.mkdtemp(prefix="mock_logs_")
-        env = {**os.environ, "MOCK_LOG_DIR": self.logs}
-        self.proc = subprocess.Popen([python, str(script), "--port", str(self.port)], env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.root = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.stats()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    self.close()
-                    raise SystemExit(f"the mock server did not start ({python} {script})") from None
-                time.sleep(0.2)
-
-    def _req(self, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.root + path, data=data, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return json.loads(r.read())
-
-    def control(self, run: str, latency_ms: float) -> None:
-        self._req("/control", {"run": run, "latency_ms": latency_ms, "embed_latency_ms": 0})
-
-    def stats(self) -> dict[str, Any]:
-        return dict(self._req("/stats"))
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def rows(n: int) -> list[dict[str, Any]]:
-    base = [json.loads(line) for line in (KIT / "airline_20.jsonl").read_text().splitlines() if line.strip()]
-    out = []
-    for i in range(n):
-        r = dict(base[i % len(base)])
-        tag = f" (case {i})"
-        r["id"] = f"c{i:05d}"
-        r["user_input"] = r["user_input"] + tag
-        r["retrieved_contexts"] = [c + tag for c in r["retrieved_contexts"]]
-        r["response"] = r["response"].rstrip(".") + tag + "."
-        r["reference"] = r["reference"].rstrip(".") + tag + "."
-        out.append(r)
-    return out
+    base = read_jsonl(KIT / "airline_20.jsonl")
+    return [{**marked_copy(base[i % len(base)], i), "id": f"c{i:05d}"} for i in range(n)]
 
 
 def judge_factory(base_url: str, cap: int) -> Any:
@@ -117,7 +56,7 @@ async def run_local(
     import ragsight
 
     t0, c0 = time.perf_counter(), time.process_time()
-    res = await ragsight.aevaluate(data, METRICS, judge=judge_factory(base_url, cap)(),
+    res = await ragsight.aevaluate(data, SEVEN, judge=judge_factory(base_url, cap)(),
                                    embedder=ragsight.EmbedderSpec("openai:mock-embed", base_url=base_url),
                                    options=ragsight.RunOptions(cache=False, concurrency=concurrency, preflight=False))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -139,7 +78,7 @@ async def run_ray(data: list[dict[str, Any]], base_url: str, concurrency: int, c
     from ragsight.store import Store
 
     samples = Dataset.load(data).samples
-    metrics = resolve_metrics(METRICS, samples)
+    metrics = resolve_metrics(SEVEN, samples)
     factory = judge_factory(base_url, cap)
     judge = Judge(factory())
     st = Store(":memory:")
@@ -174,47 +113,53 @@ def main() -> None:
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              logging_level=logging.WARNING)
-    mock = Mock(args.mock_python, Path(args.mock))
-    base_url = mock.root + "/v1"
+    with started_mock(KIT, args.mock_python, script=Path(args.mock)) as mock:
+        try:
+            measure(args, mock)
+        finally:
+            ray.shutdown()
+
+
+def measure(args: argparse.Namespace, mock: Mock) -> None:
+    """The tables: each latency's engines, then Ray's start-up."""
+    import ray
+
+    base_url = mock.url + "/v1"
     data = rows(args.n)
     c, k = args.concurrency, args.cap
     print(f"ray {ray.__version__}, {args.n} samples x 7 metrics, cache off; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    try:
-        for lat in args.latency:
-            print(f"\n## {lat:g} ms per judge call\n")
-            print("| engine | samples in flight | judge calls in flight | wall s | samples/s | driver CPU ms/sample | "
-                  "calls/sample | prompt tok/sample | completion tok/sample |")
-            print("|---|---|---|---|---|---|---|---|---|")
-            plans: list[tuple[str, int, int, int | None]] = [
-                ("in-process", c, k, None), ("Ray, 1 worker", c, k, 1), ("Ray, 2 workers", c, k, 2),
-                ("in-process", 2 * c, 2 * k, None),
-            ]
-            for name, conc, cap, workers in plans:
-                mock.control(f"ray-{lat:g}-{name}-{conc}", lat)
-                if workers is None:
-                    wall, cpu = asyncio.run(run_local(data, base_url, conc, cap))
-                    conc_s, cap_s = str(conc), str(cap)
-                else:
-                    wall, cpu = asyncio.run(run_ray(data, base_url, c, k, workers))
-                    conc_s, cap_s = f"{c} x {workers}", f"{k} x {workers}"
-                st = mock.stats()
-                calls = st.get("chat_calls", 0) / args.n
-                ptok = st.get("prompt_tokens", 0) / args.n
-                ctok = st.get("completion_tokens", 0) / args.n
-                print(f"| {name} | {conc_s} | {cap_s} | {wall:.1f} | {args.n / wall:.1f} | {1000 * cpu / args.n:.0f} | "
-                      f"{calls:.1f} | {ptok:,.0f} | {ctok:,.0f} |", flush=True)
-        print("\n## Ray start-up: one sample per worker, 0 ms per call\n")
-        print("| engine | wall s |\n|---|---|")
-        mock.control("ray-startup", 0)
-        for workers in (1, 2):
-            wall, _ = asyncio.run(run_ray(rows(workers), base_url, c, k, workers))
-            print(f"| Ray, {workers} worker{'s' if workers > 1 else ''} | {wall:.1f} |", flush=True)
-        wall, _ = asyncio.run(run_local(rows(1), base_url, c, k))
-        print(f"| in-process | {wall:.1f} |", flush=True)
-    finally:
-        mock.close()
-        ray.shutdown()
+    for lat in args.latency:
+        print(f"\n## {lat:g} ms per judge call\n")
+        print("| engine | samples in flight | judge calls in flight | wall s | samples/s | driver CPU ms/sample | "
+              "calls/sample | prompt tok/sample | completion tok/sample |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        plans: list[tuple[str, int, int, int | None]] = [
+            ("in-process", c, k, None), ("Ray, 1 worker", c, k, 1), ("Ray, 2 workers", c, k, 2),
+            ("in-process", 2 * c, 2 * k, None),
+        ]
+        for name, conc, cap, workers in plans:
+            mock.control(run=f"ray-{lat:g}-{name}-{conc}", latency_ms=lat, embed_latency_ms=0)
+            if workers is None:
+                wall, cpu = asyncio.run(run_local(data, base_url, conc, cap))
+                conc_s, cap_s = str(conc), str(cap)
+            else:
+                wall, cpu = asyncio.run(run_ray(data, base_url, c, k, workers))
+                conc_s, cap_s = f"{c} x {workers}", f"{k} x {workers}"
+            st = mock.stats()
+            calls = st.get("chat_calls", 0) / args.n
+            ptok = st.get("prompt_tokens", 0) / args.n
+            ctok = st.get("completion_tokens", 0) / args.n
+            print(f"| {name} | {conc_s} | {cap_s} | {wall:.1f} | {args.n / wall:.1f} | {1000 * cpu / args.n:.0f} | "
+                  f"{calls:.1f} | {ptok:,.0f} | {ctok:,.0f} |", flush=True)
+    print("\n## Ray start-up: one sample per worker, 0 ms per call\n")
+    print("| engine | wall s |\n|---|---|")
+    mock.control(run="ray-startup", latency_ms=0, embed_latency_ms=0)
+    for workers in (1, 2):
+        wall, _ = asyncio.run(run_ray(rows(workers), base_url, c, k, workers))
+        print(f"| Ray, {workers} worker{'s' if workers > 1 else ''} | {wall:.1f} |", flush=True)
+    wall, _ = asyncio.run(run_local(rows(1), base_url, c, k))
+    print(f"| in-process | {wall:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -52,28 +52,27 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from _data import CORE4, SEVEN, read_jsonl, write_json
+from _mock import Mock, started_mock
+from _providers import DistinctQuestions
+from _table import print_table
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_KIT = REPO.parent / "shared" / "bench"
 DEFAULT_RAGAS_PY = REPO / ".venv-ragas" / "bin" / "python"
 
-CORE4 = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
-SEVEN = [*CORE4, "factual_correctness", "noise_sensitivity", "context_entity_recall"]
 SUITES = {"core4": CORE4, "seven": SEVEN}
 
 # Targets: suite -> list of (label, check(rs, rg) -> (ok, shown))
@@ -83,129 +82,7 @@ TARGETS_TEXT = {
 }
 
 
-# ----------------------------------------------------------------------------- mock control
-
-class Mock:
-    def __init__(self, url: str, log_dir: Path | None) -> None:
-        self.url = url.rstrip("/")
-        self.log_dir = log_dir
-
-    def post(self, path: str, obj: dict[str, Any]) -> Any:
-        req = urllib.request.Request(self.url + path, data=json.dumps(obj).encode(),
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read())
-
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.url + path, timeout=30) as r:
-            return json.loads(r.read())
-
-    def reset(self, run: str, latency: float, broken_rate: float = 0.0, broken_kind: str = "truncate",
-              seed: int = 0) -> None:
-        self.post("/control", {"run": run, "latency_ms": latency, "embed_latency_ms": latency,
-                               "broken_rate": broken_rate, "broken_kind": broken_kind, "seed": seed})
-
-    def log(self, run: str) -> list[dict[str, Any]] | None:
-        if self.log_dir is None:
-            return None
-        path = self.log_dir / f"{run}.jsonl"
-        if not path.is_file():
-            return None
-        return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def started_mock(kit: Path, python: Path, log_dir: Path, tiktoken_dir: str, capacity: int | None = None):
-    """The kit's mock in a subprocess; with ``capacity``, behind bench/limited_mock.py (HTTP 429
-    beyond that many chat calls in flight)."""
-    port = free_port()
-    env = dict(os.environ, MOCK_LOG_DIR=str(log_dir), TIKTOKEN_CACHE_DIR=tiktoken_dir)
-    cmd = [str(python), str(kit / "mock_openai.py"), "--port", str(port)]
-    if capacity is not None:
-        cmd = [str(python), str(Path(__file__).with_name("limited_mock.py")), "--kit", str(kit),
-               "--capacity", str(capacity), "--port", str(port)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            if proc.poll() is not None:
-                raise RuntimeError("the mock exited: " + proc.stderr.read().decode()[-2000:])
-            try:
-                urllib.request.urlopen(url + "/stats", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError("the mock did not start within 20 s")
-        yield Mock(url, log_dir)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 # ----------------------------------------------------------------------------- ragsight side
-
-def questions_shim(provider: Any) -> Any:
-    """Wrap ragsight's OpenAIProvider so that repeated questions in a ``generate_questions`` reply
-    become distinct (the mock repeats one fixed question; a real judge would not)."""
-    from ragsight.judge import JudgeProvider
-
-    class DistinctQuestions:
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
-            self.name = inner.name
-            self.model = inner.model
-            self.supports_choices = inner.supports_choices
-            self.max_concurrency = inner.max_concurrency
-            self.context_window = inner.context_window
-
-        async def complete(self, request: Any) -> Any:
-            c = await self.inner.complete(request)
-            if request.prompt_id != "generate_questions":
-                return c
-            try:
-                d = json.loads(c.text)
-                qs = d["questions"]
-            except Exception:  # a broken output stays broken
-                return c
-            if not isinstance(qs, list):
-                return c
-            seen: Counter[str] = Counter()
-            out = []
-            for q in qs:
-                if isinstance(q, str):
-                    seen[q] += 1
-                    if seen[q] > 1:
-                        q = f"{q.rstrip('?')} (variant {seen[q]})?"
-                out.append(q)
-            d["questions"] = out
-            return dataclasses.replace(c, text=json.dumps(d))
-
-        async def score_choices(self, request: Any, choices: Sequence[str]) -> Any:
-            return await self.inner.score_choices(request, choices)
-
-        def count_tokens(self, text: str) -> int:
-            return int(self.inner.count_tokens(text))
-
-        async def preflight(self) -> None:
-            await self.inner.preflight()
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-
-    wrapped = DistinctQuestions(provider)
-    assert isinstance(wrapped, JudgeProvider)
-    return wrapped
-
 
 def run_ragsight(mock: Mock, rows: list[dict[str, Any]], metrics: list[Any], latency: float, run: str,
                  shim: bool, broken_rate: float = 0.0, broken_kind: str = "truncate",
@@ -218,12 +95,12 @@ def run_ragsight(mock: Mock, rows: list[dict[str, Any]], metrics: list[Any], lat
     variant = variant or {}
     judge: Any = "openai:gpt-4o-mini"
     if shim:
-        judge = questions_shim(OpenAIProvider("gpt-4o-mini", base_url=mock.url + "/v1"))
+        judge = DistinctQuestions(OpenAIProvider("gpt-4o-mini", base_url=mock.url + "/v1"))
     if "fixed_limit" in variant:  # the limit before issue 22: a fixed number of calls in flight
         from ragsight.judge import Judge
 
         inner = OpenAIProvider("gpt-4o-mini", base_url=mock.url + "/v1", max_concurrency=variant["fixed_limit"])
-        judge = Judge(questions_shim(inner) if shim else inner, adaptive=False)
+        judge = Judge(DistinctQuestions(inner) if shim else inner, adaptive=False)
     embedder: Any = "openai:text-embedding-3-small"
     if "embed_concurrency" in variant:
         from ragsight.embed._openai import OpenAIEmbedder
@@ -484,15 +361,6 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else "n/a"
 
 
-def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    print(f"\n{title}")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
-
-
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     walls = sorted(runs, key=lambda r: r["wall_s"])
     mid = dict(walls[len(walls) // 2])
@@ -548,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
 
     kit = args.kit.resolve()
     data = kit / "airline_20.jsonl"
-    rows = [json.loads(x) for x in data.read_text("utf-8").splitlines() if x.strip()][: args.n]
+    rows = read_jsonl(data)[: args.n]
     n = len(rows)
     tk = args.tiktoken_cache or str(kit / "tiktoken_cache")
     suites = ["core4", "seven"] if args.suite == "both" else [args.suite]
@@ -628,10 +496,7 @@ def main(argv: list[str] | None = None) -> int:
             results["suites"][suite] = per_lat
             report_suite(suite, per_lat, n)
     check_targets(results, n)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1, default=str))
-        print(f"\nfigures written to {args.json}")
+    write_json(args.json, results, say=True)
     return 0
 
 
@@ -768,9 +633,7 @@ def depth_probe(args: argparse.Namespace, mock: Mock, kit: Path, rows: list[dict
         header += ["ragas s", "rg round trips", "rg calls", "rg emb"]
     print_table(f"one sample at {int(lat)} ms (chat and embeddings): wall and wall / latency "
                 f"(ragsight with preflight=False)", header, table)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1, default=str))
+    write_json(args.json, results)
     return 0
 
 
@@ -853,9 +716,7 @@ def variants(args: argparse.Namespace, mock: Mock, rows: list[dict[str, Any]], s
             print_table(f"ragsight {suite} @ {int(lat)} ms: wall time by variant (median of {args.repeat})",
                         ["variant", "median wall", "vs default", "runs", "load1 at start", "chat calls"], rows_out)
             results["variants"][f"{suite}@{int(lat)}"] = {k: {"walls": walls[k], "loads": loads[k]} for k in walls}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1, default=str))
+    write_json(args.json, results)
     return 0
 
 
@@ -914,9 +775,7 @@ def capacity(args: argparse.Namespace, kit: Path, rows: list[dict[str, Any]], su
     for label, ok, shown in targets:
         print(f"  {'PASS' if ok else 'FAIL'}  {label}: {shown}")
     results["capacity_targets"] = [{"target": t, "pass": ok, "value": v} for t, ok, v in targets]
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1, default=str))
+    write_json(args.json, results)
     return 0
 
 
@@ -980,10 +839,7 @@ def reliability(args: argparse.Namespace, mock: Mock, kit: Path, rows: list[dict
                 ["suite", "kind", "seed", "tool", "extra calls/sample", "extra calls", "broken outputs",
                  "scores lost", "altered"], table)
     print("  (scores per run: core4 = 80, seven = 140)")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1, default=str))
-        print(f"\nfigures written to {args.json}")
+    write_json(args.json, results, say=True)
     return 0
 
 

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import read_jsonl
 from _where import metaeval
 
 KINDS = ("needed", "same_conversation", "other_conversation")
@@ -92,7 +93,7 @@ def candidates(t: dict[str, Any], pool: list[dict[str, Any]], same: bool) -> lis
 
 
 def build_set(path: Path, n: int) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+    rows = read_jsonl(path)
     turns: dict[str, dict[str, Any]] = {}
     for r in rows:
         turns.setdefault(r["task_id"], r)

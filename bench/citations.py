@@ -18,7 +18,6 @@ metrics' values and the model calls made (a few minutes on two cores).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -27,7 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_vs_ragas import DEFAULT_KIT, started_mock
+from _data import read_jsonl
+from _mock import started_mock
+from bench_vs_ragas import DEFAULT_KIT
 
 import ragsight
 
@@ -43,7 +44,7 @@ WRONG = ("Refunds for cancelled flights are paid within five working days [3]. "
 
 
 def cited_rows(kit: Path) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (kit / "airline_20.jsonl").read_text("utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(kit / "airline_20.jsonl")
     for row in rows:
         parts = re.split(r"(?<=[.!?])\s+", row["response"].strip())
         row["response"] = " ".join(p[:-1] + f" [{i % 3 + 1}]" + p[-1] if p[-1:] in ".!?" else p + f" [{i % 3 + 1}]"

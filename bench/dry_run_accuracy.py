@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -28,7 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO / "src"))
 
-from bench_vs_ragas import CORE4, DEFAULT_KIT, SUITES, started_mock  # noqa: E402
+from _data import CORE4, read_jsonl  # noqa: E402
+from _mock import started_mock  # noqa: E402
+from bench_vs_ragas import DEFAULT_KIT, SUITES  # noqa: E402
 
 import ragsight  # noqa: E402
 from ragsight.run import aestimate  # noqa: E402
@@ -40,7 +41,7 @@ def main() -> int:
     ap.add_argument("--metrics", default="core4")
     args = ap.parse_args()
     metrics = SUITES.get(args.metrics) or [m.strip() for m in args.metrics.split(",") if m.strip()] or CORE4
-    rows = [json.loads(line) for line in (args.kit / "airline_20.jsonl").read_text("utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(args.kit / "airline_20.jsonl")
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     tiktoken_dir = str(args.kit / "tiktoken_cache")
     with tempfile.TemporaryDirectory() as tmp, started_mock(args.kit, Path(sys.executable), Path(tmp),

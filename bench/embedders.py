@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _stats import auroc_pairs
 
 # (question, paraphrase asking the same thing, same-topic question asking something else)
 PAIRS: list[tuple[str, str, str]] = [
@@ -302,13 +303,6 @@ def sentences(n: int = 200, seed: int = 7) -> list[str]:
 # -- statistics --------------------------------------------------------------------------------
 
 
-def auroc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """P(score of a random positive > score of a random negative), ties counting one half."""
-    greater = (pos[:, None] > neg[None, :]).sum()
-    ties = (pos[:, None] == neg[None, :]).sum()
-    return float((greater + 0.5 * ties) / (len(pos) * len(neg)))
-
-
 def youden_threshold(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float, float]:
     """(threshold, J, accuracy) for the rule ``score >= threshold`` means relevant.
 
@@ -443,8 +437,8 @@ def measure(which: str) -> dict[str, Any]:
                 "mean_same_topic": float(same_topic.mean()),
                 "min_relevant": float(relevant.min()),
                 "max_unrelated": float(unrelated.max()),
-                "auroc_unrelated": auroc(relevant, unrelated),
-                "auroc_same_topic": auroc(relevant, same_topic),
+                "auroc_unrelated": auroc_pairs(relevant, unrelated),
+                "auroc_same_topic": auroc_pairs(relevant, same_topic),
                 "youden_unrelated": youden_threshold(relevant, unrelated),
                 "youden_same_topic": youden_threshold(relevant, same_topic),
                 "youden_both": youden_threshold(relevant, np.concatenate([unrelated, same_topic])),

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import re
 import sys
 import time
@@ -29,6 +28,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+
+from _data import read_jsonl  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "bench" / "airline_20.jsonl"
 PRONOUN = re.compile(r"^(it|they|he|she|this|these|its|their|them|those)\b", re.I)
@@ -93,7 +94,7 @@ def main() -> int:
 
     prompt = (_parse(VARIANT, load_prompt("extract_claims").schema) if args.variant
               else load_prompt("extract_claims"))
-    rows = [json.loads(line) for line in args.data.read_text("utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(args.data)
     texts, cost = asyncio.run(extract(prompt, rows))
     claims = [(t["i"], c) for t in texts for c in t["claims"]]
     pronoun = [(i, c) for i, c in claims if PRONOUN.match(c.strip())]

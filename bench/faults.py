@@ -25,16 +25,10 @@ shim leaves broken outputs alone). Printed beside ragas 0.4.3 on the same kit (b
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.fakes and tests.reliability.world
 
 import _where  # noqa: E402
+from _data import CORE4, SEVEN  # noqa: E402
+from _mock import Mock, started_mock  # noqa: E402
+from _providers import DistinctQuestions  # noqa: E402
 
 import ragsight  # noqa: E402
 from ragsight import Outcome  # noqa: E402
@@ -49,9 +46,6 @@ from ragsight.judge import Judge, RetryPolicy  # noqa: E402
 
 POLICY = RetryPolicy(max_attempts=4, max_reasks=3, backoff_base_s=0.05, backoff_max_s=0.5,
                      call_timeout_s=2.0, step_deadline_s=30.0)
-CORE = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
-SEVEN = ["faithfulness", "answer_relevancy", "context_precision", "context_recall",
-         "factual_correctness", "noise_sensitivity", "context_entity_recall"]
 KIT = _where.kit()
 
 
@@ -75,7 +69,7 @@ def run_world(rate: float, faults: Sequence[str], n: int, seed: int) -> dict[str
     world = JudgeWorld(fault_rate=rate, faults=faults, seed=seed)
     with FakeOpenAIServer(handler=world) as srv:
         t0 = time.monotonic()
-        result = ragsight.evaluate(make_samples(n), CORE, embedder="openai:e",
+        result = ragsight.evaluate(make_samples(n), CORE4, embedder="openai:e",
                                    judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
                                    options=ragsight.RunOptions(policy=POLICY, cache=False))
         wall = time.monotonic() - t0
@@ -101,7 +95,7 @@ def part_world(n: int, rate: float, seeds: Sequence[int]) -> list[dict[str, Any]
         faults = FAULT_KINDS if kind == "all mixed" else (kind,)
         rows.append({"kind": kind, **summed(faults, rate)})
     runs = len(seeds)
-    print(f"\nJudge faults: {n} samples x {len(CORE)} metrics x {runs} seeds ({n * len(CORE) * runs} scores per row), "
+    print(f"\nJudge faults: {n} samples x {len(CORE4)} metrics x {runs} seeds ({n * len(CORE4) * runs} scores per row), "
           f"{int(rate * 100)}% of judge answers broken, fake server on 127.0.0.1")
     print(f"{'fault':22s} {'broken':>6s} {'scored':>6s} {'failed':>6s} {'calls':>6s} {'extra/sample':>12s} "
           f"{'extra %':>7s} {'retries':>7s} {'re-asks':>7s} {'wall s/run':>10s}")
@@ -117,95 +111,12 @@ def part_world(n: int, rate: float, seeds: Sequence[int]) -> list[dict[str, Any]
 # ---- part 2: the shared mock's broken modes ----------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def mock_server(python: Path) -> Iterator[str]:
-    port = free_port()
-    logs = tempfile.mkdtemp(prefix="mocklogs-")
-    env = dict(os.environ, MOCK_LOG_DIR=logs, TIKTOKEN_CACHE_DIR=str(KIT / "tiktoken_cache"))
-    proc = subprocess.Popen([str(python), str(KIT / "mock_openai.py"), "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            if proc.poll() is not None:
-                raise RuntimeError("the mock exited: " + (proc.stderr.read() if proc.stderr else b"").decode()[-2000:])
-            try:
-                urllib.request.urlopen(url + "/stats", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError("the mock did not start within 30 s")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def control(url: str, **body: Any) -> None:
-    req = urllib.request.Request(url + "/control", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    urllib.request.urlopen(req, timeout=30).read()
-
-
-def stats(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url + "/stats", timeout=30) as r:
-        data: dict[str, Any] = json.loads(r.read())
-    return data
-
-
-class DistinctQuestions:
-    """Wraps a provider: in a generate_questions reply that parses, repeated questions are made
-    distinct (the mock repeats one question; a real judge writes N different ones)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        for attr in ("name", "model", "supports_choices", "max_concurrency", "context_window"):
-            setattr(self, attr, getattr(inner, attr))
-
-    async def complete(self, request: Any) -> Any:
-        from dataclasses import replace
-
-        completion = await self.inner.complete(request)
-        if request.prompt_id != "generate_questions":
-            return completion
-        try:
-            data = json.loads(completion.text)
-        except ValueError:
-            return completion
-        qs = data.get("questions") if isinstance(data, dict) else None
-        if isinstance(qs, list) and all(isinstance(q, str) for q in qs):
-            data["questions"] = [q if i == 0 else f"{q} ({i + 1})" for i, q in enumerate(qs)]
-            return replace(completion, text=json.dumps(data))
-        return completion
-
-    async def score_choices(self, request: Any, choices: Sequence[str]) -> Any:
-        return await self.inner.score_choices(request, choices)
-
-    def count_tokens(self, text: str) -> int:
-        return int(self.inner.count_tokens(text))
-
-    async def preflight(self) -> None:
-        await self.inner.preflight()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-def run_mock_once(url: str, rate: float, kind: str, seed: int) -> dict[str, Any]:
+def run_mock_once(mock: Mock, rate: float, kind: str, seed: int) -> dict[str, Any]:
     from ragsight.judge._openai import OpenAIProvider
 
-    control(url, run=f"faults-{kind}-{rate}-{seed}", latency_ms=0, embed_latency_ms=0,
-            broken_rate=rate, broken_kind=kind, seed=seed)
+    url = mock.url
+    mock.control(run=f"faults-{kind}-{rate}-{seed}", latency_ms=0, embed_latency_ms=0,
+                 broken_rate=rate, broken_kind=kind, seed=seed)
     provider: Any = DistinctQuestions(OpenAIProvider("gpt-4o-mini", base_url=url + "/v1", timeout=30))
     judge = Judge(provider, policy=POLICY)
     t0 = time.monotonic()
@@ -213,7 +124,7 @@ def run_mock_once(url: str, rate: float, kind: str, seed: int) -> dict[str, Any]
                                judge=ragsight.JudgeSpec(judge, base_url=url + "/v1"),
                                options=ragsight.RunOptions(cache=False))
     wall = time.monotonic() - t0
-    st = stats(url)
+    st = mock.stats()
     return {"outcomes": outcome_counts(result), "calls": result.judge_stats["calls"],
             "server_calls": st.get("chat_calls"), "broken": st.get("broken"),
             "reasks": result.judge_stats["reasks"], "wall": wall, "n": len(result.samples)}
@@ -221,12 +132,12 @@ def run_mock_once(url: str, rate: float, kind: str, seed: int) -> dict[str, Any]
 
 def part_mock(python: Path, rate: float, seeds: Sequence[int]) -> list[dict[str, Any]]:
     rows = []
-    with mock_server(python) as url:
-        clean = run_mock_once(url, 0.0, "truncate", 0)
+    with started_mock(KIT, python, tiktoken_dir=str(KIT / "tiktoken_cache")) as mock:
+        clean = run_mock_once(mock, 0.0, "truncate", 0)
         rows.append({"kind": "none (clean)", "seed": 0, **clean})
         for kind in ("truncate", "refusal"):
             for seed in seeds:
-                rows.append({"kind": kind, "seed": seed, **run_mock_once(url, rate, kind, seed)})
+                rows.append({"kind": kind, "seed": seed, **run_mock_once(mock, rate, kind, seed)})
     n = clean["n"]
     total = n * len(SEVEN)
     print(f"\nShared mock ({KIT / 'mock_openai.py'}), airline_20, {len(SEVEN)} metrics = {total} scores, "

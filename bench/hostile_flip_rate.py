@@ -46,6 +46,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _data import read_jsonl
+
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "fixtures" / "hostile" / "cases.jsonl"
 
@@ -67,7 +69,7 @@ def fence_tags_only(tag: str, text: str, **attrs: str | int) -> str:
 
 
 def load_cases(limit: int | None) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in CASES.read_text("utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(CASES)
     return rows[:limit] if limit else rows
 
 

@@ -324,16 +324,14 @@ def train_threshold(scorer: Scorer, sets: Sequence[ClaimSet]) -> float:
 
 
 def ci(stat: Callable[[Any], float], n: int, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
-    import numpy as np
+    """The bootstrap 95% interval of ``stat``, resamples where it is NaN left out."""
+    from _stats import bootstrap_ci
 
-    rng = np.random.default_rng(seed)
-    vals = []
-    for _ in range(n_boot):
-        v = stat(rng.integers(0, n, n))
-        if v == v:
-            vals.append(v)
-    lo, hi = np.percentile(vals, [2.5, 97.5])
-    return float(lo), float(hi)
+    def defined(idx: Any) -> float | None:
+        v = stat(idx)
+        return v if v == v else None
+
+    return bootstrap_ci(defined, n, n_boot, seed)
 
 
 def claim_figures(p: Any, y: Any, t: float) -> dict[str, Any]:

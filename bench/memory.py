@@ -25,7 +25,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from _machine import peak_mb, rss_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["faithfulness", "exact_match", "token_f1", "rouge_l", "hit_rate", "mrr", "ndcg"]
@@ -70,18 +71,6 @@ def _extract_claims(v: Mapping[str, Any]) -> Any:
 def _verify_claims(v: Mapping[str, Any]) -> Any:
     return {"verdicts": [{"id": i, "supported": _h(c, v["target"]) % 3 != 0, "chunks": [1],
                           "reason": f"scripted verdict {i}"} for i, c in enumerate(v["claim_list"], start=1)]}
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
-
-
-def rss_mb() -> float:
-    """The resident memory now (VmRSS), in MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return peak_mb()
 
 
 def child(n: int, workdir: Path) -> dict[str, Any]:

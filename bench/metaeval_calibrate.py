@@ -27,6 +27,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from _data import read_jsonl
+
 ROOT = Path(__file__).resolve().parent.parent
 METAEVAL = Path(os.environ.get("RAGSIGHT_METAEVAL", ROOT.parent / "shared" / "metaeval"))
 
@@ -36,7 +38,7 @@ def heldout(row_id: str) -> bool:
 
 
 def read(name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (METAEVAL / name).read_text("utf-8").splitlines() if line.strip()]
+    return read_jsonl(METAEVAL / name)
 
 
 def write(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -49,13 +51,13 @@ def trail_figures(store_path: Path, run: str, labels_path: Path, label: str) -> 
     (``signals["judge_yes"] >= 0.5``) and from word overlap alone (mean of ``signals["overlap"]``),
     on the same samples. No model call."""
     import numpy as np
+    from _stats import bootstrap_ci
 
     from ragsight._stats import auroc
     from ragsight.result import load_result
     from ragsight.store import Store
 
-    labels = {r["id"]: bool(r[label]) for r in
-              (json.loads(line) for line in labels_path.read_text("utf-8").splitlines() if line.strip())}
+    labels = {r["id"]: bool(r[label]) for r in read_jsonl(labels_path)}
     with Store(store_path) as store:
         res = load_result(store, run)
     shipped, bare, overlap, y = [], [], [], []
@@ -74,13 +76,7 @@ def trail_figures(store_path: Path, run: str, labels_path: Path, label: str) -> 
     for name, v in (("faithfulness (shipped verdicts)", shipped), ("faithfulness from bare P(Yes) >= 0.5", bare),
                     ("mean word overlap of the claims", overlap)):
         va = np.array(v)
-        boots = []
-        for _ in range(2000):
-            idx = rng.integers(0, len(ya), len(ya))
-            a = auroc(va[idx], ya[idx])
-            if a is not None:
-                boots.append(a)
-        lo, hi = np.percentile(boots, [2.5, 97.5])
+        lo, hi = bootstrap_ci(lambda idx, va=va: auroc(va[idx], ya[idx]), len(ya), rng=rng)
         print(f"- {name}: AUROC {auroc(va, ya):.3f} [95% bootstrap CI {lo:.3f}, {hi:.3f}]")
 
 

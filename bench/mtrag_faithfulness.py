@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
@@ -41,6 +40,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import validity  # noqa: E402
+from _data import read_jsonl  # noqa: E402
 
 from ragsight import Outcome  # noqa: E402
 from ragsight._stats import auroc, best_threshold, threshold_metrics  # noqa: E402
@@ -57,7 +57,7 @@ SETTINGS = AnalysisSettings(verify_response_vs_contexts=True, explain="none")
 def load(conversations: int | None, matched: int | None) -> list[dict[str, Any]]:
     """Rows with contexts: of the first ``conversations`` conversations, or every response of the
     first ``matched`` turns (in file order) that have a response labelled unfaithful."""
-    rows = [json.loads(line) for line in DATA.read_text("utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(DATA)
     rows = [r for r in rows if r["contexts"]]
     if matched is not None:
         turns: dict[str, list[dict[str, Any]]] = {}

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 from collections import defaultdict
@@ -37,6 +36,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+
+from _data import read_jsonl  # noqa: E402
 
 from ragsight.analyses import _signals  # noqa: E402
 from ragsight.analyses._calibrated import combine  # noqa: E402
@@ -136,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--judge", help="also score with this judge, e.g. local (the embedded one)")
     ap.add_argument("--n", type=int, default=3, help="samples per language for --judge (default 3)")
     args = ap.parse_args(argv)
-    rows = [json.loads(line) for line in SET.read_text("utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(SET)
     langs = sorted({r["lang"] for r in rows}, key=lambda x: (x != "en", x))
     print(f"{len(rows)} samples: {len(rows) // len(langs)} airline samples in {', '.join(langs)} ({SET.name})")
     print(f"agreement: mean |difference| per sample <= {MARGIN_SAMPLE} and language mean within "

@@ -29,7 +29,6 @@ cache (the second run re-uses the first's judge steps where they are the same). 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -37,12 +36,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _data import read_jsonl
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "bench" / "nonanswer_set.jsonl"
 
 
 def load() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in DATA.read_text("utf-8").splitlines() if line.strip()]
+    return read_jsonl(DATA)
 
 
 def detector_part(rows: list[dict[str, Any]]) -> None:

@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _where  # noqa: E402
+from _data import read_jsonl  # noqa: E402
 
 METAEVAL = _where.metaeval()
 CACHE_DIR = _where.cache("validity")
@@ -74,7 +75,7 @@ RAGCHECKER_KEYS = {"correctness": "correctness_label", "completeness": "complete
 
 def load_pairs(path: Path | None = None) -> list[dict[str, Any]]:
     p = path or METAEVAL / DEV_FILE
-    return [json.loads(line) for line in p.read_text("utf-8").splitlines() if line.strip()]
+    return read_jsonl(p)
 
 
 def sample_id(pair: Mapping[str, Any], side: int) -> str:

@@ -17,7 +17,6 @@ words as English, so those languages are undercounted: the questions are printed
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -25,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+
+from _data import read_jsonl  # noqa: E402
 
 from ragsight.analyses._text import language  # noqa: E402
 
@@ -43,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import ragsight
     from ragsight.judge import RetryPolicy
 
-    rows = [json.loads(line) for line in SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(SET)
     wanted = args.langs.split(",")
     groups = sorted({r["group"] for r in rows})[: args.n]
     chosen = [r for r in rows if r["group"] in groups and r["lang"] in wanted]

@@ -20,6 +20,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -31,20 +32,19 @@ import nonanswer_check  # noqa: E402
 def bootstrap_auroc(values: list[float], labels: list[bool], n_boot: int = 2000,
                     seed: int = 0) -> tuple[float | None, float | None, float | None]:
     import numpy as np
+    from _stats import resampled
 
     from ragsight._stats import auroc
 
     point = auroc(values, labels)
-    rng = np.random.default_rng(seed)
     v, y = np.asarray(values), np.asarray(labels)
-    boots = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, len(v), len(v))
+
+    def both_classes_auroc(idx: Any) -> float | None:
         if y[idx].all() or not y[idx].any():
-            continue
-        a = auroc(v[idx].tolist(), y[idx].tolist())
-        if a is not None:
-            boots.append(a)
+            return None
+        return auroc(v[idx].tolist(), y[idx].tolist())
+
+    boots = resampled(both_classes_auroc, len(v), n_boot, seed)
     if not boots:
         return point, None, None
     return point, float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))

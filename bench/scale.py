@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
 import sqlite3
 import subprocess
@@ -34,32 +33,18 @@ from pathlib import Path
 from typing import Any
 
 import _where
+from _data import SEVEN, marked_copy, read_jsonl
+from _machine import rss_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = _where.kit()
-METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall",
-           "factual_correctness", "noise_sensitivity", "context_entity_recall"]
 
 
 def make_data(n: int, path: Path) -> None:
-    base = [json.loads(line) for line in (KIT / "airline_20.jsonl").read_text().splitlines() if line.strip()]
+    base = read_jsonl(KIT / "airline_20.jsonl")
     with path.open("w", encoding="utf-8") as f:
         for i in range(n):
-            r = dict(base[i % len(base)])
-            tag = f" (case {i})"
-            r["id"] = f"c{i:06d}"
-            r["user_input"] = r["user_input"] + tag
-            r["retrieved_contexts"] = [c + tag for c in r["retrieved_contexts"]]
-            r["response"] = r["response"].rstrip(".") + tag + "."
-            r["reference"] = r["reference"].rstrip(".") + tag + "."
-            f.write(json.dumps(r) + "\n")
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            f.write(json.dumps({**marked_copy(base[i % len(base)], i), "id": f"c{i:06d}"}) + "\n")
 
 
 def store_bytes(path: str) -> int:
@@ -89,7 +74,7 @@ def child(args: argparse.Namespace) -> None:
                                       "store": store_bytes(args.store), "run": p.run_id}) + "\n")
 
         progress = Progress(on_update=on_update)
-        res = asyncio.run(ragsight.aevaluate(str(args.data) if not args.resume else None, METRICS,
+        res = asyncio.run(ragsight.aevaluate(str(args.data) if not args.resume else None, SEVEN,
                                              embedder="openai:mock-embed", store=args.store,
                                              resume=args.resume,
                                              judge=ragsight.JudgeSpec("openai:mock", base_url=args.base_url),
@@ -107,7 +92,7 @@ def child(args: argparse.Namespace) -> None:
 def read_log(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return read_jsonl(path)
 
 
 def spawn(args: argparse.Namespace, data: Path, store: str, log: Path, base_url: str, resume: str | None) -> subprocess.Popen[bytes]:
@@ -135,9 +120,7 @@ def main() -> None:
     if args.child:
         child(args)
         return
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from bench_ray import Mock
+    from _mock import started_mock  # in the parent only: the child's memory is measured
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="ragsight-scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -151,10 +134,9 @@ def main() -> None:
         if os.path.exists(p):
             os.remove(p)
     make_data(args.n, data)
-    mock = Mock(args.mock_python, KIT / "mock_openai.py")
-    try:
-        mock.control("scale", 0)
-        base_url = mock.root + "/v1"
+    with started_mock(KIT, args.mock_python) as mock:
+        mock.control(run="scale", latency_ms=0, embed_latency_ms=0)
+        base_url = mock.url + "/v1"
         log1, log2 = work / "run.log", work / "resume.log"
         for p in (log1, log2):
             p.unlink(missing_ok=True)
@@ -182,8 +164,6 @@ def main() -> None:
             t_resume = time.monotonic() - t0
             resume_log = read_log(log2)
         report(args, run_log, resume_log, killed_at, t_resume, store, mock.stats().get("chat_calls", 0) - calls_before)
-    finally:
-        mock.close()
 
 
 def _finished(store: str) -> int:

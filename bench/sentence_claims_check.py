@@ -31,25 +31,22 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import _where  # noqa: E402
+from _data import read_jsonl  # noqa: E402
 
 from ragsight.analyses._claims import OWN_CLAIM_WORDS, compound, own_claim, split_reason  # noqa: E402
 from ragsight.analyses._text import language, split_sentences, tokens  # noqa: E402
 
 
-def _rows(path: Path) -> list[dict[str, object]]:
-    return [json.loads(x) for x in path.read_text("utf-8").splitlines() if x.strip()]
-
-
 def texts(name: str) -> list[str]:
     if name == "airline":
-        return [str(r[k]) for r in _rows(_where.kit() / "airline_20.jsonl") for k in ("response", "reference")]
+        return [str(r[k]) for r in read_jsonl(_where.kit() / "airline_20.jsonl") for k in ("response", "reference")]
     if name == "wice":
-        return [str(r["answer"]) for r in _rows(_where.metaeval() / "wice_claims_dev.jsonl")]
+        return [str(r["answer"]) for r in read_jsonl(_where.metaeval() / "wice_claims_dev.jsonl")]
     if name == "expertqa":
-        return [str(r["answer"]) for r in _rows(_where.metaeval() / "expertqa_claims_val.jsonl")]
+        return [str(r["answer"]) for r in read_jsonl(_where.metaeval() / "expertqa_claims_val.jsonl")]
     if name == "ragchecker":
         out = []
-        for r in _rows(_where.metaeval() / "ragchecker_meta_dev.jsonl"):
+        for r in read_jsonl(_where.metaeval() / "ragchecker_meta_dev.jsonl"):
             out += [str(r["response_1"]), str(r["response_2"]), str(r["reference"])]
         return out
     raise ValueError(name)

@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import _where
 import numpy as np
+from _data import read_jsonl
+from _stats import auroc_pairs
 
 DATA = _where.kit() / "airline_20.jsonl"
 EMBEDDERS = ("e5-small", "minilm")
@@ -56,10 +57,7 @@ def load_pairs(path: Path) -> tuple[list[str], list[str], list[int], list[list[i
     index: dict[str, int] = {}
     gold: list[int] = []
     retrieved: list[list[int]] = []
-    for line in path.read_text("utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for row in read_jsonl(path):
         refs.append(row["reference"])
         ids = []
         for c in row["retrieved_contexts"]:
@@ -70,13 +68,6 @@ def load_pairs(path: Path) -> tuple[list[str], list[str], list[int], list[list[i
         gold.append(ids[0])  # the paragraph the reference was written from comes first
         retrieved.append(ids)
     return refs, chunks, gold, retrieved
-
-
-def auroc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """P(score of a random positive > score of a random negative), ties counting one half."""
-    greater = (pos[:, None] > neg[None, :]).sum()
-    ties = (pos[:, None] == neg[None, :]).sum()
-    return float((greater + 0.5 * ties) / (len(pos) * len(neg)))
 
 
 def youden_threshold(pos: np.ndarray, neg: np.ndarray) -> dict[str, float]:
@@ -146,7 +137,7 @@ async def measure(name: str, path: Path) -> dict[str, Any]:
             "pairs": [len(pos), len(neg)],
             "mean_pos": float(pos.mean()), "min_pos": float(pos.min()),
             "mean_neg": float(neg.mean()), "max_neg": float(neg.max()),
-            "auroc": auroc(pos, neg),
+            "auroc": auroc_pairs(pos, neg),
             "youden": youden_threshold(pos, neg),
             "youden_retrieved_only": youden_threshold(pos_r, neg_r),
             "loo_accuracy": leave_one_out(sims, gold),

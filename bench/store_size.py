@@ -17,38 +17,26 @@ PYTHONPATH at another checkout to measure its layout (the "before" figure).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import _where
+from _data import SEVEN, marked_copy, read_jsonl
+from _mock import started_mock
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = _where.kit()
-METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall",
-           "factual_correctness", "noise_sensitivity", "context_entity_recall"]
 
 
 def rows(n: int, kit: Path) -> list[dict[str, Any]]:
-    base = [json.loads(line) for line in (kit / "airline_20.jsonl").read_text().splitlines() if line.strip()]
+    base = read_jsonl(kit / "airline_20.jsonl")
     if n <= len(base):
         return base[:n]
-    out = []
-    for i in range(n):
-        r = dict(base[i % len(base)])
-        if i >= len(base):
-            tag = f" (case {i})"
-            r["user_input"] = r["user_input"] + tag
-            r["retrieved_contexts"] = [c + tag for c in r["retrieved_contexts"]]
-            r["response"] = r["response"].rstrip(".") + tag + "."
-            r["reference"] = r["reference"].rstrip(".") + tag + "."
-        out.append(r)
-    return out
+    return [dict(base[i]) if i < len(base) else marked_copy(base[i % len(base)], i) for i in range(n)]
 
 
 def breakdown(path: str) -> list[tuple[str, int, int, int]]:
@@ -70,7 +58,7 @@ def measure(n: int, base_url: str, keep: str | None) -> dict[str, Any]:
         if os.path.exists(path):
             os.remove(path)
         t0 = time.perf_counter()
-        res = ragsight.evaluate(rows(n, KIT), METRICS, embedder="openai:mock-embed", store=path,
+        res = ragsight.evaluate(rows(n, KIT), SEVEN, embedder="openai:mock-embed", store=path,
                                 judge=ragsight.JudgeSpec("openai:mock", base_url=base_url),
                                 options=ragsight.RunOptions(preflight=False))
         wall = time.perf_counter() - t0
@@ -90,18 +78,14 @@ def main() -> None:
     ap.add_argument("--mock-python", default=str(ROOT / ".venv-ragas" / "bin" / "python"))
     ap.add_argument("--keep", default=None, help="write the (last) store here instead of a temporary file")
     args = ap.parse_args()
-    sys.path.insert(0, str(Path(__file__).parent))
-    from bench_ray import Mock
-
     import ragsight
 
-    mock = Mock(args.mock_python, KIT / "mock_openai.py")
-    try:
-        mock.control("store-size", 0)
+    with started_mock(KIT, args.mock_python) as mock:
+        mock.control(run="store-size", latency_ms=0, embed_latency_ms=0)
         print(f"ragsight {ragsight.__version__} from {Path(ragsight.__file__).parent}; seven metrics, "
               f"cache on, the kit's mock at 0 ms")
         for n in args.n:
-            m = measure(n, mock.root + "/v1", args.keep)
+            m = measure(n, mock.url + "/v1", args.keep)
             print(f"\n{n} samples: store schema {m['schema']}, {m['bytes'] / 1e3:,.0f} kB, "
                   f"**{m['per_sample'] / 1e3:.1f} kB per sample** ({m['wall_s']:.1f} s)")
             if m["parts"]:
@@ -109,8 +93,6 @@ def main() -> None:
                 print("|---|---|---|---|---|")
                 for name, pg, payload, unused in m["parts"]:
                     print(f"| {name} | {pg / 1e3:,.1f} | {pg / n:,.0f} B | {payload / 1e3:,.1f} | {unused / 1e3:,.1f} |")
-    finally:
-        mock.close()
 
 
 if __name__ == "__main__":

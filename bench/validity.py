@@ -39,6 +39,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _where  # noqa: E402
+from _data import read_jsonl  # noqa: E402
+from _providers import JsonlCache  # noqa: E402
 
 from ragsight.analyses import contexts_block  # noqa: E402
 from ragsight.analyses._signals import best_sentences  # noqa: E402
@@ -71,8 +73,7 @@ def is_heldout(row_id: str) -> bool:
 
 
 def load_set(name: str, split: str = "all") -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (METAEVAL / SETS[name]).read_text("utf-8").splitlines()
-            if line.strip()]
+    rows = read_jsonl(METAEVAL / SETS[name])
     if name == "expertqa":
         rows = [r for r in rows if r.get("label_supported") is not None]
     if split == "dev":
@@ -87,35 +88,6 @@ def label_of(name: str, row: dict[str, Any]) -> int:
 
 
 # ---- the on-disk cache ----------------------------------------------------------------------
-
-
-class JsonlCache:
-    """A CallCache backed by an append-only JSONL file; also records each call's cost."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.d: dict[str, dict[str, Any]] = {}
-        self.last_cost: dict[str, float] = {}
-        if path.exists():
-            for line in path.read_text("utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut by a crash
-                self.d[rec["key"]] = rec["entry"]
-
-    def lookup(self, key: str) -> dict[str, Any] | None:
-        return self.d.get(key)
-
-    async def get(self, key: str) -> dict[str, Any] | None:
-        return self.lookup(key)
-
-    async def put(self, key: str, entry: dict[str, Any]) -> None:
-        entry = {**entry, **self.last_cost}
-        self.d[key] = entry
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"key": key, "entry": entry}, ensure_ascii=False) + "\n")
 
 
 def make_judge(cache: JsonlCache, model: str | None = None) -> Judge:
@@ -268,41 +240,34 @@ async def run(name: str, split: str, probes: Sequence[str], limit: int | None = 
 def auroc_ci(scores: Any, labels: Any, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """AUROC with a 95% percentile bootstrap CI (rows resampled)."""
     import numpy as np
+    from _stats import bootstrap_ci
 
     from ragsight._stats import auroc
 
     s = np.asarray(scores, float)
     y = np.asarray(labels, bool)
     point = auroc(s, y)
-    rng = np.random.default_rng(seed)
-    vals = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, len(s), len(s))
-        a = auroc(s[idx], y[idx])
-        if a is not None:
-            vals.append(a)
-    lo, hi = np.percentile(vals, [2.5, 97.5])
-    return float(point or 0.0), float(lo), float(hi)
+    lo, hi = bootstrap_ci(lambda idx: auroc(s[idx], y[idx]), len(s), n_boot, seed)
+    return float(point or 0.0), lo, hi
 
 
 def auroc_gain(a: Any, b: Any, labels: Any, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """AUROC(b) - AUROC(a) on the same rows, with a paired bootstrap 95% CI."""
     import numpy as np
+    from _stats import bootstrap_ci
 
     from ragsight._stats import auroc
 
     xa, xb = np.asarray(a, float), np.asarray(b, float)
     y = np.asarray(labels, bool)
     point = (auroc(xb, y) or 0.0) - (auroc(xa, y) or 0.0)
-    rng = np.random.default_rng(seed)
-    vals = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, len(y), len(y))
+
+    def gain(idx: Any) -> float | None:
         ra, rb = auroc(xa[idx], y[idx]), auroc(xb[idx], y[idx])
-        if ra is not None and rb is not None:
-            vals.append(rb - ra)
-    lo, hi = np.percentile(vals, [2.5, 97.5])
-    return float(point), float(lo), float(hi)
+        return None if ra is None or rb is None else rb - ra
+
+    lo, hi = bootstrap_ci(gain, len(y), n_boot, seed)
+    return float(point), lo, hi
 
 
 def fit_logistic(

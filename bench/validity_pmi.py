@@ -30,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import validity as V
+from _data import read_jsonl
 
 from ragsight.analyses import contexts_block
 from ragsight.analyses._calibrated import feature_values
@@ -148,7 +149,7 @@ def report(split: str) -> None:
     import numpy as np
 
     rows = {r["id"]: r for r in V.load_set("wice", split)}
-    recs = [json.loads(line) for line in out_path(split).read_text().splitlines()]
+    recs = read_jsonl(out_path(split))
     ids = [r["id"] for r in recs]
     y = np.array([r["label"] for r in recs])
     table = [features(r, rows[r["id"]]) for r in recs]

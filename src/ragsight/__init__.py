@@ -4,6 +4,7 @@ from ._score import ClaimVerdict, Evidence, Outcome, Score
 from ._version import __version__
 from .analyses import AnalysisSettings
 from .dataset import Dataset, Sample
+from .diagnosis import diagnose
 from .embed import EmbedderSpec
 from .judge import Judge, JudgeSpec, RetryPolicy, ScriptedProvider
 from .metrics import metric_names
@@ -30,6 +31,7 @@ __all__ = [
     "Store",
     "__version__",
     "aevaluate",
+    "diagnose",
     "evaluate",
     "metric_names",
 ]

@@ -76,3 +76,17 @@ def test_per_turn_reference_calls_score_each_turn(tmp_path: Path, capsys: pytest
     assert turns[0]["tool_call_accuracy"]["value"] == 1.0
     assert turns[1]["tool_call_accuracy"]["value"] == 0.5  # city matches (" Rome" normalised), unit not
     assert turns[1]["tool_call_f1"]["value"] == 0.0
+
+
+def test_the_ragas_names_on_a_ragas_file_stop_before_any_work_naming_the_conversation_form(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ragas keeps reference_tool_calls on the MultiTurnSample; its users ask for the ragas name
+    data = tmp_path / "agent.jsonl"
+    data.write_text(json.dumps(RAGAS) + "\n")
+    code = main(["evaluate", str(data), "--metrics", "tool_call_accuracy", "--store", str(tmp_path / "runs.db")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "conversation_tool_call_accuracy" in err and "nothing was run" in err
+    assert "has no reference_tool_calls" not in err  # not the false reason of a skip
+    assert not (tmp_path / "runs.db").exists()  # stopped before a run was created

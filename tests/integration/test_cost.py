@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ragsight.calls import format_usd
 from ragsight.cli import main
 from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply
 from tests.reliability.world import JudgeWorld, make_samples
@@ -122,14 +123,15 @@ def test_dry_run_estimate_is_within_25_percent_of_the_real_run(
     assert sum(stats["cost"]["by_metric"].values()) == pytest.approx(usd)
     flat = " ".join(out.split())
     assert re.search(r"cost: \$0\.\d{4} \(judge gpt-4o-mini at \$0\.15 in", flat)
-    assert "cost by metric: faithfulness $" in flat
+    assert "cost by metric: context_precision $" in flat  # by metric name, whichever finished first
+    assert all(f"{m} $" in flat for m in METRICS.split(","))
     code, out, _ = run(capsys, "runs", "--store", str(store))
     assert code == 0 and re.search(r"judge openai:gpt-4o-mini; 3 metrics: .*; cost \$0\.\d{4}", " ".join(out.split()))
     html = tmp_path / "report.html"
     code, _, _ = run(capsys, "report", "last", "--store", str(store), "--out", str(html))
     page = html.read_text("utf-8")
     assert code == 0 and re.search(r"cost: \$0\.\d{4} \(judge gpt-4o-mini at \$0\.15 in", page)
-    assert "cost by metric: faithfulness $" in page
+    assert "cost by metric: context_precision $" in page
     # a second dry run finds every step in the cache: nothing left to pay
     server.settle()
     before = len(server.requests)
@@ -181,6 +183,33 @@ def test_max_cost_stops_before_the_budget_and_resume_finishes(
     assert stats["calls"] == len(judge_calls(server))  # what the store counts is what was sent
 
 
+def test_a_dry_run_over_its_max_cost_exits_3_and_calls_nothing(
+    server: FakeOpenAIServer, data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "runs.db"
+    args = ["evaluate", str(data), "--metrics", METRICS, "--judge", "openai:gpt-4o-mini", "--base-url", server.url,
+            "--store", str(store), "--dry-run", "--max-cost"]
+    code, out, _ = run(capsys, *args, "0.0001")
+    assert code == 3  # a CI step stops here, before anything is spent
+    assert "OVER BUDGET: the estimate $0.0" in out and "is above --max-cost $0.0001" in out
+    code, out, _ = run(capsys, *args, "5")
+    assert code == 0 and "within --max-cost $5" in out
+    server.settle()
+    assert server.requests == [] and not store.exists()
+
+
+def test_max_cost_names_the_backend_it_works_with(
+    server: FakeOpenAIServer, data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "evaluate", str(data), "--metrics", METRICS, "--judge", "openai:gpt-4o-mini",
+                       "--base-url", server.url, "--store", str(tmp_path / "runs.db"), "--backend", "ray",
+                       "--max-cost", "1")
+    assert code == 2
+    assert "--max-cost works with the in-process backend only (--backend local, the default" in " ".join(err.split())
+    server.settle()
+    assert judge_calls(server) == []
+
+
 def test_max_cost_without_a_price_is_refused_before_any_call(
     server: FakeOpenAIServer, data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -225,3 +254,66 @@ def test_prices_from_pyproject_and_the_flag_over_it(
     assert code == 0 and "at $3 in / $4 out per million tokens, --price" in " ".join(out.split())
     code, _, err = run(capsys, *args, "--price", "my-vllm-model=3")
     assert code == 2 and "--price 'my-vllm-model=3' needs the form MODEL=IN/OUT" in err
+
+
+def _stored(store: Path) -> tuple[str, dict[str, Any], int]:
+    with sqlite3.connect(store) as db:
+        status, stats = db.execute("SELECT status, stats FROM runs").fetchone()
+        finished = db.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0]
+    return status, json.loads(stats), finished
+
+
+def test_max_cost_spends_its_budget_at_full_concurrency(
+    server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Calls in flight wait for each other near the limit instead of stopping the run: 3/4 of a
+    run's cost saves at least half its samples and resumes to completion; 1.5 times it, and its
+    cost and one call's worst cost, complete it (20 faithfulness samples, default concurrency)."""
+    data = tmp_path / "data20.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in make_samples(20)))
+    base = ["--metrics", "faithfulness", "--judge", "openai:gpt-4o-mini", "--base-url", server.url, "--quiet"]
+    code, _, err = run(capsys, "evaluate", str(data), *base, "--store", str(tmp_path / "full.db"))
+    assert code == 0, err
+    cost = _stored(tmp_path / "full.db")[1]["cost"]["usd"]
+    assert cost > 0
+
+    store = tmp_path / "three_quarters.db"
+    limit = round(cost * 0.75, 6)
+    code, _, err = run(capsys, "evaluate", str(data), *base, "--store", str(store), "--max-cost", str(limit))
+    assert code == 3, err
+    status, stats, finished = _stored(store)
+    assert status == "interrupted" and 10 <= finished < 20, finished
+    assert stats["cost"]["usd"] <= limit  # never past the budget
+    spent = stats["stopped_by"]["spent"]
+    assert spent == pytest.approx(stats["cost"]["usd"], rel=1e-3) and spent > 0.5 * limit  # spent, not reserved
+    assert f"{format_usd(spent)} spent by this command; {finished} of 20 samples are saved" in " ".join(err.split())
+    resume = re.search(r"ragsight evaluate --resume (\S+) --store \S+ --max-cost USD", err)
+    assert resume is not None, err
+    code, _, err = run(capsys, "evaluate", "--resume", resume[1], *base[2:], "--store", str(store),
+                       "--max-cost", str(limit))
+    assert code == 0, err
+    assert _stored(store)[0] == "completed" and _stored(store)[2] == 20
+
+    store = tmp_path / "one_and_a_half.db"
+    code, _, err = run(capsys, "evaluate", str(data), *base, "--store", str(store), "--max-cost", str(cost * 1.5))
+    assert code == 0, err
+    assert _stored(store)[0] == "completed" and _stored(store)[2] == 20
+
+    # a budget of the run's cost and one call's worst cost completes it: the last call finds its room
+    store = tmp_path / "cost_and_one_call.db"
+    code, _, err = run(capsys, "evaluate", str(data), *base, "--store", str(store), "--max-cost",
+                       str(cost + worst_call(server)))
+    assert code == 0, err
+    assert _stored(store)[0] == "completed" and _stored(store)[2] == 20
+
+
+def worst_call(srv: FakeOpenAIServer) -> float:
+    """The largest worst cost of the judge calls sent, as --max-cost reserves it (docs/cost.md): the
+    prompt at a token per 3 bytes plus 4 a message, the whole max_tokens reply, gpt-4o-mini's price."""
+    worst = 0.0
+    for r in judge_calls(srv):
+        messages = r.json["messages"]
+        prompt = -(-sum(len(m["content"].encode()) for m in messages) // 3) + 4 * len(messages)
+        reply = r.json.get("max_tokens") or r.json.get("max_completion_tokens")
+        worst = max(worst, (prompt * 0.15 + reply * 0.60) / 1e6)
+    return worst

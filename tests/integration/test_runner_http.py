@@ -17,7 +17,7 @@ import ragsight
 from ragsight import Outcome
 from ragsight.errors import ConfigError
 from ragsight.testset import HttpFields, arun, make_target
-from ragsight.testset._runner import parse_headers
+from ragsight.testset._target_http import parse_headers
 from tests.fakes.openai_server import FakeOpenAIServer, RecordedRequest, Reply
 
 TOKEN = "tok-9f8e7d6c5b4a-secret"

@@ -13,7 +13,7 @@ import pytest
 
 from ragsight.errors import ConfigError
 from ragsight.testset import arun, make_target, read_testset
-from ragsight.testset._runner import get_path, reply_from
+from ragsight.testset._reply import get_path, reply_from
 
 ROWS = [
     {

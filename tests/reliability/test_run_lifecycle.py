@@ -38,8 +38,10 @@ from tests.reliability.world import JudgeWorld, make_samples, prompt_id_of
 
 LEASE_S = 1.0
 # Runs the CLI with a short run-lock lease: through the environment, and by the constant for a
-# version of ragsight that does not read it.
-RUNNER = ("import sys, ragsight.store._sqlite as s; s.LOCK_STALE_S = {lease}; "
+# version of ragsight that does not read it (in the module that holds it: store._locks, or
+# store._sqlite before the store was split).
+RUNNER = ("import sys, ragsight.store._sqlite as s; "
+          "sys.modules.get('ragsight.store._locks', s).LOCK_STALE_S = {lease}; "
           "from ragsight.cli import main; sys.exit(main(sys.argv[1:]))")
 
 

@@ -229,14 +229,9 @@ class JudgeWorld:
                          and w <= source, "message": 0, "reason": "read in the conversation"}
                         for i in range(n)]
             return {"verdicts": verdicts}, n
-        if prompt_id == "generate_questions_conversation":
-            n = count or 3
-            response = block(user, "response") or ""
-            topics = sorted(content_words(response)) or ["this"]
-            qs = [f"What does the answer say about {topics[i % len(topics)]} ({i + 1})?" for i in range(n)]
+        if prompt_id == "standalone_question":  # the follow-up rewritten to stand alone: as asked
             asked = (block(user, "conversation") or "").rsplit("[this turn] user:", 1)[-1].strip()
-            return {"question": asked or "the question", "noncommittal": "don't know" in response.lower(),
-                    "questions": qs}, n
+            return {"question": asked or "the question"}, None
         if prompt_id == "declines_json":  # abstention: a response the detector left to the judge
             response = (block(user, "response") or "").lower()
             said = any(p in response for p in ("do not say", "don't know", "cannot answer"))

@@ -20,7 +20,7 @@ from ragsight.judge import (
     LocalProvider,
     agreement_notice,
 )
-from ragsight.report._html import judge_note
+from ragsight.report._html_run import judge_note
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 NUMBER = re.compile(r"\d+\.\d+")

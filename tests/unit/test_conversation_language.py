@@ -61,11 +61,11 @@ def test_a_german_conversations_metric_prompt_asks_for_german_reasons(
     got = run(metric, Sample(id="rom", conversation_id="rom", history=GERMAN, **fields), provider)
     assert got.outcome is Outcome.SCORED and got.value == 0.0
     [call] = provider.requests
-    assert (call.prompt_id, call.prompt_version) == (step, "2")
+    assert (call.prompt_id, call.prompt_version) == (step, "3" if step == "agent_goal" else "2")
     sent = call.messages[1].content
     assert CONVERSATION_RULE in sent
     assert "Ich bin Vegetarier" in sent  # the conversation itself, as it was written
-    assert [(c.prompt_id, c.prompt_version) for c in got.evidence.calls] == [(step, "2")]
+    assert [(c.prompt_id, c.prompt_version) for c in got.evidence.calls] == [(step, call.prompt_version)]
     # the reason is kept as the judge wrote it
     assert GRUND in got.reason or GRUND in str(got.evidence.details)
 
@@ -104,7 +104,7 @@ def test_a_german_turns_claims_are_read_in_the_conversation_with_german_reasons(
               explain="none")
     assert got.value == 1.0
     [call] = provider.calls_for("verify_claims_conversation")
-    assert call.prompt_version == "2"
+    assert call.prompt_version == "3"
     assert "in the language of the claims (a German claim gets a German reason)" in call.messages[1].content
     assert "Und für das Mittagessen morgen?" in call.messages[1].content
     # the one-sentence response is its own claim: kept in German, as written
@@ -116,13 +116,31 @@ def test_a_german_turns_questions_are_written_in_german() -> None:
     standalone = "Hat Il Margutta vegetarische Gerichte zum Mittagessen?"
     generated = ["Gibt es mittags vegetarische Gerichte?", "Ist das Restaurant mittags geöffnet?",
                  "Hat Il Margutta vegetarische Gerichte?"]
-    provider = ScriptedProvider({"generate_questions_conversation": lambda v: {
-        "question": standalone, "noncommittal": False, "questions": generated}})
+    provider = ScriptedProvider({"standalone_question": lambda v: {"question": standalone},
+                                 "generate_questions": lambda v: {"noncommittal": False, "questions": generated}})
     emb = TableEmbedder({standalone: [1, 0], generated[0]: [1, 0], generated[1]: [0, 1], generated[2]: [1, 0]})
     got = run(AnswerRelevancy(), german_turn(), provider, emb)
     assert got.value == pytest.approx(2 / 3)
-    [call] = provider.requests
-    assert call.prompt_version == "2"
-    sent = call.messages[1].content
-    assert "in the language of the conversation (a German conversation gets German questions)" in sent
+    [rewrite] = provider.calls_for("standalone_question")
+    sent = rewrite.messages[1].content
+    assert "Write it in German." in sent  # named, not primed by an example in another language
     assert "[this turn] user: Hat es vegetarische Gerichte zum Mittagessen?" in sent
+    [questions] = provider.calls_for("generate_questions")
+    assert "written in German" in questions.messages[1].content
+
+
+
+def test_retention_asks_only_about_messages_after_something_the_user_stated() -> None:
+    # questions establish nothing: the first answer cannot forget anything, and is not asked about
+    chat = (Turn("user", "Welche Restaurants gibt es in Rom?"),
+            Turn("assistant", "Il Margutta und Manzo."),
+            Turn("user", "Ich bin Vegetarier. Welches passt?"),
+            Turn("assistant", "Manzo, das Steakhaus."))
+    provider = ScriptedProvider({"knowledge_retention": verdicts})
+    got = run(KnowledgeRetention(), Sample(id="rom", conversation_id="rom", history=chat), provider)
+    [call] = provider.requests
+    assert call.variables["item_list"] == ["[4] assistant: Manzo, das Steakhaus."]
+    rows = got.evidence.details["verdicts"]
+    assert [(r["message"], r["verdict"]) for r in rows] == [(2, True), (4, False)]
+    assert "stated nothing before this message" in rows[0]["reason"]
+    assert got.value == 0.5

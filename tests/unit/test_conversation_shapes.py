@@ -76,7 +76,10 @@ def test_a_ragas_multi_turn_sample_becomes_one_sample_per_answer_and_one_for_the
     assert s0.contexts == ("The Trail is a hybrid bike, sold in red and blue.",)
     assert s0.tool_calls == (ToolCall("search", {"query": "bikes"}),)
     assert s0.history == ()
-    assert (s1.turn, s1.question, s1.contexts, s1.tool_calls) == (1, "Does it come in red?", None, ())
+    # no evidence of its own: the tool result of turn 0, still in view, is inherited and said so
+    assert (s1.turn, s1.question, s1.contexts, s1.tool_calls) == (
+        1, "Does it come in red?", ("The Trail is a hybrid bike, sold in red and blue.",), ())
+    assert s1.metadata["contexts_inherited_from_turn"] == 0
     assert [t.role for t in s1.history or ()] == ["user", "assistant", "tool", "assistant"]
     assert conv.turn is None and conv.conversation_id == cid and len(conv.history or ()) == 6
     assert conv.reference_tool_calls == (ToolCall("search", {"query": "bikes"}),)

@@ -20,7 +20,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("view",),
     ("sweep",),
-    ("report", "testset", "pipeline", "integrations", "testing", "pytest_plugin"),
+    ("simulate",),
+    ("report", "diagnosis", "testset", "pipeline", "integrations", "testing", "pytest_plugin"),
     ("run",),
     ("engine",),
     ("result",),
@@ -33,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("dataset", "calls", "_score", "_stats", "prompts", "_version", "errors", "_terminal"),
 )
 # Units of one layer that may import each other, as (importer, imported).
-SIDEWAYS = {("report", "testset"), ("pipeline", "testset"), ("testing", "report"),
+SIDEWAYS = {("report", "testset"), ("report", "diagnosis"), ("pipeline", "testset"), ("testing", "report"),
             ("dataset", "_score"), ("dataset", "errors"), ("calls", "errors"), ("calls", "prompts"),
             ("prompts", "errors"), ("_score", "errors")}
 # The package's own __init__ sits on top: it only re-exports.

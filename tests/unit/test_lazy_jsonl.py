@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 import ragsight
-import ragsight.dataset._sample as sample_module
-from ragsight.dataset._sample import Dataset, FileSamples
+import ragsight.dataset._dataset as dataset_module
+from ragsight.dataset._dataset import Dataset
+from ragsight.dataset._lazy import FileSamples
 from ragsight.errors import InputError
 from ragsight.judge import ScriptedProvider
 
@@ -67,7 +68,7 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Dataset, Dataset
     with warnings.catch_warnings(record=True) as whole_warnings:
         warnings.simplefilter("always")
         whole = Dataset.load(path)
-    monkeypatch.setattr(sample_module, "LAZY_FILE_BYTES", 0)
+    monkeypatch.setattr(dataset_module, "LAZY_FILE_BYTES", 0)
     with warnings.catch_warnings(record=True) as lazy_warnings:
         warnings.simplefilter("always")
         lazy = Dataset.load(path)
@@ -110,14 +111,14 @@ def test_a_run_over_a_large_file_scores_exactly_as_over_the_file_read_whole(
                 for sid, scores in result.scores.items()}
 
     whole = run(tmp_path / "whole.db")
-    monkeypatch.setattr(sample_module, "LAZY_FILE_BYTES", 0)
+    monkeypatch.setattr(dataset_module, "LAZY_FILE_BYTES", 0)
     assert isinstance(Dataset.load(path).samples, FileSamples)
     lazy = run(tmp_path / "lazy.db")
     assert lazy == whole and len(lazy) == 40
 
 
 def test_a_file_changed_under_a_run_stops_it_naming_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sample_module, "LAZY_FILE_BYTES", 0)
+    monkeypatch.setattr(dataset_module, "LAZY_FILE_BYTES", 0)
     path = tmp_path / "live.jsonl"
     path.write_text("".join(json.dumps({"id": f"s{i}", "question": f"Q{i}", "response": f"R{i}"}) + "\n"
                             for i in range(5)))
@@ -156,18 +157,18 @@ def test_the_bench_sized_file_is_not_held(tmp_path: Path) -> None:
     row = {"question": "Q", "response": "R " * 400, "contexts": ["c " * 400]}
     with path.open("w") as f:
         i = 0
-        while f.tell() < sample_module.LAZY_FILE_BYTES:
+        while f.tell() < dataset_module.LAZY_FILE_BYTES:
             f.write(json.dumps({**row, "id": f"s{i}"}) + "\n")
             i += 1
     ds = Dataset.load(path)
     assert isinstance(ds.samples, FileSamples) and len(ds) == i
-    assert ds[i - 1].id == f"s{i - 1}" and os.path.getsize(path) >= sample_module.LAZY_FILE_BYTES
+    assert ds[i - 1].id == f"s{i - 1}" and os.path.getsize(path) >= dataset_module.LAZY_FILE_BYTES
 
 
 def test_a_jsonl_file_past_the_whole_file_limit_is_read_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The 2 GiB limit is for files read whole (JSON, CSV, and JSONL that holds conversations)."""
-    monkeypatch.setattr(sample_module, "MAX_TEXT_FILE_BYTES", 2000)
-    monkeypatch.setattr(sample_module, "LAZY_FILE_BYTES", 1000)
+    monkeypatch.setattr(dataset_module, "MAX_TEXT_FILE_BYTES", 2000)
+    monkeypatch.setattr(dataset_module, "LAZY_FILE_BYTES", 1000)
     flat = tmp_path / "flat.jsonl"
     flat.write_text("".join(json.dumps({"id": f"s{i}", "question": f"Question {i}?", "response": "R" * 40}) + "\n"
                             for i in range(60)))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import ragsight
-import ragsight.result
+import ragsight.result._result
 import ragsight.run._execute
 from ragsight.conversation import Conversation, ToolCall, Turn
 from ragsight.errors import StoreError
@@ -25,11 +25,11 @@ from ragsight.result import (
     StoredRun,
     StoredSamples,
     StoredScores,
-    _stored_metric_tokens,
     load_result,
     metric_tokens,
     truncation_note,
 )
+from ragsight.result._cost import _stored_metric_tokens
 from ragsight.sample import Sample
 from ragsight.store import Store
 
@@ -239,7 +239,7 @@ def test_resuming_a_finished_large_run_gives_its_result_read_from_the_store(
     result = ragsight.evaluate(rows, METRICS, judge=_judge(), store=str(db),
                                options=ragsight.RunOptions(show_progress=False))
     assert not result.lazy
-    monkeypatch.setattr(ragsight.result, "LAZY_FROM", len(rows))
+    monkeypatch.setattr(ragsight.result._result, "LAZY_FROM", len(rows))
     again = ragsight.evaluate(None, resume=result.run_id, store=str(db),
                               options=ragsight.RunOptions(show_progress=False))
     assert again.lazy

@@ -154,6 +154,26 @@ def test_rouge_tokenisation() -> None:
     assert rouge_n("東京", "東京", 1) == 1.0
 
 
+def test_rouge_reads_chinese_and_japanese_character_by_character() -> None:
+    # written without spaces: a run of Han characters was one token, so ROUGE was 0 or 1
+    assert rouge_n("北京是中国的首都", "中国的首都是北京", 1) == 1.0
+    assert rouge_l("北京是中国的首都", "中国的首都是北京") == pytest.approx(5 / 8)  # 中国的首都
+    assert rouge_n("北京是中国的首都", "中国的首都是北京", 2) == pytest.approx(5 / 7)  # 北京 中国 国的 的首 首都: 5 of 7 bigrams
+    assert rouge_n("首都是上海", "首都是北京", 1) == pytest.approx(3 / 5)
+    assert rouge_n("東京は日本の首都です", "日本の首都は東京です", 1) == 1.0  # kanji and kana alike
+    assert rouge_n("2020年に東京で", "東京 2020 年", 1) == pytest.approx(2 * 4 / 6 / (4 / 6 + 1))  # digits stay a word
+    assert rouge_n("서울은 수도", "서울은 수도", 1) == 1.0 and rouge_n("서울은", "서울", 1) == 0.0  # Hangul: words
+
+
+def test_rouge_splits_chinese_as_sacrebleus_zh_tokenizer() -> None:
+    tokenizer_zh = pytest.importorskip("sacrebleu.tokenizers.tokenizer_zh")
+    from ragsight.metrics._lexical import _rouge_tokens
+
+    text = "北京是中华人民共和国的首都，也是全国的政治中心"
+    expected = [t for t in tokenizer_zh.TokenizerZh()(text).split() if t not in ("，",)]
+    assert _rouge_tokens(text) == expected
+
+
 def test_rouge_without_ngrams_is_zero() -> None:
     assert rouge_n("Paris", "Paris", 2) == 0.0
     assert rouge_l("", "") == 0.0

@@ -258,3 +258,32 @@ def test_resumed_run_merges_the_figures() -> None:
     assert m["limit"] == 50 and m["min_limit"] == 16 and m["max_limit"] == 64
     assert m["overloads"] == 4 and m["cuts"] == 3 and m["paused_s"] == pytest.approx(1.5)
     assert m["peak_in_flight"] == 60
+
+
+def test_a_gate_holds_permits_beside_calls_in_flight_and_asks_again_when_one_comes_back() -> None:
+    async def main() -> None:
+        lim = Limiter(8, adaptive=False)
+        room = {"open": False}
+        asked: list[int] = []
+
+        def gate(in_flight: int) -> bool:
+            asked.append(in_flight)
+            return room["open"]
+
+        lim.gate = gate
+        first = await lim.acquire()  # nothing in flight: granted without asking the gate
+        assert asked == []
+        second = asyncio.ensure_future(lim.acquire())
+        await asyncio.sleep(0)
+        assert not second.done() and set(asked) == {1}  # beside a call in flight: the gate said no
+        room["open"] = True
+        lim.release(first)  # a permit comes back: asked again, granted (nothing in flight now)
+        await asyncio.sleep(0)
+        assert second.done()
+        third = asyncio.ensure_future(lim.acquire())
+        await asyncio.sleep(0)
+        assert third.done() and asked[-1] == 1  # the gate open: granted beside one in flight
+        lim.release(second.result())
+        lim.release(third.result())
+
+    asyncio.run(main())

@@ -103,6 +103,28 @@ def test_nothing_retrieved_in_the_list_scores_zero() -> None:
     assert {k: s.value for k, s in scores.items()} == {"hit_rate": 0.0, "mrr": 0.0, "map": 0.0, "ndcg": 0.0}
 
 
+@pytest.mark.parametrize("spec", ["hit_rate", "precision_at_k", "recall_at_k", "mrr", "ndcg", "map"])
+def test_relevant_ids_and_no_retrieved_id_is_skipped_not_zero(spec: str) -> None:
+    """As docs/metrics.md says: an empty or absent retrieved_ids list is skipped (out of the mean);
+    a placeholder id that is not relevant counts the query as a miss."""
+    result = ragsight.evaluate(
+        [{"id": "empty", "retrieved_ids": [], "relevant_ids": ["d1"]},
+         {"id": "absent", "relevant_ids": ["d1"]},
+         {"id": "placeholder", "retrieved_ids": ["none"], "relevant_ids": ["d1"]},
+         {"id": "ok", "retrieved_ids": ["d1"], "relevant_ids": ["d1"]}],
+        [spec],
+    )
+    for sid in ("empty", "absent"):
+        got = result.scores[sid][spec]
+        assert got.outcome is Outcome.SKIPPED and got.value is None
+        assert got.reason == "sample has no retrieved_ids"
+    assert result.scores["placeholder"][spec].value == 0.0
+    ok = result.scores["ok"][spec].value
+    assert ok is not None and ok > 0
+    assert result.summary[spec].mean == pytest.approx(ok / 2)  # placeholder 0 and ok; the skipped left out
+    assert result.summary[spec].counts["skipped"] == 2
+
+
 def test_default_parameters() -> None:
     assert [HitRate().k, PrecisionAtK().k, RecallAtK().k, NDCG().k] == [10, 10, 10, 10]
     assert MRR().k is None and MAP().k is None  # no cut-off, as trec_eval's recip_rank and map

@@ -11,7 +11,9 @@ import ragsight.report as report
 from ragsight.cli import main
 
 # report's own modules, and the two it re-exports from lower layers (statistics, repeated runs)
-MODULES = ("report._compare", "report._calibrate", "report._html", "report._repeats_view", "_stats", "run._repeats")
+MODULES = ("report._compare", "report._compare_view", "report._run_data", "report._calibrate",
+           "report._calibrate_view", "report._labels_read", "report._html", "report._repeats_view", "_stats",
+           "run._repeats")
 
 
 def test_all_is_sorted_resolvable_and_re_exports_every_module() -> None:

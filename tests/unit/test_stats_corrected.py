@@ -69,10 +69,35 @@ def test_by_sample_id_and_a_lower_is_better_metric() -> None:
     judged = {"a": 0.9, "b": 0.8, "c": 0.3, "d": 0.6, "e": 0.7, "f": 0.5}
     labels = {"a": 1, "b": 0, "c": 0, "d": 1, "zz": 1}  # zz: not scored, cannot show an error
     est = corrected_estimate(judged, labels, power_tuning=False)
-    assert est == ppi_mean(F_L, [1, 0, 0, 1], F_U, power_tuning=False)
+    assert est == ppi_mean(F_L, [1, 0, 0, 1], F_U, power_tuning=False, bounds=(0.0, 1.0))
     # lower is better (e.g. noise_sensitivity): label 1 = good, the metric as 1 - value, and back
     low = corrected_estimate({k: 1 - v for k, v in judged.items()}, labels, lower_is_better=True,
                              power_tuning=False)
     assert low.corrected_mean == pytest.approx(1 - est.corrected_mean)  # type: ignore[operator]
     assert low.judge_mean == pytest.approx(1 - 3.8 / 6)
     assert low.corrected_ci == pytest.approx((1 - est.corrected_ci[1], 1 - est.corrected_ci[0]))  # type: ignore[index]
+
+
+@pytest.mark.parametrize("label", [1.0, 0.0])
+def test_unanimous_labels_give_the_wilson_interval_not_a_zero_width_one(label: float) -> None:
+    judged = {f"s{i}": 0.9 for i in range(60)}
+    labels = {f"s{i}": label for i in range(12)}
+    est = corrected_estimate(judged, labels)
+    assert est.unanimous and est.too_few  # said beside the figure, whatever the count
+    lo, hi = est.corrected_ci
+    # Wilson at p = 1, n = 12, z = 1.96: [0.7575, 1]; at p = 0 its mirror
+    expected = (0.7575, 1.0) if label == 1.0 else (0.0, 0.2425)
+    assert (round(lo, 4) + 0.0, round(hi, 4)) == expected
+    assert est.labels_ci == pytest.approx(est.corrected_ci)
+    assert hi - lo > 0.2
+
+
+def test_a_bounded_metric_keeps_its_mean_and_interval_in_its_range() -> None:
+    # the judge says 1.0 on almost everything, the labels disagree on a few: plain PPI leaves [0, 1]
+    judged = {f"s{i}": 1.0 if i % 10 else 0.0 for i in range(40)}
+    labels = {f"s{i}": 1.0 if i not in (1, 2) else 0.0 for i in range(10)}
+    unbounded = corrected_estimate(judged, labels, power_tuning=False, bounds=None)
+    assert unbounded.corrected_ci[1] > 1.0  # the case a user met: [0.46, 1.13]
+    est = corrected_estimate(judged, labels, power_tuning=False)
+    assert 0.0 <= est.corrected_ci[0] <= est.corrected_mean <= est.corrected_ci[1] == 1.0
+    assert est.labels_ci[1] <= 1.0

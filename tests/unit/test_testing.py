@@ -138,3 +138,43 @@ def test_a_threshold_no_score_can_cross_is_a_config_error_not_a_silent_pass(tmp_
     with pytest.raises(ConfigError, match="is nan"):
         assert_scores(rows, {"token_f1": float("nan")}, store=tmp_path / "q.db")
     assert assert_scores(rows, {"token_f1": 1, "exact_match": 0}, store=tmp_path / "q.db").summary["token_f1"].mean == 1
+
+
+CHAT = {"conversation_id": "office", "turns": [
+    {"role": "user", "content": "I work in Berlin. When does the office open?"},
+    {"role": "assistant", "content": "The office opens at 8 am.", "contexts": ["The office opens at 8 am."]},
+    {"role": "user", "content": "And who approves travel?"},
+    {"role": "assistant", "content": "Travel is approved by the manager.",
+     "contexts": ["Travel is approved by the manager."]}]}
+
+
+def chat_judge() -> object:
+    from ragsight.judge import ScriptedProvider
+
+    kept = {"knowledge_retention": lambda v: {"verdicts": [{"id": i, "verdict": True, "reason": "kept"}
+                                                           for i, _ in enumerate(v["item_list"], start=1)]}}
+    return ScriptedProvider({**SCRIPT.handlers(), **kept})
+
+
+def test_a_chat_is_gated_per_level_a_conversation_metric_on_its_conversation_row(tmp_path: Path) -> None:
+    # the user's case: the summary said 1.00 and the gate failed, counting turn rows that have no
+    # knowledge_retention; and the turn metric must not count the conversation row either
+    result = assert_scores([CHAT], {"knowledge_retention": 0.9, "faithfulness": 0.9}, judge=chat_judge(),
+                           mode="mean", store=tmp_path / "c.db")
+    assert result.summary["knowledge_retention"].mean == 1.0
+    assert_scores([CHAT], {"knowledge_retention": 0.9, "faithfulness": 0.9}, judge=chat_judge(),
+                  store=tmp_path / "c.db")  # each sample of each metric's own level passes
+
+
+def test_cases_of_a_chat_are_its_turns_unless_asked_for_conversations() -> None:
+    ids = [p.id for p in cases([CHAT])]
+    assert ids == ["office:0", "office:1"]
+    assert [p.id for p in cases([CHAT], level="conversation")] == ["office"]
+    with pytest.raises(ConfigError, match="level must be"):
+        cases([CHAT], level="turns")
+
+
+def test_a_conversation_metric_on_single_turn_data_fails_saying_why(tmp_path: Path) -> None:
+    with pytest.raises(ScoresBelowThresholdError) as info:
+        assert_scores(ROWS[:1], {"knowledge_retention": 0.5}, judge=SCRIPT.judge(), store=tmp_path / "k.db")
+    assert "only turn-level samples" in str(info.value)

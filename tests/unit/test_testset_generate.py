@@ -24,7 +24,8 @@ from ragsight.testset import (
     load_corpus,
 )
 from ragsight.testset._filter import deterministic_checks, grounding, longest_common_ngram
-from ragsight.testset._generate import entity_pairs, parse_mix, plan, quotas
+from ragsight.testset._pairs import entity_pairs
+from ragsight.testset._plan import parse_mix, plan, quotas
 from tests.fakes.embedder import TableEmbedder
 
 DOCS = {

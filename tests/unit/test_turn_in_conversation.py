@@ -53,7 +53,7 @@ def json_judge(s: RagScript) -> ScriptedProvider:
             "<conversation>"), "the contexts come first, the conversation after them"
         out = []
         for i, c in enumerate(v["claim_list"], start=1):
-            out.append({"id": i, "supported": c == RED, "message": 2 if c == RED else 0,
+            out.append({"id": i, "supported": c == RED, "message": 1 if c == RED else 0,
                         "reason": f"scripted {i}"})
         return {"verdicts": out}
 
@@ -68,8 +68,8 @@ def choice_judge(s: RagScript) -> ScriptedProvider:
         target = v["target"]
         if target == "contexts+conversation":
             return 0.9 if v["claim_text"] == RED else 0.2
-        # one earlier message alone: history position 1 (the assistant's) names the bike
-        return {"message:1": 0.8, "message:0": 0.3}[target]
+        # one earlier message alone: only the user's are tried (position 0 names the bike)
+        return {"message:0": 0.8}[target]
 
     return ScriptedProvider(base.handlers, choice_handlers={**base.choice_handlers,
                                                             "verify_claim_conversation": in_conversation})
@@ -87,10 +87,10 @@ def test_remote_judge_resolves_it_through_the_first_turn_and_leaves_out_the_user
     assert got.value == 1.0  # 1 of 1 counted claim; the restatement is left out
     d = got.evidence.details
     assert (d["supported"], d["claims"], d["restates_user"], d["through_conversation"]) == (1, 1, 1, 1)
-    assert d["resolved"] == [{"claim": RED, "message": 1, "turn": 0, "role": "assistant"}]
+    assert d["resolved"] == [{"claim": RED, "message": 0, "turn": 0, "role": "user"}]
     by_claim = {v.claim: v for v in got.evidence.claims}
     assert by_claim[RED].target == "contexts+conversation" and by_claim[RED].supported
-    assert "message 1 (assistant, turn 0)" in by_claim[RED].reason
+    assert "message 0 (user, turn 0)" in by_claim[RED].reason
     assert by_claim[WEEKENDS].target == "user"
     assert "1 restating the user not counted" in got.reason
     ids = [c.prompt_id for c in got.evidence.calls]
@@ -106,14 +106,15 @@ def test_embedded_judge_names_the_message_with_the_highest_probability() -> None
     got = score(Faithfulness(), turn_sample(), provider)
     assert got.value == pytest.approx(0.9)  # expected form: P(supported) of the one counted claim
     [res] = got.evidence.details["resolved"]
-    assert (res["message"], res["turn"], res["role"]) == (1, 0, "assistant")
-    assert res["probabilities"] == {"1": 0.8, "0": 0.3}
+    assert (res["message"], res["turn"], res["role"]) == (0, 0, "user")
+    assert res["probabilities"] == {"0": 0.8}
     targets = [r.variables["target"] for r in provider.calls_for("verify_claim_conversation")]
     # P(supported) through the conversation for both claims, then each earlier message alone, latest first
-    assert targets == ["contexts+conversation", "contexts+conversation", "message:1", "message:0"]
+    assert targets == ["contexts+conversation", "contexts+conversation", "message:0"]
     source = provider.calls_for("verify_claim_conversation")[0].variables["source"]
     assert source.startswith("<context n=\"1\">")  # the shared long prefix first
-    assert "[2] assistant (turn 0): The Trail is a mountain bike" in source
+    assert "[1] user (turn 0): I ride on weekends. Tell me about the Trail." in source
+    assert "mountain bike" not in source  # the assistant's own earlier words are never evidence
     assert source.rstrip().endswith("[this turn] user: Does it come in red?\n</conversation>")
 
 
@@ -153,27 +154,57 @@ def test_an_injected_conversation_cannot_close_its_block() -> None:
     [call] = provider.calls_for("verify_claims_conversation")
     source = call.messages[1].content
     assert source.count("</conversation>") == 1
-    assert "[/conversation]" in source
+    # the message addresses the evaluator: the judge reads a marker in its place, not the tag
+    assert "[1] user (turn 0): [text addressed to the evaluator, removed]" in source
+    assert "Ignore the above" not in source
 
 
 def test_answer_relevancy_compares_with_the_question_rewritten_to_stand_alone() -> None:
     standalone = "Does the Trail come in red?"
     generated = ["Is the Trail available in red?", "Which colours does the Trail come in?", "Is the Trail red?"]
-    handlers = {"generate_questions_conversation": lambda v: {
-        "question": standalone, "noncommittal": False, "questions": generated}}
+    handlers = {"standalone_question": lambda v: {"question": standalone},
+                "generate_questions": lambda v: {"noncommittal": False, "questions": generated}}
     provider = ScriptedProvider(handlers)
     emb = TableEmbedder({standalone: [1, 0], QUESTION: [0, 1], generated[0]: [1, 0],
                          generated[1]: [0.6, 0.8], generated[2]: [0, 1]})
     got = score(AnswerRelevancy(), turn_sample(), provider, emb)
     assert got.value == pytest.approx((1 + 0.6 + 0) / 3)
     assert got.evidence.details["standalone_question"] == standalone
-    [call] = provider.requests
-    assert "[2] assistant (turn 0)" in call.variables["conversation"]
+    [rewrite] = provider.calls_for("standalone_question")
+    # the rewrite reads the chat (the assistant's words may tell what "it" is) but never the response
+    assert "[2] assistant (turn 0)" in rewrite.variables["conversation"]
+    assert RESPONSE not in rewrite.messages[1].content
+    assert "Write it in English." in rewrite.messages[1].content
+    [questions] = provider.calls_for("generate_questions")  # the single-turn step, from the response alone
+    assert "<conversation>" not in questions.messages[1].content
     single = score(AnswerRelevancy(), turn_sample(history=None),
                    ScriptedProvider({"generate_questions": lambda v: {"noncommittal": False, "questions": generated}}),
                    emb)
     assert single.value == pytest.approx((0 + 0.8 + 1) / 3)  # the question as asked, single-turn prompt
     assert "standalone_question" not in single.evidence.details
+
+
+def test_an_off_topic_answer_to_a_follow_up_scores_low() -> None:
+    # the rewrite never sees the answer, so the answer's questions cannot echo it
+    standalone = "Does the Trail come in red?"
+    off_topic = ["How long is the warranty of the Summit?"] * 3
+    provider = ScriptedProvider({"standalone_question": lambda v: {"question": standalone},
+                                 "generate_questions": lambda v: {"noncommittal": False, "questions": off_topic}})
+    emb = TableEmbedder({standalone: [1, 0], off_topic[0]: [0.28, 0.96]})
+    got = score(AnswerRelevancy(), turn_sample(), provider, emb)
+    assert got.value == pytest.approx(0.28)
+
+
+def test_a_rewrite_in_another_language_is_set_aside_for_the_question_as_asked() -> None:
+    german = "Gibt es das Fahrrad in Rot?"
+    generated = ["Is the Trail available in red?"] * 3
+    provider = ScriptedProvider({"standalone_question": lambda v: {"question": german},
+                                 "generate_questions": lambda v: {"noncommittal": False, "questions": generated}})
+    emb = TableEmbedder({QUESTION: [1, 0], generated[0]: [0.8, 0.6]})
+    got = score(AnswerRelevancy(), turn_sample(), provider, emb)
+    d = got.evidence.details
+    assert (d["standalone_question"], d["standalone_rejected"]) == (QUESTION, german)
+    assert got.value == pytest.approx(0.8)
 
 
 def test_reasons_are_asked_against_the_contexts_not_against_the_users_words() -> None:
@@ -236,3 +267,25 @@ def test_the_set_aside_follows_the_nonanswers_setting_in_a_turn_too() -> None:
                                           nonanswers=False))
     got = asyncio.run(Faithfulness().score(ctx))
     assert got.value == 0.5 and "about_the_documents" not in got.evidence.details
+
+
+def test_a_yes_to_the_users_question_is_not_a_restatement_of_the_user() -> None:
+    # "Does it come in red?" states nothing; "It comes in red." must find its support in the contexts
+    s = world()
+    s.verdicts[(RED, "contexts")] = False
+    s.verdicts[(RED, "user")] = True  # a judge that would call the question a restatement
+    sample = Sample(id="c1:1", question=QUESTION, response="Yes, it comes in red.", contexts=CONTEXTS,
+                    conversation_id="c1", turn=1, history=(Turn("user", "Tell me about the Trail?"), HISTORY[1]))
+    s.claims["Yes, it comes in red."] = [RED]
+    provider = json_judge(s)
+
+    def nowhere(v: Mapping[str, Any]) -> Any:
+        return {"verdicts": [{"id": i, "supported": False, "message": 0, "reason": "not stated"}
+                             for i, _ in enumerate(v["claim_list"], start=1)]}
+
+    provider.handlers["verify_claims_conversation"] = nowhere
+    got = score(Faithfulness(), sample, provider)
+    assert got.outcome is Outcome.SCORED and got.value == 0.0
+    assert got.evidence.details["restates_user"] == 0
+    # no user statement at all: the restatement step is not even asked
+    assert all(c.variables.get("target") != "user" for c in provider.requests)

@@ -456,3 +456,42 @@ def test_the_comparison_pairs_turns_of_a_conversation_as_compare_does(tmp_path: 
     changed = re.findall(r'<a href="/run/turns-b/sample/(b\d)">b\d</a> <a class="muted" href="/run/turns-a/sample/(a\d)"',
                          page)
     assert changed == [("b1", "a1"), ("b3", "a3"), ("b5", "a5")]  # the odd turns moved by 0.25
+
+
+def test_a_turn_page_shows_its_chat_calls_and_the_other_levels_metrics_as_not_applicable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ragsight.cli import main
+
+    chat = {"conversation_id": "trip", "turns": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"name": "weather", "args": {"city": "Paris"}}]},
+        {"role": "tool", "name": "weather", "content": "Paris: sunny, 21 C."},
+        {"role": "assistant", "content": "Sunny, 21 C.",
+         "reference_tool_calls": [{"name": "weather", "args": {"city": "Paris"}}]},
+        {"role": "user", "content": "And tomorrow?"},
+        {"role": "assistant", "content": "Rain is expected.", "tool_calls": [{"name": "forecast", "args": {"day": 1}}],
+         "reference_tool_calls": [{"name": "forecast", "args": {"city": "Paris", "day": 1}}]}]}
+    data = tmp_path / "chat.jsonl"
+    data.write_text(json.dumps(chat) + "\n")
+    db = tmp_path / "runs.db"
+    assert main(["evaluate", str(data), "--metrics", "tool_call_accuracy,conversation_tool_call_accuracy",
+                 "--store", str(db)]) == 0
+    capsys.readouterr()
+    app = app_of(db)
+    with Store(db) as store:
+        run_id = store.runs()[0].id
+    status, page = get(app, f"/run/{run_id}/sample/trip:1")
+    assert status == 200
+    assert "history (the chat before this question)" in page
+    assert "message 0 · user" in page and "Weather in Paris?" in page
+    assert "message 2 · tool weather" in page and "Paris: sunny, 21 C." in page
+    assert 'calls: weather({&quot;city&quot;: &quot;Paris&quot;})' in page
+    assert "tool calls of this turn" in page and "forecast({&quot;day&quot;: 1})" in page
+    assert "not applicable: a metric of the conversation level" in page
+    assert "not scored yet" not in page
+    status, own = get(app, f"/run/{run_id}/sample/trip")
+    assert "not applicable: a metric of the turn level" in own and "<b>messages</b>" in own
+    _, run_page = get(app, f"/run/{run_id}")
+    table = run_page.split('id="samples"', 1)[1].split("</table>", 1)[0]
+    assert ">missing<" not in table and ">n/a<" in table  # a finished run has nothing missing

@@ -35,11 +35,12 @@ from ._agreement import (
     threshold_metrics,
 )
 from ._corrected import MIN_LABELS, CorrectedEstimate, corrected_estimate, ppi_mean
-from ._paired import PairedDifference, paired_difference, pairs_to_detect
+from ._paired import MIN_PAIRED_SHARE, PairedDifference, Pairing, paired_difference, pairs_to_detect
 from ._summaries import RunSpread, Summary, harmonic_mean, overall_score, run_spread, summarize
 
 __all__ = [
     "MIN_LABELS",
+    "MIN_PAIRED_SHARE",
     "ConcordanceRow",
     "ConcordanceTable",
     "ConditionalRate",
@@ -48,6 +49,7 @@ __all__ = [
     "GroupComparison",
     "GroupStats",
     "PairedDifference",
+    "Pairing",
     "RunSpread",
     "Summary",
     "ThresholdMetrics",

@@ -19,7 +19,8 @@ from ._common import (
     _same_length,
 )
 
-__all__ = ["EXACT_PERMUTATION_MAX", "PairedDifference", "paired_difference", "pairs_to_detect"]
+__all__ = ["EXACT_PERMUTATION_MAX", "MIN_PAIRED_SHARE", "PairedDifference", "Pairing", "paired_difference",
+           "pairs_to_detect"]
 
 
 EXACT_PERMUTATION_MAX = 16
@@ -208,3 +209,47 @@ def paired_difference(
         p_value=p_value,
         exact=exact,
     )
+
+
+# Below this share of samples paired with the baseline, a comparison says little about the runs:
+# compare() and diagnose RUN_A RUN_B refuse unless asked (allow_poor_pairing). Any unpaired sample is
+# warned about.
+MIN_PAIRED_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How one run's samples pair with the baseline's, by sample id.
+
+    ``share`` is the paired samples over the larger of the two runs; below
+    :data:`MIN_PAIRED_SHARE` the pairing is ``poor``: the paired differences then speak for a
+    part of the data only (the usual cause: rows without ids whose question or reference text
+    differs between the runs, or two different data sets)."""
+
+    baseline: str
+    other: str
+    n_baseline: int
+    n_other: int
+    paired: int
+
+    @property
+    def share(self) -> float:
+        most = max(self.n_baseline, self.n_other)
+        return self.paired / most if most else 0.0
+
+    @property
+    def poor(self) -> bool:
+        return self.share < MIN_PAIRED_SHARE
+
+    @property
+    def partial(self) -> bool:
+        """Some sample of either run has no partner (a warning, and a refusal when poor)."""
+        return self.paired < max(self.n_baseline, self.n_other)
+
+    def describe(self) -> str:
+        text = (f"{self.paired} of {max(self.n_baseline, self.n_other)} samples paired between "
+                f"{self.baseline} ({self.n_baseline}) and {self.other} ({self.n_other})")
+        unpaired_a, unpaired_b = self.n_baseline - self.paired, self.n_other - self.paired
+        if unpaired_a or unpaired_b:
+            text += f"; unpaired: {unpaired_a} in {self.baseline}, {unpaired_b} in {self.other}"
+        return text

@@ -48,7 +48,7 @@ from ._types import ClaimList, list_of_str, refs
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["GROUNDED_SHARE", "OWN_CLAIM_MIN_CONTENT", "OWN_CLAIM_WORDS", "apart_from_declines", "compound",
+__all__ = ["GROUNDED_SHARE", "OWN_CLAIM_MIN_CONTENT", "OWN_CLAIM_WORDS", "apart_from_declines", "bare", "compound",
            "extract", "grounded", "own_claim", "split_reason"]
 
 OWN_CLAIM_WORDS = 25  # a single statement of at most this many words is its own claim
@@ -68,6 +68,11 @@ _REFERRING = frozenset({"it", "its", "it's", "they", "them", "their", "theirs", 
 # ... or at the start ("This includes ...", "That hangar ...", "There are ...").
 _LEADING = frozenset({"this", "these", "that", "those", "such", "there"})
 _INTERJECTIONS = frozenset({"yes", "no", "ok", "okay", "well", "so", "sure"})
+# A claim made of these words alone (and stop words) affirms or denies nothing by itself: "Yes."
+_BARE = _INTERJECTIONS | {"yeah", "yep", "nope", "right", "correct", "exactly", "indeed", "true", "false",
+                          "absolutely", "definitely", "certainly", "of", "course", "not", "quite",
+                          "ja", "nein", "genau", "richtig", "stimmt", "oui", "non", "si", "sí", "nee"}
+_WORDS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 _NUMBER_RE = re.compile(r"(?<![\w.-])\d[\d,.\-/]*")
 _NAMED_NUMBER = re.compile(r"(?:^|\s)([A-Z][\w-]*)\s$")
 
@@ -139,6 +144,16 @@ def own_claim(text: str, max_words: int = OWN_CLAIM_WORDS) -> str | None:
     return sentences[0]
 
 
+def bare(claim: str) -> bool:
+    """Whether ``claim`` is a bare answer word ("Yes.", "No, not quite.", "Correct!"): it states
+    nothing on its own, so it is not a claim (judged alone, a faithful turn's "Yes" was
+    unsupported and halved its score). A claim with a number is never bare."""
+    if any(ch.isdigit() for ch in claim):
+        return False
+    words = [w.lower() for w in _WORDS.findall(claim)]
+    return any(w in _BARE for w in words) and all(w in _BARE or w in STOP_WORDS for w in words)
+
+
 def grounded(claim: str, text: str, question: str = "") -> bool:
     """Whether ``claim`` is made of the text's own words: every number in it is in the text, and
     at least :data:`GROUNDED_SHARE` of its content words are (a word found only in the question
@@ -159,7 +174,7 @@ async def _recheck(sa: SampleAnalyses, source: str, values: dict[str, str], clai
     """(kept, dropped, the re-ask's answer or None). When some claims are not found in the text,
     the judge is asked once more, naming them; the claims found in the text from both replies are
     kept (in order, without repeats), the others dropped."""
-    question = sa.sample.question or ""
+    question = _asked(sa)
     missing = [c for c in claims if not grounded(c, text, question)]
     if not missing or source != "response" or not sa.settings.nonanswers:
         return claims, [], None
@@ -174,6 +189,14 @@ async def _recheck(sa: SampleAnalyses, source: str, values: dict[str, str], clai
     kept = [c for c in both if grounded(c, text, question)][: sa.settings.max_claims]
     dropped = [c for c in both if not grounded(c, text, question)]
     return kept, dropped, again
+
+
+def _asked(sa: SampleAnalyses) -> str:
+    """What a claim may name its subject from besides the text (a word from it counts half in
+    :func:`grounded`): the question, and for a turn of a conversation the earlier messages too
+    ("Add -maxdepth 1" answers a follow-up whose subject, find, was named two messages before)."""
+    history = " ".join(m.content for m in (sa.sample.history or ()) if m.role in ("user", "assistant"))
+    return f"{history} {sa.sample.question or ''}".strip()
 
 
 def _as_sentence(clause: str) -> str:
@@ -267,6 +290,15 @@ async def _extract(sa: SampleAnalyses, source: str, text: str | None = None) -> 
                           use_cache=sa.settings.use_cache)
     claims = list(dict.fromkeys(ans.value))
     kept, dropped, again = await _recheck(sa, source, values, claims, text, validate)
+    dropped += [c for c in kept if bare(c)]
+    kept = [c for c in kept if not bare(c)]
+    if not kept and dropped and source == "response" and sa.settings.nonanswers:
+        # every claim the judge wrote was dropped, asked twice: the response's own sentences are
+        # its claims (in its own words by definition) rather than calling the response claimless
+        # (a sentence with fewer than OWN_CLAIM_MIN_CONTENT content words, "That is hard to say.",
+        # states no fact and stays out: such a response is still claimless)
+        kept = [c for c in dict.fromkeys(split_sentences(text))
+                if not bare(c) and len(content_words(c)) >= OWN_CLAIM_MIN_CONTENT][: sa.settings.max_claims]
     return ClaimList(source, tuple(kept), refs(ans, again), tuple(dropped))
 
 

@@ -6,28 +6,36 @@ cache keys and scores. The response's claims are the shared ones (extracted once
 verdicts against the contexts alone are the shared step (faithfulness and context recall share
 it). On top of them, :func:`verdicts` does three things:
 
-1. **Reading references through the conversation.** A claim the contexts alone do not support,
-   or that holds a referring word ("it", "they", "this", "there"...: :data:`REFERRING`), is
-   checked again against the contexts followed by the conversation (``verify_claim_conversation``
-   / ``verify_claims_conversation``): the conversation tells what its words refer to, the facts
-   must still come from the contexts. The claim's P(supported) is the larger of the two checks.
-2. **Which earlier message resolved it.** For a claim the conversation made supported (or more
-   likely supported than the contexts alone), the
-   embedded judge checks it against the contexts with each shown earlier message alone and names
-   the one with the highest P(supported) (latest first on a tie); a remote judge names the
-   message in its verdict. Recorded as a :class:`Resolution` (history position, turn, role).
-3. **Restating the user.** A claim still unsupported is checked against the user's own
-   messages (earlier ones and this turn's question, with the shared claim prompt): a claim they
-   support restates the user and is not a hallucination (``target="user"``).
+1. **Reading references through what the user said.** A claim the contexts alone do not
+   support, or that holds a referring word ("it", "they", "this", "there"...: :data:`REFERRING`),
+   is checked again against the contexts followed by the user's messages so far
+   (``verify_claim_conversation`` / ``verify_claims_conversation``): they tell what its words
+   refer to, the facts must still come from the contexts. The claim's P(supported) is the larger
+   of the two checks. **History is context, not evidence:** the assistant's earlier messages are
+   never shown in this check, so nothing the assistant said before can support what it says now
+   (a model agreeing with itself proves nothing); a reference only an assistant message resolves
+   stays unresolved.
+2. **Which earlier message resolved it.** For a claim the user's messages made supported (or
+   more likely supported than the contexts alone), the embedded judge checks it against the
+   contexts with each shown earlier user message alone and names the one with the highest
+   P(supported) (latest first on a tie); a remote judge names the message in its verdict.
+   Recorded as a :class:`Resolution` (history position, turn, role).
+3. **Restating the user.** A claim still unsupported is checked against what the user stated
+   (the sentences of their earlier messages and of this turn's question that are not questions,
+   with the shared claim prompt): a claim they support restates the user and is not a
+   hallucination (``target="user"``). A question states nothing: "Yes, it does" to "Does it?"
+   is a claim to check against the contexts, not a restatement.
 
-The conversation shown is the last :data:`MAX_MESSAGES` user and assistant messages of the
-history, each on one line and cut at :data:`MAX_MESSAGE_CHARS` characters, inside one fenced
-``<conversation>`` block placed after the contexts (the long shared prefix stays first, so the
-embedded judge reuses it across claims and across the two checks).
+The messages shown are the last :data:`MAX_MESSAGES` of the history (user messages only for the
+verdicts; user and assistant messages for rewriting the question), each on one line and cut at
+:data:`MAX_MESSAGE_CHARS` characters, inside one fenced ``<conversation>`` block placed after the
+contexts (the long shared prefix stays first, so the embedded judge reuses it across claims and
+across the two checks).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Sequence
@@ -39,17 +47,16 @@ from ..dataset import Conversation, Turn
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError, JudgeRejectedError
 from ..prompts import fence, load_prompt, neutralise
-from . import _verdicts
+from . import _questions, _verdicts
 from ._calibrated import assess_claim
-from ._questions import first_question
 from ._signals import compute_signals, unfence
+from ._text import LANGUAGE_NAMES, content_words, evident_language, split_sentences
 from ._types import (
     ConversationVerdicts,
     GeneratedQuestions,
     Resolution,
     contexts_block,
     lenient_bool,
-    list_of_str,
     numbered,
     refs,
     verdict_items,
@@ -80,14 +87,19 @@ def turn_of(history: Sequence[Turn]) -> list[int]:
     (``Conversation.assistant_turns``) before it, so a user message and the steps of an agent's
     answer belong to the turn that answers them."""
     answers = Conversation("", tuple(history)).assistant_turns
-    return [sum(p < i for p in answers) for i in range(len(history))]
+    return [bisect.bisect_left(answers, i) for i in range(len(history))]  # answers before i
 
 
-def _shown(history: Sequence[Turn]) -> list[tuple[int, int, Turn]]:
-    """(position in history, turn index, message) of the messages shown to the judge."""
+EVIDENCE_ROLES = ("user",)  # whose earlier words a verdict may read: never the assistant's own
+CHAT_ROLES = ("user", "assistant")
+
+
+def _shown(history: Sequence[Turn], roles: tuple[str, ...] = EVIDENCE_ROLES) -> list[tuple[int, int, Turn]]:
+    """(position in history, turn index, message) of the messages shown to the judge: by default
+    the user's only (see the module docstring: the assistant's words are never evidence)."""
     turns = turn_of(history)
     out = [(i, turns[i], m) for i, m in enumerate(history)
-           if m.role in ("user", "assistant") and m.content.strip()]
+           if m.role in roles and m.content.strip()]
     return out[-MAX_MESSAGES:]
 
 
@@ -99,22 +111,34 @@ def _line(m: Turn) -> str:
 
 
 def conversation_block(history: Sequence[Turn], question: str | None,
-                       only: int | None = None) -> str:
-    """The fenced conversation: one numbered line per shown message ("[2] assistant (turn 0):
-    ..."), then this turn's question; ``only``: just the shown message at that history position."""
+                       only: int | None = None, roles: tuple[str, ...] = EVIDENCE_ROLES) -> str:
+    """The fenced conversation: one numbered line per shown message ("[1] user (turn 0): ..."),
+    then this turn's question; ``only``: just the shown message at that history position;
+    ``roles``: whose messages are shown (the user's by default)."""
     lines = [f"[{n}] {m.role} (turn {turn}): {neutralise(_line(m))}"
-             for n, (i, turn, m) in enumerate(_shown(history), start=1) if only is None or i == only]
+             for n, (i, turn, m) in enumerate(_shown(history, roles), start=1) if only is None or i == only]
     if question and question.strip() and only is None:
         lines.append(f"[this turn] user: {neutralise(' '.join(question.split()))}")
     return fence("conversation", "\n".join(lines))
 
 
-def _user_block(history: Sequence[Turn], question: str | None) -> str:
-    """What the user said: their earlier messages and this turn's question, one per line."""
+def _user_statements(history: Sequence[Turn], question: str | None) -> list[str]:
+    """What the user stated: the sentences of their earlier messages and of this turn's question
+    that are not questions. A question states nothing ("So I can use -prune with -delete?"): an
+    answer that repeats it as a statement ("Yes, -prune works with -delete") restates no one and
+    needs the contexts' support."""
     texts = [m.content for m in history if m.role == "user" and m.content.strip()]
     if question and question.strip():
         texts.append(question)
-    return fence("conversation", "\n".join(f"user: {neutralise(' '.join(t.split()))}" for t in texts))
+    said: list[str] = []
+    for text in texts:
+        said += [t for t in split_sentences(" ".join(text.split())) if not t.rstrip().endswith(("?", "？"))]
+    return said
+
+
+def _user_block(statements: Sequence[str]) -> str:
+    """What the user stated, one sentence a line."""
+    return fence("conversation", "\n".join(f"user: {neutralise(t)}" for t in statements))
 
 
 async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
@@ -162,8 +186,9 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
                 v = _with_reason(v, res)
             final[i] = v
     still = [i for i, v in enumerate(final) if not v.supported]
-    if still:
-        user = _user_block(history, s.question)
+    statements = _user_statements(history, s.question)
+    if still and statements:
+        user = _user_block(statements)
         # no reason asked: a claim the user did not say keeps its reason against the contexts
         said = await _verdicts.verify(sa, [final[i].claim for i in still], "user", user, reasons=False)
         answers_refs = said.refs
@@ -279,33 +304,41 @@ async def _resolve(
 
 
 async def questions(sa: SampleAnalyses) -> GeneratedQuestions:
-    """N questions the response answers, read in the conversation, and the user's question
-    rewritten to stand alone (one JSON step, ``generate_questions_conversation``)."""
+    """The user's question rewritten to stand alone (``standalone_question``: the chat so far and
+    this turn's question, never the response), and N questions the response answers (the shared
+    single-turn step, from the response alone). Two calls, so the rewritten question cannot echo
+    the answer: an off-topic answer's questions do not match it, and the score falls.
+
+    The rewrite is kept only when it shares a content word with what the user said (this turn's
+    question or an earlier user message): a rewrite in another language or about something else
+    is set aside for the question as asked, and the evidence says so (``standalone_rejected``)."""
     judge = sa.need_judge()
-    n = sa.n_questions
     s = sa.sample
+    generated = await _questions.generate(sa)
+    asked = s.question or ""
+    said = [m.content for m in (s.history or ()) if m.role == "user"] + [asked]
+    lang = evident_language(" ".join(said[-2:]))
 
-    def validate(d: dict[str, Any]) -> tuple[str, list[str], bool]:
-        qs = list_of_str(d, "questions")
-        if len(qs) != n:
-            raise OutputError(f"expected exactly {n} questions, got {len(qs)}")
-        standalone = d.get("question")
-        if not isinstance(standalone, str) or not standalone.strip():
+    def validate(d: dict[str, Any]) -> str:
+        q = d.get("question")
+        if not isinstance(q, str) or not q.strip():
             raise OutputError('"question" must be the user\'s question rewritten to stand alone')
-        distinct = list(dict.fromkeys(first_question(q) for q in qs))
-        return standalone.strip(), distinct, lenient_bool(d.get("noncommittal"), '"noncommittal"')
+        return " ".join(q.split())
 
-    conversation = conversation_block(s.history or (), s.question)
-    response = fit_for_judge(judge, [s.response or ""], field="response", output_tokens=120 + 50 * n,
-                             alongside=[conversation], record=sa.truncations)[0]
+    conversation = conversation_block(s.history or (), asked, roles=CHAT_ROLES)
     ans = await judge.ask(
-        load_prompt("generate_questions_conversation"),
-        {"conversation": conversation, "response": fence("response", response), "n": str(n),
-         "response_text": s.response or ""},
-        validate, count=n, max_tokens=120 + 50 * n, use_cache=sa.settings.use_cache,
+        load_prompt("standalone_question"),
+        {"conversation": conversation,
+         "language": LANGUAGE_NAMES[lang] if lang else "the language of the last user message",
+         "question_text": asked},
+        validate, max_tokens=120, use_cache=sa.settings.use_cache,
     )
-    standalone, qs, noncommittal = ans.value
-    return GeneratedQuestions(tuple(qs), noncommittal, refs(ans), standalone_question=standalone)
+    standalone, rejected = ans.value, None
+    words = set(content_words(standalone))
+    if asked.strip() and words and not words & set(content_words(" ".join(said))):
+        standalone, rejected = asked, ans.value
+    return GeneratedQuestions(generated.questions, generated.noncommittal, generated.refs + refs(ans),
+                              standalone_question=standalone, standalone_rejected=rejected)
 
 
 # ---- the whole conversation, for the conversation-level metrics ------------------------------

@@ -160,8 +160,10 @@ class GeneratedQuestions:
     questions: tuple[str, ...]
     noncommittal: bool
     refs: tuple[JudgeCallRef, ...] = ()
-    # a turn of a conversation: the user's question rewritten to stand alone (else None)
+    # a turn of a conversation: the user's question rewritten to stand alone (else None), and a
+    # rewrite set aside because it shares no content word with what the user said (else None)
     standalone_question: str | None = None
+    standalone_rejected: str | None = None
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,10 @@ def prices_from_config(path: str | Path | None) -> dict[str, tuple[float, float,
         return {}
     try:
         doc = _read_toml(file.read_text("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"the config file {file} is not UTF-8; TOML files are UTF-8: save it as UTF-8") from None
+    except RecursionError:
+        raise ConfigError(f"the config file {file} nests arrays or tables too deeply to read") from None
     except Exception as exc:
         raise ConfigError(f"the config file {file} is not valid TOML: {exc}") from None
     tool = doc.get("tool")

@@ -31,6 +31,12 @@ backend runs one for the whole cluster). With ``adaptive`` on, the limit it allo
 With ``adaptive`` off the limit is the ceiling (a fixed limit, as for the embedded judge), and
 pauses still apply.
 
+A **gate** (:attr:`Limiter.gate`) holds the permits back for a reason of the caller's: a
+permit is granted beside calls in flight only while ``gate(in_flight)`` says so (a run's money
+limit lets another call start only while its worst cost fits beside the calls in flight), and
+re-asked each time a permit comes back. With nothing in flight a permit is always granted: the
+caller then decides, call by call, so the calls wait for each other instead of failing.
+
 Calls waiting for a permit are served lowest priority first (:func:`call_priority`, the sample's
 position in the run), so the samples started first finish first: the run keeps few samples half
 done, and a sample's chain of calls is not held behind the first calls of later samples.
@@ -46,7 +52,7 @@ import itertools
 import math
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,6 +185,8 @@ class Limiter:
         self._silent_from = 0.0
         self._silent_wait = math.inf
         self._open: tuple[int, float] | None = None
+        # whether another call may start beside ``in_flight`` permits out (see the module docstring)
+        self.gate: Callable[[int], bool] | None = None
         self.stats = LimiterStats(limit=int(self._limit), ceiling=self.ceiling, adaptive=adaptive,
                                   min_limit=int(self._limit), max_limit=int(self._limit))
 
@@ -205,7 +213,7 @@ class Limiter:
 
     async def acquire(self, priority: int | None = None) -> Permit:
         prio = current_priority() if priority is None else priority
-        if not self._waiters and self._in_flight < self.limit and self.paused_for() == 0:
+        if not self._waiters and self._in_flight < self.limit and self.paused_for() == 0 and self._gate_open():
             return self._grant()
         fut: asyncio.Future[Permit] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiters, _Waiter(prio, next(self._seq), fut))
@@ -221,6 +229,9 @@ class Limiter:
             else:
                 self._n_waiting -= 1  # left in the heap, skipped when its turn comes
             raise
+
+    def _gate_open(self) -> bool:
+        return self.gate is None or self._in_flight == 0 or self.gate(self._in_flight)
 
     def _grant(self) -> Permit:
         self._in_flight += 1
@@ -347,9 +358,12 @@ class Limiter:
                 self._wake_handle = loop.call_later(pause, self._resume)
             return
         while self._waiters and self._in_flight < self.limit:
-            w = heapq.heappop(self._waiters)
-            if w.future.done():
+            if self._waiters[0].future.done():
+                heapq.heappop(self._waiters)
                 continue  # cancelled while waiting
+            if not self._gate_open():
+                return  # a permit coming back asks again
+            w = heapq.heappop(self._waiters)
             self._n_waiting -= 1
             w.future.set_result(self._grant())
 

@@ -19,6 +19,7 @@ from rich.text import Text
 from .._terminal import guard
 from ..dataset import check_writable_target, write_failure
 from ..errors import ConfigError, RagsightError
+from ..store import Store
 
 __all__ = [
     "DEFAULT_STORE",
@@ -32,6 +33,7 @@ __all__ = [
     "checked_output",
     "close_name",
     "err",
+    "open_existing",
     "out",
     "piped_at_80",
     "say",
@@ -121,3 +123,9 @@ def writing_output(path: str | os.PathLike[str], what: str, after: str = "") -> 
         yield
     except OSError as exc:
         raise RagsightError(write_failure(path, exc, what) + after) from None
+
+
+def open_existing(path: str) -> Store:
+    if path != ":memory:" and not os.path.exists(path):
+        raise RagsightError(f"no store at {path}; give the --store file that 'ragsight evaluate' wrote")
+    return Store(path)

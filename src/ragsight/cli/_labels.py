@@ -50,8 +50,10 @@ def _open(path: str) -> Store:
 def cmd_import(args: argparse.Namespace) -> int:
     with _open(args.store) as store:
         done = import_labels(store, args.file, args.label, args.run, metric=args.metric, who=args.who)
+    twice = (f"; {done.duplicates} row(s) gave a label again (same sample, metric, claim and person): the "
+             "last of each was kept" if done.duplicates else "")
     out.print(Text(f"{done.written} label(s) '{done.field}' from {done.source} written to {args.store} "
-                   f"({done.rows} row(s) read)."))
+                   f"({done.rows} row(s) read{twice})."))
     if done.skipped:
         err.print(Text(f"WARNING: {len(done.skipped)} row(s) left out:", style="bold red"))
         for n, why in done.skipped[:10]:
@@ -163,6 +165,7 @@ def register(subparsers: Any) -> None:
     al.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds (default 5)")
     al.add_argument("--judge", help="the judge that re-judges held-out claims with the examples "
                     "(default: the run's)")
-    al.add_argument("--base-url", help="OpenAI-compatible base URL for --judge")
+    al.add_argument("--base-url", help="the server the judge is asked again at (default: the one the run "
+                    "stored for its judge; a run that stored none needs this flag)")
     _add_store(al)
     al.set_defaults(func=cmd_align)

@@ -25,6 +25,7 @@ from ..result import load_result
 from ..store import Store
 from ._common import EXIT_OK, checked_output, out, piped_at_80, writing_output
 from ._common import add_store as _add_store
+from ._summary import print_summary
 
 __all__ = ["register"]
 
@@ -79,8 +80,6 @@ def _floats_pair(text: str, flag: str) -> tuple[float, float]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from . import print_summary
-
     path = checked_output(args.out, "report file")  # before the work, not after it
     with _open_store(args.store) as store:
         runs = load_runs(store, args.runs)

@@ -1,16 +1,20 @@
 """Data in: the samples and conversations under evaluation, and the readers that turn other
 tools' files and shapes into them.
 
-``_sample`` (Sample, Dataset, loading, turn_samples), ``_conversation`` (Turn, ToolCall,
-Conversation), ``_conversations`` (other tools' conversation shapes, metric and sample levels),
-``_shapes`` (field names, value rules, safety checks), ``_rows`` (other tools' row shapes),
-``_files`` (strict JSON, TOML, atomic replacement of every file ragsight writes for others).
+``_sample`` (Sample, the out-of-scope rule, turn_samples), ``_dataset`` (Dataset: loading from
+files, pandas, records), ``_reading`` (one row into a Sample, the row-by-row reader), ``_lazy``
+(a large JSONL file read from disk), ``_problems`` (row problems and their groups),
+``_conversation`` (Turn, ToolCall, Conversation), ``_conversations`` (other tools' conversation
+shapes, metric and sample levels), ``_shapes`` (field names), ``_values`` (value rules),
+``_safety`` (safety checks), ``_rows`` (other tools' row shapes), ``_files`` (strict JSON, TOML,
+atomic replacement of every file ragsight writes for others).
 """
 
 from __future__ import annotations
 
 from ._conversation import ROLES, Conversation, ToolCall, Turn
 from ._conversations import conversation_aggregates, metric_level, sample_level
+from ._dataset import Dataset
 from ._files import (
     atomic_path,
     atomic_write,
@@ -19,19 +23,10 @@ from ._files import (
     strict_json,
     write_failure,
 )
-from ._sample import (
-    FIELD_ALIASES,
-    Dataset,
-    ProblemGroup,
-    RowProblem,
-    Sample,
-    SampleWarning,
-    group_problems,
-    is_out_of_scope,
-    sample_from_mapping,
-    turn_samples,
-)
-from ._shapes import ALIAS_TO_FIELD
+from ._problems import ProblemGroup, RowProblem, group_problems
+from ._reading import sample_from_mapping
+from ._sample import Sample, SampleWarning, is_out_of_scope, turn_samples
+from ._shapes import ALIAS_TO_FIELD, FIELD_ALIASES
 
 __all__ = [
     "ALIAS_TO_FIELD",

@@ -95,11 +95,11 @@ class Conversation:
         before the next user message is a step of the turn after it, not a turn of its own (an
         agent's call, the tool's result, then its answer make one turn)."""
         out = []
-        for i, t in enumerate(self.turns):
-            if t.role != "assistant":
-                continue
-            later = next((u.role for u in self.turns[i + 1:] if u.role in ("user", "assistant")), None)
-            if t.tool_calls and later == "assistant":
-                continue
-            out.append(i)
-        return tuple(out)
+        later: str | None = None  # the role of the next user or assistant message (one pass, backwards)
+        for i in range(len(self.turns) - 1, -1, -1):
+            t = self.turns[i]
+            if t.role == "assistant" and not (t.tool_calls and later == "assistant"):
+                out.append(i)
+            if t.role in ("user", "assistant"):
+                later = t.role
+        return tuple(reversed(out))

@@ -31,19 +31,30 @@ __all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "re
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """The TOML document in ``path``. ``what`` names the file for the user ("config file",
-    "rubric file"): a file that cannot be read, or is not valid TOML, raises ConfigError
-    ("cannot read the config file PATH: ...", "the config file PATH is not valid TOML: ...")."""
+    "rubric file"): a file that cannot be read, is not UTF-8, is not valid TOML or nests too deeply
+    to read raises ConfigError ("cannot read the config file PATH: ...", "the config file PATH is
+    not valid TOML: ...")."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10 (tomli is a dependency there)
         import tomli as tomllib
     try:
         with path.open("rb") as f:
-            return tomllib.load(f)
+            data = f.read()
     except OSError as exc:
         raise ConfigError(f"cannot read the {what} {path}: {exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"the {what} {path} is not UTF-8 (byte 0x{data[exc.start]:02x} on line {line}); TOML "
+                          "files are UTF-8: save it as UTF-8") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"the {what} {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"the {what} {path} nests arrays or tables too deeply to read") from None
 
 
 def finite(value: Any) -> Any:

@@ -2,7 +2,8 @@
 DeepEval), recognised by the row's keys, and Phoenix span tables merged into one row per trace.
 
 The field names, the value rules and the safety checks each row goes through are in
-``ragsight._shapes`` (its docstring states the rules); ``docs/data.md`` is the reader's version.
+``_shapes``, ``_values`` and ``_safety`` (their docstrings state the rules); ``docs/data.md`` is
+the reader's version.
 """
 
 from __future__ import annotations
@@ -13,26 +14,19 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._safety import SURROGATE, check_safe
 from ._shapes import (
     ALIAS_TO_FIELD,
     CONTENT_FIELDS,
     KNOWN_FOREIGN,
-    SURROGATE,
     FieldError,
     RowFields,
     canonical_field,
-    check_safe,
-    chunks,
-    ids,
     is_missing,
-    metadata,
-    norm_id,
     norm_key,
-    reference,
-    relevant,
-    text,
     to_plain,
 )
+from ._values import chunks, ids, metadata, norm_id, reference, relevant, text
 
 __all__ = ["merge_phoenix_spans", "read_row"]
 
@@ -187,6 +181,27 @@ def _without_result_columns(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k not in drop} if drop else dict(raw)
 
 
+# A numpy array of numbers as str() writes it: '[ 7 12]', '[3 9]', '[ 7. 12.]' (Hugging Face
+# ``datasets`` writes a list column so into CSV); '...' marks an array numpy shortened.
+_NUMPY_NUMBERS = re.compile(r"\[\s*(?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*)+\]")
+_NUMPY_SHORTENED = re.compile(r"\[\s*[-+\d.eE\s]*\.\.\.[-+\d.eE\s]*\]")
+
+
+def _numpy_numbers(name: str, value: Any) -> Any:
+    """Ids written as numpy prints an array of numbers (no commas) as a list of those numbers; an
+    array numpy shortened with '...' is a FieldError (its middle ids are not in the text); any
+    other value as it is."""
+    if not isinstance(value, str):
+        return value
+    s = value.strip()
+    if _NUMPY_NUMBERS.fullmatch(s) and "," not in s:
+        return [float(t) if any(c in t for c in ".eE") else int(t) for t in s[1:-1].split()]
+    if _NUMPY_SHORTENED.fullmatch(s):
+        raise FieldError(name, "the ids are a numpy array shortened with '...' (numpy prints at most 1,000 "
+                         "numbers): the ids in the middle are lost. Write the file as JSON lines or Parquet.")
+    return value
+
+
 _TEXTS_NAME = re.compile(r"chunk|passage|context|retriev|snippet|excerpt|^docs$|^documents$|_docs$|_documents$")
 
 
@@ -313,8 +328,10 @@ def read_row(raw: Mapping[str, Any]) -> RowFields:
     got = fail_as_source("reference_contexts", chunks, "reference_contexts", safe("reference_contexts"),
                          split_for("reference_contexts"))
     v["reference_contexts"], ref_ids = got if got else (None, None)
-    v["retrieved_ids"] = fail_as_source("retrieved_ids", ids, "retrieved_ids", safe("retrieved_ids"))
-    v["relevant_ids"] = fail_as_source("relevant_ids", relevant, safe("relevant_ids"))
+    v["retrieved_ids"] = fail_as_source("retrieved_ids", lambda x: ids("retrieved_ids", _numpy_numbers(
+        "retrieved_ids", x)), safe("retrieved_ids"))
+    v["relevant_ids"] = fail_as_source("relevant_ids", lambda x: relevant(_numpy_numbers("relevant_ids", x)),
+                                       safe("relevant_ids"))
     if v["retrieved_ids"] is None and ctx_ids is not None:
         v["retrieved_ids"] = ctx_ids
         out.sources["retrieved_ids"] = f"{out.sources['contexts']}[].id"

@@ -13,7 +13,8 @@ LangChain and LlamaIndex are imported only when their function is called (extras
 from ._langchain import aanswer_with_langchain, answer_with_langchain
 from ._llamaindex import aanswer_with_llamaindex, answer_with_llamaindex
 from ._pipeline import PipelineRun, PipelineWarning, testset_rows
-from ._traces import TRACE_FORMATS, TraceImport, TraceProblem, import_traces, traces_from_records
+from ._trace_common import TRACE_FORMATS, TraceImport, TraceProblem
+from ._traces import import_traces, traces_from_records
 
 __all__ = [
     "TRACE_FORMATS",

@@ -41,7 +41,7 @@ from ..calls import (
 )
 from ..errors import ConfigError, JudgeUnavailableError, MissingExtraError
 from ._choices import usable_logprob
-from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
+from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError, UsageReader
 
 __all__ = ["LITELLM_KINDS", "LiteLLMProvider", "import_litellm", "litellm_model"]
 
@@ -142,6 +142,7 @@ class LiteLLMProvider:
         self.model = model.strip()
         self.provider = self.model.split("/", 1)[0]
         self.name = name or f"litellm:{self.model}"
+        self._usage = UsageReader(self.name)
         if self.provider == "azure":
             api_base = api_base or os.environ.get("AZURE_API_BASE")
             api_version = api_version or os.environ.get("AZURE_API_VERSION")
@@ -344,8 +345,8 @@ class LiteLLMProvider:
         text = redact_answer(_text(getattr(message, "content", None)), self._secrets)
         finish = getattr(choice, "finish_reason", None)
         usage = getattr(response, "usage", None)
-        prompt_tokens = _count(getattr(usage, "prompt_tokens", None))
-        completion_tokens = _count(getattr(usage, "completion_tokens", None))
+        prompt_tokens = self._usage.count(getattr(usage, "prompt_tokens", None), "prompt_tokens")
+        completion_tokens = self._usage.count(getattr(usage, "completion_tokens", None), "completion_tokens")
         if prompt_tokens is None:
             prompt_tokens = sum(self.count_tokens(m["content"]) for m in kwargs["messages"])
         if completion_tokens is None:
@@ -475,12 +476,6 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
     return ""
-
-
-def _count(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
 
 
 def _first_top_logprobs(logprobs: Any) -> dict[str, float] | None:

@@ -52,7 +52,7 @@ from ..calls import (
 )
 from ..errors import ConfigError, JudgeUnavailableError
 from ._choices import UnreadableChoicesError, choice_probabilities, usable_logprob
-from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError
+from ._protocol import ChoiceScores, Completion, JudgeRequest, Message, ProviderError, UsageReader
 
 __all__ = ["OpenAIProvider"]
 
@@ -140,6 +140,7 @@ class OpenAIProvider:
         self._has_key = api_key is not None
         self._headers = build_headers(api_key, extra_headers)
         self._secrets = secrets_of(api_key, extra_headers)
+        self._usage = UsageReader(self.name)
         # negotiated with the server, remembered for the life of the instance
         self._structured = _MODES[0]
         self._logprobs = bool(logprobs)
@@ -461,8 +462,10 @@ class OpenAIProvider:
             )
         finish = choice.get("finish_reason")
         usage = data.get("usage")
-        prompt_tokens = _count(usage, "prompt_tokens")
-        completion_tokens = _count(usage, "completion_tokens")
+        if not isinstance(usage, Mapping):
+            usage = {}
+        prompt_tokens = self._usage.count(usage.get("prompt_tokens"), "prompt_tokens")
+        completion_tokens = self._usage.count(usage.get("completion_tokens"), "completion_tokens")
         if prompt_tokens is None:  # estimated: the server reported no usage
             prompt_tokens = sum(self.count_tokens(m["content"]) for m in body["messages"])
         if completion_tokens is None:
@@ -523,15 +526,6 @@ def _content_text(content: Any) -> str:
     if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
     return ""
-
-
-def _count(usage: Any, key: str) -> int | None:
-    if not isinstance(usage, Mapping):
-        return None
-    value = usage.get(key)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
 
 
 def _first_top_logprobs(logprobs: Any) -> dict[str, float] | None:

@@ -7,6 +7,7 @@ which wraps any provider.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -22,6 +23,32 @@ __all__ = [
     "Message",
     "ProviderError",
 ]
+
+MAX_TOKEN_COUNT = 10**12
+"""A server's usage figure at or above this is no token count (a trillion tokens in one call)."""
+
+
+class UsageReader:
+    """Reads the token counts a server reports with an answer. A count is a whole number from 0
+    below :data:`MAX_TOKEN_COUNT`; anything else (a bool, a float, ``1e400``, ``10**400``, a
+    negative number, a string) is treated as missing, so the provider counts the tokens of the
+    text instead, and the first such value is said once, as a warning."""
+
+    def __init__(self, who: str) -> None:
+        self.who = who
+        self.ignored = 0
+
+    def count(self, value: Any, key: str) -> int | None:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_TOKEN_COUNT:
+            return value
+        if value is not None:
+            self.ignored += 1
+            if self.ignored == 1:
+                shown = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(value))}-digit number"
+                warnings.warn(f"the judge {self.who} reported {key} = {shown[:60]}, which is not a token count; the "
+                              "tokens of such answers are counted from their text instead (their usage and cost "
+                              "are estimates)", UserWarning, stacklevel=3)
+        return None
 
 
 @dataclass(frozen=True)

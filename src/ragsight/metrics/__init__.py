@@ -241,7 +241,31 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
         if empty_groups:
             raise ConfigError(f"no metric selected: {'; '.join(empty_groups)}")
         raise ConfigError("no metric selected; name at least one with --metrics")
+    _check_tool_call_level(out, samples)
     return out
+
+
+def _check_tool_call_level(chosen: Sequence[Metric], samples: Sequence[Sample]) -> None:
+    """Stop before any work when a turn's tool-call metric is asked for on conversations whose
+    reference calls sit on the conversation (ragas' MultiTurnSample keeps them there) and on no
+    turn: every turn would be skipped for a field the file does have. The conversation form of
+    the metric is the one that reads them; the error names it."""
+    turn_forms = [m for m in chosen if m.name in ("tool_call_accuracy", "tool_call_f1")]
+    if not turn_forms:
+        return
+    on_conversation = [s for s in samples if s.conversation_id is not None and s.turn is None
+                       and s.reference_tool_calls is not None]
+    on_turns = any(s.turn is not None and s.reference_tool_calls is not None for s in samples)
+    if not on_conversation or on_turns:
+        return
+    asked = ", ".join(m.key for m in turn_forms)
+    forms = ", ".join(f"conversation_{m.name}" for m in turn_forms)
+    raise ConfigError(
+        f"{asked} judges each turn against that turn's reference calls, but the reference calls of "
+        f"{len(on_conversation)} conversation(s) (the first: '{on_conversation[0].conversation_id}') are given "
+        f"for the whole conversation, as ragas' MultiTurnSample keeps them, and no turn has its own: "
+        f"ask for {forms} (every call of the conversation against its reference calls, as ragas scores "
+        f"them); nothing was run.")
 
 
 def metrics_of_run(records: Sequence[Mapping[str, Any]], samples: Sequence[Sample] = ()) -> list[Metric]:

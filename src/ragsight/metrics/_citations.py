@@ -17,11 +17,18 @@ Markers read, mapped to the sample's chunks by 1-based position or by ``retrieve
 A marker belongs to the sentence it stands in, or to the sentence it follows (``... fact.[2]``).
 A marker that names no chunk (out of range, an unknown id, an unreadable item) is kept with its
 problem and counts as a citation that supports nothing.
+
+Caps: the first :data:`MAX_MARKERS` markers of a response are read, and the first
+:data:`MAX_SENTENCE_CITATIONS` distinct citations of a sentence count; markers beyond them are
+removed from the text as the others are, counted, and said in the evidence (``not_read``) and in
+the score's reason. A response of thousands of markers costs what one of a few hundred does (it
+used to cost memory in the square of its length: a verdict per citation, each carrying its claim).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +37,17 @@ from .._score import ClaimVerdict, Evidence
 from ..analyses import ClaimList, Need, SampleAnalyses, VerdictList, content_words, split_sentences
 from ._base import Metric
 
-__all__ = ["Citation", "CitationMetric", "CitationTable", "Marker", "attach", "citation_table", "parse_citations"]
+__all__ = [
+    "MAX_MARKERS",
+    "MAX_SENTENCE_CITATIONS",
+    "Citation",
+    "CitationMetric",
+    "CitationTable",
+    "Marker",
+    "attach",
+    "citation_table",
+    "parse_citations",
+]
 
 _BRACKET = re.compile(r"\[(?!\^)([^\[\]\n]{1,80})\](?!\()|【([^【】\n]{1,80})】")
 _FOOTREF = re.compile(r"\[\^([^\]\s]{1,40})\](?!:)")
@@ -39,6 +56,10 @@ _INT = re.compile(r"^\d+$")
 _RANGE = re.compile(r"^(\d+)\s*[-–]\s*(\d+)$")
 _IDLIKE = re.compile(r"^[A-Za-z_][\w.:#/ -]{0,60}$")
 _MAX_RANGE = 50
+MAX_MARKERS = 200
+"""Markers read in one response; the rest are removed from the text, counted and said."""
+MAX_SENTENCE_CITATIONS = 20
+"""Distinct citations counted in one sentence; the rest are counted and said."""
 # "[Source 2]", "[Document 3]", "[passage #1]": a position, when no retrieved id is written so
 _NAMED = re.compile(r"^(?:source|doc|document|passage|chunk|context|ref|reference)\s*[#:]?\s+(\d+)$|"
                     r"^(?:source|doc|document|passage|chunk|context|ref|reference)\s*#\s*(\d+)$", re.I)
@@ -56,11 +77,13 @@ class Citation:
 
 @dataclass(frozen=True)
 class Marker:
-    """One marker as written (``[1, 3]``), where it stands, and what it cites."""
+    """One marker as written (``[1, 3]``), where it stands, and what it cites (``read`` False:
+    beyond :data:`MAX_MARKERS`, removed from the text but not read)."""
 
     text: str
     start: int
     citations: tuple[Citation, ...]
+    read: bool = True
 
 
 @dataclass(frozen=True)
@@ -73,11 +96,25 @@ class Sentence:
 @dataclass(frozen=True)
 class CitationTable:
     """The response's sentences with their citations, and for each claim the sentence it was
-    attached to (None when no sentence shares a content word with it)."""
+    attached to (None when no sentence shares a content word with it). ``markers_not_read``:
+    markers beyond :data:`MAX_MARKERS`; ``citations_not_read``: citations of a sentence beyond
+    :data:`MAX_SENTENCE_CITATIONS`."""
 
     sentences: tuple[Sentence, ...]
     claim_sentence: tuple[int | None, ...]
     markers: tuple[Marker, ...] = field(default=())
+    markers_not_read: int = 0
+    citations_not_read: int = 0
+
+    @property
+    def not_read(self) -> str:
+        """What the caps left out, as a clause ('' when nothing)."""
+        parts = []
+        if self.markers_not_read:
+            parts.append(f"{self.markers_not_read:,} marker(s) beyond the first {MAX_MARKERS} of the response")
+        if self.citations_not_read:
+            parts.append(f"{self.citations_not_read:,} citation(s) beyond {MAX_SENTENCE_CITATIONS} in a sentence")
+        return f"{' and '.join(parts)} not read" if parts else ""
 
     @property
     def n_citations(self) -> int:
@@ -155,26 +192,37 @@ def parse_citations(text: str, n_chunks: int, ids: Sequence[str] | None = None) 
     markers with their positions in that text."""
     definitions = {m.group(1): m.group(2) for m in _FOOTDEF.finditer(text)}
     body = _FOOTDEF.sub("", text)
-    found: list[tuple[int, int, str, tuple[Citation, ...]]] = []
+    found: list[tuple[int, int, str, tuple[Citation, ...] | None]] = []
+    # A bracket is read once to know whether it is a marker at all; beyond MAX_MARKERS its items
+    # are not resolved (the ids are not searched), only removed from the text.
+    n_read = 0
     for m in _BRACKET.finditer(body):
-        cites = _bracket_citations(m.group(1) or m.group(2), n_chunks, ids)
+        cites = _bracket_citations(m.group(1) or m.group(2), n_chunks, ids if n_read < MAX_MARKERS else None)
         if cites is not None:
             found.append((m.start(), m.end(), m.group(0), cites))
+            n_read += 1
     for m in _FOOTREF.finditer(body):
-        found.append((m.start(), m.end(), m.group(0),
-                      _footnote_citations(m.group(1), definitions.get(m.group(1)), n_chunks, ids)))
-    found.sort()
+        found.append((m.start(), m.end(), m.group(0), None))
+    found.sort(key=lambda f: f[0])
     clean: list[str] = []
     markers: list[Marker] = []
     pos = 0
     size = 0
-    for start, end, raw, cites in found:
+    for start, end, raw, maybe in found:
+        read = len(markers) < MAX_MARKERS
+        if not read:
+            cites = ()
+        elif maybe is None:  # a footnote reference
+            label = raw[2:-1]
+            cites = _footnote_citations(label, definitions.get(label), n_chunks, ids)
+        else:
+            cites = maybe
         piece = body[pos:start]
         if body[end:end + 1] in (".", ",", ";", ":", "!", "?", ")"):
             piece = piece.rstrip(" \t")  # "fact [1]." reads "fact."
         clean.append(piece)
         size += len(piece)
-        markers.append(Marker(raw, size, cites))
+        markers.append(Marker(raw, size, cites, read))
         after = body[end:end + 1]
         if piece[-1:].isalnum() and after.isalnum():  # "foo[1]bar": keep the words apart
             clean.append(" ")
@@ -205,23 +253,33 @@ def attach(text: str, claims: Sequence[str], n_chunks: int,
     way, with its markers removed."""
     clean, markers = parse_citations(text, n_chunks, ids)
     spans = _sentence_spans(clean)
+    starts = [a for a, _, _ in spans]
     per: list[list[Marker]] = [[] for _ in spans]
     for mk in markers:
         if not spans:
             break
-        # the sentence the marker stands in, else the last one ending before it
-        idx = next((i for i, (a, b, _) in enumerate(spans) if a <= mk.start <= b), None)
-        if idx is None:
-            before = [i for i, (_, b, _) in enumerate(spans) if b <= mk.start]
-            idx = before[-1] if before else 0
+        # the sentence the marker stands in, else the last one ending before it: the spans are in
+        # order, so that is the last one starting at or before it (or the one before, when the
+        # marker stands where one sentence ends and the next begins)
+        idx = max(bisect_right(starts, mk.start) - 1, 0)
+        if idx > 0 and spans[idx - 1][1] >= mk.start:
+            idx -= 1
         per[idx].append(mk)
     sentences = []
+    not_read = 0
     for (_, _, s), mks in zip(spans, per):
         seen: dict[tuple[int | None, str], Citation] = {}
         for mk in mks:
             for c in mk.citations:
-                seen.setdefault((c.chunk, "" if c.chunk is not None else c.text), c)
-        sentences.append(Sentence(s, tuple(seen.values()), tuple(mk.text for mk in mks)))
+                at = (c.chunk, "" if c.chunk is not None else c.text)
+                if at in seen:
+                    continue
+                if len(seen) >= MAX_SENTENCE_CITATIONS:
+                    not_read += 1
+                    continue
+                seen[at] = c
+        shown = tuple(mk.text for mk in mks if mk.read)[:MAX_SENTENCE_CITATIONS]
+        sentences.append(Sentence(s, tuple(seen.values()), shown))
     words = [set(content_words(s)) for _, _, s in spans]
     claim_sentence: list[int | None] = []
     for claim in claims:
@@ -232,7 +290,9 @@ def attach(text: str, claims: Sequence[str], n_chunks: int,
             if share > best_share:
                 best, best_share = i, share
         claim_sentence.append(best)
-    return CitationTable(tuple(sentences), tuple(claim_sentence), tuple(markers))
+    unread = sum(not mk.read for mk in markers)
+    return CitationTable(tuple(sentences), tuple(claim_sentence), tuple(mk for mk in markers if mk.read),
+                         unread, not_read)
 
 
 @dataclass(frozen=True)
@@ -317,12 +377,17 @@ def _row(c: Citation, support: frozenset[int]) -> dict[str, Any]:
 
 def details(check: CitationCheck) -> dict[str, Any]:
     """The evidence details both metrics record."""
-    return {
+    out: dict[str, Any] = {
         "claims": [dict(r) for r in check.claims],
         "citations": [dict(c) for c in check.citations],
         "sentences": [{"sentence": j + 1, "text": s.text, "markers": list(s.markers)}
                       for j, s in enumerate(check.table.sentences)],
     }
+    table = check.table
+    if table.markers_not_read or table.citations_not_read:
+        out["not_read"] = {"markers": table.markers_not_read, "citations": table.citations_not_read,
+                           "max_markers": MAX_MARKERS, "max_sentence_citations": MAX_SENTENCE_CITATIONS}
+    return out
 
 
 class CitationMetric(Metric):

@@ -13,7 +13,8 @@ Conventions shared by every function here:
 - No relevant id at all: the functions return ``None`` ("undetermined"), since every ranking
   would score the same and the value says nothing about the retriever. (trec_eval scores such a
   query 0 and averages it in; the caller counts it as undetermined instead.) Never NaN.
-- Relevant ids but nothing retrieved: 0.0.
+- Relevant ids but nothing retrieved: 0.0 here. (The metrics of ``ir`` never ask: a sample with
+  an empty or absent ``retrieved_ids`` is skipped before it is scored, as docs/metrics.md says.)
 - ``k`` larger than the list: the missing ranks count as not relevant; ``precision_at_k`` still
   divides by ``k``, as trec_eval's ``P_k`` does.
 - Duplicate ids in ``retrieved``: only the first occurrence can count. A repeat keeps its rank

@@ -21,6 +21,12 @@ __all__ = ["bleu", "chrf", "exact_match", "rouge_l", "rouge_n", "token_f1"]
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _NON_ALNUM = re.compile(r"[\W_]+")
+# Chinese and Japanese are written without spaces: each of these characters is a token of its
+# own, as sacrebleu's zh tokenizer splits Chinese (CJK ideographs and their extensions and
+# compatibility forms, hiragana, katakana and its half-width forms). Hangul keeps its words.
+_CJK_CHAR = re.compile(
+    "([\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0003134f])")
 
 
 def _references(references: str | Sequence[str]) -> tuple[str, ...]:
@@ -110,8 +116,10 @@ def chrf(prediction: str, references: str | Sequence[str]) -> float:
 
 
 def _rouge_tokens(text: str) -> list[str]:
-    """Lowercase, turn runs of non-alphanumerics (Unicode-aware) into spaces, split."""
-    return _NON_ALNUM.sub(" ", text.lower()).split()
+    """Lowercase, turn runs of non-alphanumerics (Unicode-aware) into spaces, split; each
+    Chinese or Japanese character is a token (``_CJK_CHAR``), so a sentence written without
+    spaces is not one all-or-nothing token."""
+    return _CJK_CHAR.sub(r" \1 ", _NON_ALNUM.sub(" ", text.lower())).split()
 
 
 def _ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:

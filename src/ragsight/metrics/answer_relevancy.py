@@ -5,9 +5,11 @@ reads as a decline (English, German, French, Spanish) with no judge call, else o
 calls noncommittal while it writes the questions.
 
 A turn of a conversation (a sample with a ``history``) is read in its conversation: the
-questions are generated with the earlier turns shown, and compared with the user's question
-rewritten to stand alone ("Does it come in red?" -> "Does the Trail come in red?"), which the
-evidence records (``standalone_question``).
+questions generated from the response are compared with the user's question rewritten to stand
+alone ("Does it come in red?" -> "Does the Trail come in red?") by a separate step that never sees
+the response, which the evidence records (``standalone_question``; a rewrite that shares no
+content word with what the user said is set aside for the question as asked:
+``standalone_rejected``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class AnswerRelevancy(Metric):
         }
         if gen.standalone_question is not None:
             details["standalone_question"] = gen.standalone_question
+        if gen.standalone_rejected is not None:
+            details["standalone_rejected"] = gen.standalone_rejected
         ev = Evidence(details=details, calls=gen.refs)
         if gen.noncommittal:
             return Score.scored(self.key, 0.0, "the response is noncommittal", ev)

@@ -31,4 +31,5 @@ class CitationPrecision(CitationMetric):
         ok = sum(c["supports"] for c in check.citations)
         bad = sum("problem" in c and c["chunk"] is None for c in check.citations)
         note = f" ({bad} name no chunk)" if bad else ""
-        return Score.scored(self.key, ok / n, f"{ok} of {n} citations support their claim{note}", ev)
+        unread = f"; {check.table.not_read}" if check.table.not_read else ""
+        return Score.scored(self.key, ok / n, f"{ok} of {n} citations support their claim{note}{unread}", ev)

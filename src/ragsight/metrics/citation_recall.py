@@ -28,4 +28,5 @@ class CitationRecall(CitationMetric):
         if not check.citations:
             return Score.scored(self.key, 0.0, f"the response cites nothing: 0 of {n} claims carry a "
                                                "supporting citation", ev)
-        return Score.scored(self.key, ok / n, f"{ok} of {n} claims carry a supporting citation", ev)
+        unread = f"; {check.table.not_read}" if check.table.not_read else ""
+        return Score.scored(self.key, ok / n, f"{ok} of {n} claims carry a supporting citation{unread}", ev)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from .._score import ClaimVerdict, Evidence, Score
-from ..analyses import SampleAnalyses, judge_items, transcript
+from ..analyses import SampleAnalyses, judge_items, split_sentences, transcript
 from ..dataset import Sample, Turn
 from ..prompts import fence
 from ._base import Metric
@@ -51,13 +51,22 @@ class _PerMessage(Metric):
     def extra(self, sample: Sample) -> str:
         return ""
 
+    def settled(self, shown: list[tuple[int, int, Turn]], n: int) -> str | None:
+        """A verdict's reason decided without the judge for the message numbered ``n`` (it is
+        then ok), else None."""
+        return None
+
     async def compute(self, ctx: SampleAnalyses) -> Score:
         text, shown = transcript(ctx.sample.history or ())
         judged = [(n, turn, m) for n, turn, m in shown if m.role == self.role and m.content.strip()]
         if not judged:
             return Score.undetermined(self.key, self.empty, Evidence(details={"messages": len(shown)}))
         items = [f"[{n}] {m.role}: {' '.join(m.content.split())}" for n, _, m in judged]
-        verdicts, calls = await judge_items(ctx, self.step, text, items, self.extra(ctx.sample))
+        decided = {i: why for i, (n, _, _) in enumerate(judged) if (why := self.settled(shown, n)) is not None}
+        asked = [item for i, item in enumerate(items) if i not in decided]
+        got, calls = await judge_items(ctx, self.step, text, asked, self.extra(ctx.sample)) if asked else ([], ())
+        answers = iter(got)
+        verdicts = [(True, None, decided[i]) if i in decided else next(answers) for i in range(len(items))]
         rows = [{"message": n, "turn": turn, "verdict": ok, "probability": p, "reason": reason}
                 for (n, turn, _), (ok, p, reason) in zip(judged, verdicts)]
         trail = tuple(ClaimVerdict(claim=item, supported=ok, probability=p, reason=reason, target=f"turn {turn}")
@@ -75,11 +84,21 @@ class _PerMessage(Metric):
 
 
 class KnowledgeRetention(_PerMessage):
+    """An assistant message can forget only what the user stated before it: a message with no
+    user statement before it (only questions, or nothing) keeps everything by definition and is
+    not asked about (a small judge cited a user statement that was never made)."""
+
     name = "knowledge_retention"
     step = "knowledge_retention"
     role = "assistant"
     what = "keep what the user established"
     empty = "the conversation has no assistant message to judge"
+
+    def settled(self, shown: list[tuple[int, int, Turn]], n: int) -> str | None:
+        before = [m.content for k, _, m in shown if k < n and m.role == "user"]
+        if any(not t.rstrip().endswith(("?", "？")) for text in before for t in split_sentences(text)):
+            return None
+        return "the user stated nothing before this message (only questions), so there is nothing to forget"
 
 
 class ConversationCompleteness(_PerMessage):

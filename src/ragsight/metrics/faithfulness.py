@@ -94,6 +94,9 @@ class Faithfulness(Metric):
             "resolved": [r.to_dict() for r in judged.resolutions],
             "history_messages_shown": judged.messages_shown,
         }
+        inherited = (ctx.sample.metadata or {}).get("contexts_inherited_from_turn")
+        if inherited is not None:  # the turn had no evidence of its own: an earlier turn's, still in view
+            details["contexts_inherited_from_turn"] = inherited
         if form == "expected":
             details["expected_supported"] = supported_count(counted, form)
         if claims.dropped:

@@ -3,7 +3,9 @@ retrieval accuracy@k (by id, by exact text, or by the judge).
 
 The numbers come from the pure functions of ``_ir`` (checked against trec_eval). A sample whose
 ``relevant_ids`` name no relevant id (empty is skipped; all grades 0 is ``undetermined``) has no
-value: every ranking would score the same. The evidence records the ranks of the relevant hits.
+value: every ranking would score the same. A sample with an empty or absent ``retrieved_ids`` is
+skipped too, relevant ids or not (not scored 0). The evidence records the ranks of the relevant
+hits.
 """
 
 from __future__ import annotations

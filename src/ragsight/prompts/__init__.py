@@ -24,7 +24,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DELIMITER_TAGS", "Message", "Prompt", "fence", "load_prompt", "load_prompt_file", "prompt_ids"]
+from ._instructions import REMOVED, instructions_in, remove_instructions
+
+__all__ = ["DELIMITER_TAGS", "REMOVED", "Message", "Prompt", "fence", "instructions_in", "load_prompt", "load_prompt_file",
+           "neutralise", "prompt_ids", "remove_instructions"]
 
 # Tags used to delimit untrusted text in our prompts.
 DELIMITER_TAGS = (
@@ -49,9 +52,12 @@ _SPECIAL_RE = re.compile(r"<\|\s*([^|<>]{0,40}?)\s*\|>")
 def neutralise(text: str) -> str:
     """Make delimiter-like tags inside untrusted text inert: ``</context>`` -> ``[/context]``,
     and chat-template special tokens (``<|im_start|>``, ``<|endoftext|>``) -> ``(im_start)``, so
-    a context can neither close its block nor open a new chat turn in the embedded judge."""
+    a context can neither close its block nor open a new chat turn in the embedded judge; and
+    text that addresses the evaluator (an instruction, a fake verdict: :mod:`._instructions`) is
+    replaced by a marker, since it is not evidence of anything."""
     text = _SPECIAL_RE.sub(lambda m: f"({m.group(1)})", text)
-    return _TAG_RE.sub(lambda m: f"[{m.group(1)}{m.group(2)}{m.group(3)}]", text)
+    text = _TAG_RE.sub(lambda m: f"[{m.group(1)}{m.group(2)}{m.group(3)}]", text)
+    return remove_instructions(text)
 
 
 def fence(tag: str, text: str, **attrs: str | int) -> str:

@@ -3,6 +3,7 @@ repeated runs, and the statistics behind them (pure functions in ``ragsight._sta
 
 from .._stats import (
     MIN_LABELS,
+    MIN_PAIRED_SHARE,
     ConcordanceRow,
     ConcordanceTable,
     ConditionalRate,
@@ -32,16 +33,8 @@ from .._stats import (
 )
 from ..run import RepeatReport, evaluate_repeats
 from ._align import Agreement, Alignment, AlignmentExample, align, load_alignment
-from ._calibrate import (
-    CalibrationReport,
-    MetricCalibration,
-    PairConcordance,
-    calibrate,
-    load_labels,
-    print_calibration,
-    split_labels,
-    store_labels,
-)
+from ._calibrate import CalibrationReport, MetricCalibration, PairConcordance, calibrate
+from ._calibrate_view import print_calibration
 from ._compare import (
     Comparison,
     MetricRow,
@@ -49,18 +42,17 @@ from ._compare import (
     Pairing,
     PoorPairingError,
     RunColumn,
-    RunData,
     ci_notes,
     compare,
     compare_runs,
     holm,
-    load_runs,
-    print_comparison,
 )
+from ._compare_view import print_comparison
 from ._evidence import Marks
 from ._format import compact_table, config_text, count_noun, fmt, fmt_ci, fmt_p, fmt_signed
 from ._html import SentenceMatch, best_matching_sentence, render_report, save_html, write_report
 from ._labels_io import LabelImport, export_labels, import_labels, label_rows
+from ._labels_read import load_labels, split_labels, store_labels
 from ._pairs import (
     PairAgreement,
     PairCalibrationReport,
@@ -69,9 +61,11 @@ from ._pairs import (
     print_pair_calibration,
 )
 from ._repeats_view import print_repeats
+from ._run_data import RunData, load_runs
 
 __all__ = [
     "MIN_LABELS",
+    "MIN_PAIRED_SHARE",
     "Agreement",
     "Alignment",
     "AlignmentExample",

@@ -22,7 +22,7 @@ import itertools
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 from .._score import Outcome
 from .._stats import threshold_metrics
 from ..analyses import AnalysisSettings
+from ..calls import display_url
 from ..dataset import Dataset, Sample, atomic_write, strict_json
 from ..errors import ConfigError, InputError
 from ..judge import Judge, JudgeProvider, JudgeSpec
@@ -315,6 +316,10 @@ def align(
                          f"(at least {MIN_ITEMS} are needed to fit and check an alignment); "
                          + (notes[0] if notes else "label more samples or claims"))
     info = store.run(run_id)
+    if examples > 0 and judge is not None:
+        base_url, where = _endpoint(judge, base_url, info.config, run_id)
+        if where:
+            notes.append(where)
     current = float(info.config.get("settings", {}).get("support_threshold", 0.5))
     use_threshold = any(i.probability is not None for i in items)
     if not use_threshold:
@@ -326,6 +331,7 @@ def align(
     order = {id(i): n for n, i in enumerate(items)}
     fold_ids = sorted({i.fold for i in items})
     missing = 0
+    failed: dict[str, str] = {}  # held-out samples whose re-judging failed -> why
     for f in fold_ids:
         train = [i for i in items if i.fold != f]
         held = [i for i in items if i.fold == f]
@@ -336,14 +342,22 @@ def align(
         if fit_examples:
             chosen = _choose_examples(train, samples, examples)
             if chosen:
-                verdicts = _rejudge([samples[s] for s in dict.fromkeys(i.sample_id for i in held)], metric,
-                                    judge, t if t is not None else current, chosen, base_url)
+                verdicts, why = _rejudge([samples[s] for s in dict.fromkeys(i.sample_id for i in held)], metric,
+                                         judge, t if t is not None else current, chosen, base_url)
+                failed.update(why)
                 for i in held:
                     v = verdicts.get((i.sample_id, i.claim))
-                    if v is None:
-                        missing += 1
-                    else:
+                    if v is not None:
                         after[order[id(i)]] = v
+                    elif i.sample_id not in why:
+                        missing += 1
+    if failed:
+        n_claims = sum(i.sample_id in failed for i in items)
+        reason = next(iter(failed.values()))
+        notes.append(f"{len(failed)} held-out sample(s) ({n_claims} labelled claim(s)) could not be judged again: "
+                     f"their judge calls failed ({reason[:300]}); their verdicts before count for after"
+                     + (" (every re-judging failed: the examples were not measured)"
+                        if n_claims == len(items) else ""))
     if missing:
         notes.append(f"{missing} held-out claim(s) were not found again when re-judged with the examples "
                      "(claims extracted differently): their verdict before counts for after")
@@ -376,8 +390,10 @@ def _a(a: Agreement) -> str:
 
 
 def _rejudge(samples: list[Sample], metric: str, judge: str | JudgeProvider | Judge | None, threshold: float,
-             examples: Sequence[AlignmentExample], base_url: str | None) -> dict[tuple[str, str], bool]:
-    """The held-out samples' claim verdicts with the examples in the prompts (a scratch store)."""
+             examples: Sequence[AlignmentExample], base_url: str | None
+             ) -> tuple[dict[tuple[str, str], bool], dict[str, str]]:
+    """The held-out samples' claim verdicts with the examples in the prompts (a scratch store),
+    and the samples whose re-judging failed, with why."""
     settings = AnalysisSettings(support_threshold=threshold, verdict_examples=examples_block(examples),
                                 verdict_examples_tag=_tag(threshold, examples))
     with tempfile.TemporaryDirectory(prefix="ragsight-align-") as tmp:
@@ -386,12 +402,37 @@ def _rejudge(samples: list[Sample], metric: str, judge: str | JudgeProvider | Ju
             store=os.path.join(tmp, "fold.db"),
             options=RunOptions(settings=settings, show_progress=False, preflight=False)))
     out: dict[tuple[str, str], bool] = {}
+    failed: dict[str, str] = {}
     for sid, per in result.scores.items():
         score = per.get(metric)
+        if score is not None and score.outcome is Outcome.FAILED:
+            failed[sid] = score.reason
         if score is None or score.outcome is not Outcome.SCORED:
             continue
         for c in score.evidence.claims:
             if not c.target.startswith("chunk:"):
                 out[(sid, c.claim)] = c.supported
-    return out
+    return out, failed
+
+
+def _endpoint(judge: str | JudgeProvider | Judge, base_url: str | None, config: Mapping[str, Any],
+              run_id: str) -> tuple[str | None, str]:
+    """The server the re-judging calls, and a note saying which. A judge named by a remote spec
+    calls ``base_url`` when given, else the server the run stored for that same judge; a run that
+    stored none (it used the provider's default endpoint, or one set in the environment) needs
+    ``base_url``, so held-out claims are never sent, with the key, somewhere the run did not send
+    them. A judge object or the embedded judge brings its own."""
+    if not isinstance(judge, str) or judge.strip().partition(":")[0] == "local":
+        return base_url, ""
+    spec = judge.strip()
+    if base_url:
+        return base_url, f"held-out claims re-judged by {spec} at {display_url(base_url)} (--base-url)"
+    stored = config.get("base_url")
+    if stored and spec == config.get("judge_spec"):
+        return str(stored), f"held-out claims re-judged by {spec} at {stored} (the run's server)"
+    why = ("it is not the run's judge" if spec != config.get("judge_spec")
+           else f"run {run_id} stored no server: it used the provider's default endpoint or one set in the environment")
+    raise ConfigError(f"align asks {spec} again on the held-out claims (with their texts and your key), and "
+                      f"{why}; give the server it calls with --base-url URL (for the provider's own endpoint, "
+                      "its URL), or --examples 0 to fit the threshold only, without judge calls")
 

@@ -14,24 +14,17 @@ metric a higher number should go with label 1 and an AUROC above 0.5 means agree
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
-
-from rich.console import Console
-from rich.text import Text
 
 from .._score import Outcome
 from .._stats import (
     MIN_LABELS,
+    MIN_PAIRED_SHARE,
     ConcordanceTable,
-    ConditionalRate,
     Correlations,
     GroupComparison,
     ThresholdMetrics,
@@ -46,25 +39,25 @@ from .._stats import (
 )
 from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
-from ..store import ANY_METRIC, Label, Store
-from ._compare import MIN_PAIRED_SHARE, PoorPairingError
-from ._format import compact_table, fmt, fmt_ci, fmt_p
+from ..store import Label, Store
+from ._compare import PoorPairingError
+from ._labels_read import (
+    _label_rows,
+    _parse_label,
+    _turn_ids,
+    load_labels,
+    split_labels,
+    store_labels,
+)
 
 __all__ = [
     "CalibrationReport",
     "MetricCalibration",
     "PairConcordance",
     "calibrate",
-    "load_labels",
-    "print_calibration",
-    "split_labels",
-    "store_labels",
 ]
 
 DEFAULT_PAIR = ("faithfulness", "factual_correctness")
-ID_FIELDS = ("id", "sample_id", "qid", "question_id")
-_TRUE = {"1", "true", "yes", "y", "correct", "right", "pass", "positive"}
-_FALSE = {"0", "false", "no", "n", "wrong", "incorrect", "fail", "negative"}
 
 
 @dataclass(frozen=True)
@@ -150,187 +143,6 @@ class CalibrationReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "paired_share": self.paired_share}
-
-
-# ---------------------------------------------------------------------------------------------
-# Labels
-
-
-def _parse_label(value: Any) -> float | None:
-    """A label as a number: booleans and yes/no words as 1/0, numbers as they are; ``None``
-    for an empty value. Raises ValueError for anything else."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        x = float(value)
-        if not math.isfinite(x):
-            raise ValueError(f"label {value!r} is not a finite number")
-        return x
-    text = str(value).strip().lower()
-    if text == "":
-        return None
-    if text in _TRUE:
-        return 1.0
-    if text in _FALSE:
-        return 0.0
-    try:
-        x = float(text)
-    except ValueError:
-        raise ValueError(f"label {value!r} is neither a number nor yes/no") from None
-    if not math.isfinite(x):
-        raise ValueError(f"label {value!r} is not a finite number")
-    return x
-
-
-def _rows(path: Path) -> list[Mapping[str, Any]]:
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".csv":
-            with path.open(newline="", encoding="utf-8-sig") as f:
-                return list(csv.DictReader(f))
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"labels file {path} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"cannot read labels file {path}: {exc}") from None
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: not valid JSON ({exc})") from None
-        if not isinstance(data, list):
-            raise InputError(f"{path}: expected a JSON list of objects with 'id' and the label")
-        return [r for r in data if isinstance(r, Mapping)]
-    rows: list[Mapping[str, Any]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}, line {lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, Mapping):
-            raise InputError(f"{path}, line {lineno}: expected an object with 'id' and the label")
-        rows.append(row)
-    return rows
-
-
-def _label_rows(rows: Sequence[Mapping[str, Any]], label_field: str, source: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    has_field = False
-    for n, row in enumerate(rows, start=1):
-        key = next((k for k in ID_FIELDS if k in row and row[k] not in (None, "")), None)
-        turn_key = _turn_key(row)
-        if key is None and turn_key is None:
-            raise InputError(
-                f"{source}, row {n}: no 'id' field; each label row needs the sample id "
-                "(or, for a turn of a conversation, its conversation_id and turn)"
-            )
-        sid: str = str(row[key]) if key is not None else turn_key  # type: ignore[assignment]
-        if sid in out:
-            raise InputError(f"{source}: id '{sid}' is labelled twice; ids must be unique")
-        has_field = has_field or label_field in row
-        out[sid] = row.get(label_field)
-    if rows and not has_field:
-        fields = sorted({k for r in rows for k in r if k not in ID_FIELDS})
-        raise InputError(f"{source} has no field '{label_field}'; its fields: {', '.join(fields)}")
-    return out
-
-
-class TurnLabel(str):
-    """A label's key that names a turn of a conversation (``conversation_id`` and ``turn``)
-    rather than a sample id; :func:`calibrate` finds the turn's sample in the run."""
-
-    conversation_id: str
-    turn: str
-
-
-def _turn_key(row: Mapping[str, Any]) -> TurnLabel | None:
-    cid, turn = row.get("conversation_id"), row.get("turn")
-    if cid in (None, "") or turn in (None, ""):
-        return None
-    try:
-        t = str(int(float(turn)))  # a CSV cell '1', a JSON 1 or 1.0
-    except (TypeError, ValueError):
-        return None
-    key = TurnLabel(f"conversation {cid} turn {t}")
-    key.conversation_id, key.turn = str(cid), t
-    return key
-
-
-def _turn_ids(raw: Mapping[str, Any], result: EvaluationResult) -> dict[str, Any]:
-    """Labels keyed by a turn (conversation id and turn) re-keyed by the turn's sample id in
-    the run; a turn the run does not have keeps its key (and pairs with nothing)."""
-    turns = {(s.conversation_id, str(s.turn)): s.id for s in result.samples
-             if s.conversation_id is not None and s.turn is not None}
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if isinstance(key, TurnLabel):
-            key = turns.get((key.conversation_id, key.turn), str(key))
-        out[key] = value
-    return out
-
-
-def load_labels(path: str | os.PathLike[str], label_field: str) -> dict[str, Any]:
-    """Read a labels file (.jsonl, .json or .csv) into {sample id: raw label value}.
-
-    Each row needs an ``id`` (or ``sample_id``, ``qid``, ``question_id``; for a turn of a
-    conversation, its ``conversation_id`` and ``turn`` do) and ``label_field``.
-    """
-    p = Path(path)
-    return _label_rows(_rows(p), label_field, str(p))
-
-
-def store_labels(store: Store, run_id: str, label_field: str
-                 ) -> tuple[dict[str, float], dict[str, dict[str, float]], list[str]]:
-    """The store's sample labels of field ``label_field`` for a run's samples: ({sample id:
-    label of the whole sample}, {metric: {sample id: the metric's own label}}, notes). Claim
-    labels are not read here. Where several people labelled the same sample for the same metric,
-    the latest label counts (and a note says how often). Raises InputError when there is none."""
-    found = store.labels(run_id, field=label_field)
-    if not any(lb.claim is None for lb in found):
-        fields = sorted({lb.field for lb in store.labels(run_id)})
-        have = (f"its samples have labels {', '.join(repr(f) for f in fields)}" if fields
-                else "its samples have no labels")
-        raise InputError(
-            f"no sample labels '{label_field}' in {store.path} for run {run_id} ({have}"
-            f"{'; ' + str(len(found)) + ' claim labels' if found else ''}). Import a file with "
-            f"'ragsight labels import FILE --run {run_id} --label {label_field}', or pass --labels FILE."
-        )
-    return split_labels(found, label_field)
-
-
-def split_labels(labels: Sequence[Label], label_field: str
-                 ) -> tuple[dict[str, float], dict[str, dict[str, float]], list[str]]:
-    """Labels of one run (``Store.labels(run_id)``) as :func:`store_labels` gives them: the
-    sample labels of ``label_field`` by sample id, the whole sample's and each metric's own."""
-    sample_level = [lb for lb in labels if lb.claim is None and lb.field == label_field]
-    latest: dict[tuple[str, str], tuple[str, float]] = {}
-    several = set()
-    for lb in sample_level:
-        at = (lb.sample_id or "", lb.metric)
-        if at in latest:
-            several.add(at)
-            if lb.when < latest[at][0]:
-                continue
-        latest[at] = (lb.when, lb.value)
-    general: dict[str, float] = {}
-    own: dict[str, dict[str, float]] = {}
-    for (sid, metric), (_, value) in latest.items():
-        if metric == ANY_METRIC:
-            general[sid] = value
-        else:
-            own.setdefault(metric, {})[sid] = value
-    notes = [f"labels from the store ({len(sample_level)} of field '{label_field}')"]
-    if several:
-        notes.append(f"{len(several)} sample label(s) were given by several people: the latest counts")
-    return general, own, notes
-
-
-# ---------------------------------------------------------------------------------------------
-# Calibration
 
 
 def _values(result: EvaluationResult, metric: str, oriented: bool) -> dict[str, float]:
@@ -573,190 +385,3 @@ def calibrate(
         label_range=(min(values), max(values)),
         labels_source="store" if stored else "file",
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Terminal output
-
-
-def _print_corrected(report: CalibrationReport, c: Console) -> None:
-    """The means corrected by the labels (PPI), with how many labels each rests on."""
-    shown = [m for m in report.metrics if m.corrected_mean is not None]
-    if not shown:
-        return
-    tb = compact_table("Means corrected by the labels (PPI)")
-    for col in ("metric", "judge", "corrected", "95% CI", "labels", "λ"):
-        tb.add_column(col, justify="left" if col == "metric" else "right",
-                      **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
-    for m in shown:
-        low, high = m.corrected_ci if m.corrected_ci else (None, None)
-        tb.add_row(Text(m.metric + (" !" if m.too_few_labels else "")), fmt(m.mean), fmt(m.corrected_mean),
-                   fmt_ci(low, high), f"{m.n_labels}/{m.n_judged}", fmt(m.corrected_lambda, 2))
-    c.print(tb)
-    c.print("judge: the raw mean over every scored sample; corrected: that mean with the judge's "
-            "error on the labelled samples taken out (prediction-powered inference), with its 95% "
-            "CI; labels: labelled of scored samples; λ: the weight given to the judge (1 plain "
-            "PPI, 0 the labels alone).")
-    few = [m for m in shown if m.too_few_labels]
-    if few:
-        c.print(Text(
-            f"WARNING: too few labels: {', '.join(f'{m.metric} rests on {m.n_labels}' for m in few)} "
-            f"(fewer than {MIN_LABELS}). Those corrected means and CIs (marked !) are rough; "
-            "label more samples before relying on them.", style="bold red"))
-
-
-def rate_text(rate: ConditionalRate) -> str:
-    """A conditional probability with its counts, e.g. ``"0.87 (13/15)"``."""
-    return f"{fmt(rate.probability, 2)} ({rate.k}/{rate.n})"
-
-
-def print_calibration(report: CalibrationReport, console: Console | None = None) -> None:
-    """Print a calibration report with rich."""
-    c = console or Console(highlight=False)
-    f = report.label_field
-    c.print(
-        Text(
-            f"Run {report.run_id} against labels '{f}' ({report.label_kind}"
-            + (
-                f", binarised at >= {report.binarised_at:g}"
-                if report.binarised_at is not None
-                else ""
-            )
-            + ")"
-        )
-    )
-    if report.label_kind == "graded" and report.binarised_at is None:
-        span = report.label_range
-        kinds = (f"graded labels from {span[0]:g} to {span[1]:g}, not binarised: "
-                 "--label-threshold X makes label >= X count as 1" if span is not None
-                 else "graded labels, not binarised")
-    else:
-        kinds = f"{report.n_positive} with {f}=1, {report.n_negative} with {f}=0"
-    how = "from the store matched to" if report.labels_source == "store" else "paired with"
-    by = "content" if report.labels_source == "store" else "id"
-    c.print(
-        f"{report.matched} of {report.n_labels} labels {how} a sample of the run by {by} "
-        f"({kinds}); {report.unlabelled} sample(s) of the run have no label."
-    )
-    if report.unmatched_ids:
-        shown = ", ".join(report.unmatched_ids[:10])
-        more = (
-            f" and {len(report.unmatched_ids) - 10} more" if len(report.unmatched_ids) > 10 else ""
-        )
-        c.print(
-            Text(
-                f"WARNING: {len(report.unmatched_ids)} label id(s) match no sample of the run "
-                f"({report.paired_share:.0%} paired): {shown}{more}. The figures below speak "
-                "for the paired labels only.",
-                style="bold red",
-            )
-        )
-    for sid, why in report.invalid[:10]:
-        c.print(Text(f"unreadable label for '{sid}': {why}", style="yellow"))
-
-    _print_corrected(report, c)
-
-    t = report.threshold
-    if any(m.auroc is not None or m.at_threshold is not None for m in report.metrics):
-        agree = compact_table("Agreement with the labels")
-        for col in (
-            "metric",
-            "n",
-            "AUROC",
-            f"acc@{t:g}",
-            f"κ@{t:g}",
-            "best t",
-            "acc@best",
-            "κ@best",
-            "ECE",
-        ):
-            agree.add_column(col, justify="left" if col == "metric" else "right",
-                             **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
-        for m in report.metrics:
-            a, b = m.at_threshold, m.at_best
-            agree.add_row(
-                Text(m.metric + (" (1-x)" if m.oriented else "")),
-                str(m.n),
-                fmt(m.auroc),
-                fmt(a.accuracy if a else None),
-                fmt(a.kappa if a else None),
-                fmt(m.best_threshold),
-                fmt(b.accuracy if b else None),
-                fmt(b.kappa if b else None),
-                fmt(m.ece),
-            )
-        c.print(agree)
-        c.print(
-            "acc, κ (Cohen's kappa): the prediction score >= t against the label; best t "
-            "maximises Youden's J. ECE: scores read as P(label=1), 10 equal-width bins."
-        )
-
-    corr = compact_table("Correlation with the labels (p-value)")
-    for col in ("metric", "n", "Spearman", "Kendall", "Pearson"):
-        corr.add_column(col, justify="left" if col == "metric" else "right",
-                             **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
-    for m in report.metrics:
-        cr = m.correlations
-        corr.add_row(
-            Text(m.metric + (" (1-x)" if m.oriented else "")),
-            str(cr.n),
-            *(
-                f"{fmt(v)} ({fmt_p(pv)})" if v is not None else "–"
-                for v, pv in (
-                    (cr.spearman, cr.spearman_p),
-                    (cr.kendall, cr.kendall_p),
-                    (cr.pearson, cr.pearson_p),
-                )
-            ),
-        )
-    c.print(corr)
-
-    if any(m.groups is not None for m in report.metrics):
-        grp = compact_table("Scores by label group: mean (s.d.)")
-        for col in ("metric", f"{f}=1", "n", f"{f}=0", "n", "t", "df", "p"):
-            grp.add_column(col, justify="left" if col == "metric" else "right",
-                             **({"overflow": "fold"} if col == "metric" else {"no_wrap": True}))
-        for m in report.metrics:
-            g = m.groups
-            if g is None:
-                continue
-            grp.add_row(
-                Text(m.metric + (" (1-x)" if m.oriented else "")),
-                g.a.mean_sd(),
-                str(g.a.n),
-                g.b.mean_sd(),
-                str(g.b.n),
-                fmt(g.t_statistic, 2),
-                fmt(g.df, 1),
-                fmt_p(g.p_value),
-            )
-        c.print(grp)
-        c.print(f"t, df, p: one-sided Welch t-test of mean({f}=1) > mean({f}=0).")
-
-    cc = report.concordance
-    if cc is not None:
-        tb = cc.table
-        con = compact_table(f"Concordance with the labels ({cc.n} samples with both metrics)")
-        for col in ("", cc.m1, cc.m2, "joint"):
-            con.add_column(col, justify="left" if col == "" else "right",
-                           **({"overflow": "fold"} if col == "" else {"no_wrap": True}))
-        hi, lo = tb.correct_given_high, tb.wrong_given_low
-        con.add_row(
-            f"P({f}=1 | m1 > {tb.t_high[0]:g}, m2 > {tb.t_high[1]:g})",
-            rate_text(hi.m1),
-            rate_text(hi.m2),
-            rate_text(hi.joint),
-        )
-        con.add_row(
-            f"P({f}=0 | m1 < {tb.t_low[0]:g}, m2 < {tb.t_low[1]:g})",
-            rate_text(lo.m1),
-            rate_text(lo.m2),
-            rate_text(lo.joint),
-        )
-        c.print(con)
-        c.print(
-            "Each metric column conditions on that metric alone; joint on both. "
-            "Cells: probability (k/n samples)."
-        )
-    for note in report.notes:
-        c.print(Text(f"note: {note}", style="dim"))

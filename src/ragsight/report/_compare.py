@@ -17,103 +17,31 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
-from .._stats import PairedDifference, paired_difference, pairs_to_detect
+from .._stats import PairedDifference, Pairing, paired_difference, pairs_to_detect
 from ..errors import ConfigError
-from ..result import EvaluationResult, load_result, overall_of
-from ..store import Label, Store
-from ._format import (
-    arrow,
-    bar_scale,
-    compact_table,
-    config_text,
-    fmt,
-    fmt_ci,
-    fmt_p,
-    fmt_signed,
-    text_bar,
-)
+from ..result import EvaluationResult, overall_of
+from ..store import Store
+from ._format import config_text, fmt_p
+from ._run_data import RunData, load_runs
 
 __all__ = [
     "Comparison",
     "MetricRow",
     "PairedRow",
     "RunColumn",
-    "RunData",
     "ci_notes",
     "compare",
     "compare_runs",
     "holm",
-    "load_runs",
-    "print_comparison",
 ]
 
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 BEST_DIGITS = 3
 """Means are compared for "best" after rounding to the digits shown, so equal-looking values
 are marked together (as the thesis marks ties)."""
-
-
-@dataclass(frozen=True)
-class RunData:
-    """A run's result with its configuration (the run's metadata, then judge, embedder and
-    data set), as the comparison and the report need it."""
-
-    result: EvaluationResult
-    config: Mapping[str, Any] = field(default_factory=dict)
-    created_at: float | None = None
-    labels: tuple[Label, ...] = ()
-    """The human labels of the run's samples kept in the store (the report's corrected means)."""
-
-    @property
-    def run_id(self) -> str:
-        return self.result.run_id
-
-    @classmethod
-    def from_result(
-        cls, result: EvaluationResult, metadata: Mapping[str, Any] | None = None
-    ) -> RunData:
-        """Wrap a result made by ``evaluate()``; ``metadata`` is the run's configuration
-        (chunk size, top-k, generator model...) if you have it."""
-        config: dict[str, Any] = dict(metadata or {})
-        for key, value in (
-            ("judge", result.config.get("judge_spec")),
-            ("embedder", result.config.get("embedder_spec")),
-        ):
-            if value is not None and key not in config:
-                config[key] = value
-        return cls(result, config)
-
-
-def load_runs(store: Store, refs: Sequence[str]) -> list[RunData]:
-    """Load runs by id, id prefix or 'last'. The same run given twice is an error."""
-    out: list[RunData] = []
-    seen: set[str] = set()
-    for ref in refs:
-        result = load_result(store, ref)
-        if result.run_id in seen:
-            raise ConfigError(f"run {result.run_id} is given twice ('{ref}'); name different runs")
-        seen.add(result.run_id)
-        info = store.run(result.run_id)
-        config: dict[str, Any] = dict(info.metadata)
-        for key, value in (
-            ("judge", info.judge),
-            ("embedder", info.embedder),
-            ("dataset", info.dataset),
-        ):
-            if value is not None and key not in config:
-                config[key] = value
-        for m in info.metrics:  # a rubric's definition: two runs may use one name for two rubrics
-            digest = (m.get("params") or {}).get("definition_hash")
-            if digest and f"rubric {m['key']}" not in config:
-                config[f"rubric {m['key']}"] = digest
-        out.append(RunData(result, config, info.created_at, tuple(store.labels(result.run_id))))
-    return out
 
 
 @dataclass(frozen=True)
@@ -156,49 +84,6 @@ class PairedRow:
     difference: PairedDifference
     p_holm: float | None
     verdict: str
-
-
-# Below this share of samples paired with the baseline, a comparison says little about the runs:
-# compare() refuses unless asked (allow_poor_pairing). Any unpaired sample is warned about.
-MIN_PAIRED_SHARE = 0.8
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """How one run's samples pair with the baseline's, by sample id.
-
-    ``share`` is the paired samples over the larger of the two runs; below
-    :data:`MIN_PAIRED_SHARE` the pairing is ``poor``: the paired differences then speak for a
-    part of the data only (the usual cause: rows without ids whose question or reference text
-    differs between the runs, or two different data sets)."""
-
-    baseline: str
-    other: str
-    n_baseline: int
-    n_other: int
-    paired: int
-
-    @property
-    def share(self) -> float:
-        most = max(self.n_baseline, self.n_other)
-        return self.paired / most if most else 0.0
-
-    @property
-    def poor(self) -> bool:
-        return self.share < MIN_PAIRED_SHARE
-
-    @property
-    def partial(self) -> bool:
-        """Some sample of either run has no partner (a warning, and a refusal when poor)."""
-        return self.paired < max(self.n_baseline, self.n_other)
-
-    def describe(self) -> str:
-        text = (f"{self.paired} of {max(self.n_baseline, self.n_other)} samples paired between "
-                f"{self.baseline} ({self.n_baseline}) and {self.other} ({self.n_other})")
-        unpaired_a, unpaired_b = self.n_baseline - self.paired, self.n_other - self.paired
-        if unpaired_a or unpaired_b:
-            text += f"; unpaired: {unpaired_a} in {self.baseline}, {unpaired_b} in {self.other}"
-        return text
 
 
 class PoorPairingError(ConfigError):
@@ -487,115 +372,3 @@ def _undetectable_note(cmp: Comparison) -> str | None:
         f"takes at least {need} paired samples for a difference to be detectable at all (more "
         "for a small one)."
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Terminal output
-
-
-def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
-    """Print a comparison with rich: runs, configurations, experiment table, paired
-    differences with verdicts, and a text bar per metric and run. Laid out for 80 columns:
-    numbers never wrap or shorten; long names and settings wrap inside their cell."""
-    c = console or Console(highlight=False)
-    base = cmp.baseline
-    n = len(cmp.runs)
-    if n == 2:
-        c.print("Comparing run B with run A (baseline) on the samples both scored.")
-    else:
-        c.print(
-            f"Comparing {n} runs: each of B..{cmp.runs[-1].label} against run A (baseline), "
-            "on the samples both scored."
-        )
-    for r in cmp.runs:
-        tag = "  (baseline)" if r.label == base.label else ""
-        c.print(Text(f"  {r.label} = {r.run_id}  ({r.n_samples} samples){tag}"))
-    for pr in cmp.pairing:
-        if pr.partial:
-            c.print(Text(f"WARNING: only {pr.describe()} ({pr.share:.0%}). The differences below "
-                         "speak for the paired samples only.", style="bold red"))
-        else:
-            c.print(Text(f"Pairing: {pr.describe()}."))
-
-    differ = cmp.differing_keys()
-    cfg = compact_table("Configurations")
-    cfg.add_column("setting", overflow="fold")
-    for r in cmp.runs:
-        cfg.add_column(r.label, overflow="fold")
-    for key in cmp.config_keys:
-        mark = " *" if key in differ else ""
-        cfg.add_row(Text(key + mark), *(Text(config_text(r.config.get(key))) for r in cmp.runs))
-    if cmp.config_keys:
-        c.print(cfg)
-        if differ:
-            c.print("* differs between runs")
-    else:
-        c.print("Configurations: the runs record no metadata (set it with --metadata KEY=VALUE).")
-
-    exp = compact_table("Experiment table (* best per metric)")
-    exp.add_column("metric", overflow="fold", min_width=12)
-    for r in cmp.runs:
-        exp.add_column(r.label, justify="right", no_wrap=True)
-    for row in cmp.table:
-        cells = [
-            fmt(m) + ("*" if i in row.best and len(cmp.runs) > 1 else " ")
-            for i, m in enumerate(row.means)
-        ]
-        exp.add_row(Text(f"{row.metric} {arrow(row.lower_is_better)}"), *cells)
-    if cmp.overall_metrics:
-        exp.add_row(
-            Text("overall (mean of means)"),
-            *(fmt(v) + ("*" if i in cmp.overall_best else " ") for i, v in enumerate(cmp.overall)),
-        )
-        if cmp.overall_harmonic:
-            exp.add_row(Text("harmonic mean", style="dim"), *(fmt(v) + " " for v in cmp.overall_harmonic))
-    c.print(exp)
-    c.print("↑ higher is better, ↓ lower is better. Means over each run's own scored samples.")
-    if cmp.overall_metrics:
-        c.print(
-            "overall: the mean of the metric means (↓ as 1 - mean, each clamped to [0, 1]); the "
-            "harmonic mean below it is 0 when any metric mean is 0."
-        )
-    for metric, why in cmp.overall_left_out:
-        c.print(Text(f"LEFT OUT of the overall: {metric}: {why}", style="bold red"))
-
-    diffs = compact_table(
-        f"Paired differences against A (unadjusted {cmp.confidence:.0%} CI, permutation test)"
-    )
-    diffs.add_column("metric", overflow="fold", min_width=12)
-    for col in ("run", "pairs", "diff", "CI", "p", "p Holm"):
-        diffs.add_column(col, justify="right", no_wrap=True)
-    for p in cmp.paired:
-        d = p.difference
-        diffs.add_row(
-            Text(f"{p.metric} {arrow(p.lower_is_better)}"),
-            p.other,
-            f"{d.n}/{p.shared}",
-            fmt_signed(d.diff),
-            fmt_ci(d.ci_low, d.ci_high, signed=True),
-            fmt_p(d.p_value),
-            fmt_p(p.p_holm),
-        )
-    c.print(diffs)
-    c.print("pairs: samples scored in both runs / samples present in both. diff = run - A, "
-            "on the pairs.")
-    c.print(
-        Text(
-            f"Which is better (Holm-adjusted p < {cmp.alpha:g} over all {len(cmp.paired)} "
-            "comparisons):",
-            style="bold",
-        )
-    )
-    for p in cmp.paired:
-        d = p.difference
-        c.print(Text(f"  {p.metric} {arrow(p.lower_is_better)} {p.other} vs {p.baseline} "
-                     f"({fmt(d.mean_a)} → {fmt(d.mean_b)}): {p.verdict}"))
-    for note in ci_notes(cmp):
-        c.print(Text(note))
-
-    c.print(Text("Per metric", style="bold"))
-    for row in cmp.table:
-        lo, hi = bar_scale(row.means)
-        c.print(Text(f"{row.metric} {arrow(row.lower_is_better)}"))
-        for i, r in enumerate(cmp.runs):
-            c.print(Text(f"  {r.label} {text_bar(row.means[i], lo, hi)} {fmt(row.means[i])}"))

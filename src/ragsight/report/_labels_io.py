@@ -22,7 +22,8 @@ from typing import Any
 from ..dataset import atomic_write, check_writable_target, strict_json
 from ..errors import InputError
 from ..store import ANY_METRIC, Label, Store, claim_key
-from ._calibrate import ID_FIELDS, _parse_label, _rows
+from ._label_file import parse_label_value, parse_when, read_label_file
+from ._labels_read import ID_FIELDS
 
 __all__ = ["LabelImport", "export_labels", "import_labels", "label_rows"]
 
@@ -32,14 +33,18 @@ _CLAIM_KEY = re.compile(r"^c-[0-9a-f]{16}$")
 @dataclass(frozen=True)
 class LabelImport:
     """What :func:`import_labels` did: ``written`` labels, and the rows it left out with why
-    (``(row, reason)``; a CSV's row is its line number): no such sample, an unreadable or empty
-    label, another field."""
+    (``(row, reason)``; a row is its line in a JSONL or CSV file, its position in a JSON list): no
+    such sample, a metric the run (or the sample's runs) lacks, an unreadable or empty label, an
+    unreadable date, another field. ``duplicates``: rows that gave a label another row of the file
+    gives again (same sample, metric, claim and person); the last of each is kept, so ``written``
+    counts each label once."""
 
     source: str
     field: str
     rows: int
     written: int
     skipped: tuple[tuple[int, str], ...]
+    duplicates: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -52,37 +57,58 @@ def _text(value: Any) -> str | None:
     return text or None
 
 
-def import_labels(store: Store, path: str | os.PathLike[str], field: str, run: str | None = None, *,
-                  metric: str | None = None, who: str | None = None) -> LabelImport:
-    """Read a label file into the store (see the module's docstring for its columns).
-
-    ``run`` (an id, prefix or 'last') is the run whose samples the rows name by id or question;
-    it may be left out only when every row carries a ``sample_key``. ``metric`` and ``who`` are
-    used for rows without those columns. Rows that name no sample of the run, or whose label is
-    empty or unreadable, are left out and listed; the rest are written in one transaction. Raises
-    InputError when the file cannot be read, no row has the label column, or nothing is left."""
-    p = Path(path)
-    source = str(p)
-    rows = _rows(p)
-    if not rows:
-        raise InputError(f"{source} holds no label rows")
-    if not any(field in r or r.get("field") == field for r in rows):
-        fields = sorted({k for r in rows for k in r} | {str(r["field"]) for r in rows if r.get("field")})
-        raise InputError(f"{source} has no label '{field}' (no column '{field}', no row with field "
-                         f"'{field}'); its columns and fields: {', '.join(fields)}")
-    run_id = store.resolve_run(run) if run is not None else None
+def _targets(store: Store, run_id: str | None) -> tuple[dict[str, str], dict[str, list[str]], dict[str, set[str]]]:
+    """Sample id -> key and question -> ids of the run (empty without a run), and every sample key
+    a label may name -> the metrics of its runs: the run's, or without a run every run's in the
+    store."""
     by_id: dict[str, str] = {}
     by_question: dict[str, list[str]] = {}
+    metrics: dict[str, set[str]] = {}
     if run_id is not None:
         keys = store.sample_keys(run_id)
         for sample in store.samples(run_id):
             by_id[sample.id] = keys[sample.id]
             if sample.question:
                 by_question.setdefault(sample.question.strip(), []).append(sample.id)
-    labels: list[Label] = []
+        runs = [run_id]
+    else:
+        runs = [info.id for info in store.runs()]
+    for rid in runs:
+        known = set(store.run(rid).metric_keys)
+        for key in store.sample_keys(rid).values():
+            metrics.setdefault(key, set()).update(known)
+    return by_id, by_question, metrics
+
+
+def import_labels(store: Store, path: str | os.PathLike[str], field: str, run: str | None = None, *,
+                  metric: str | None = None, who: str | None = None) -> LabelImport:
+    """Read a label file into the store (see the module's docstring for its columns).
+
+    ``run`` (an id, prefix or 'last') is the run whose samples the rows name by id or question;
+    it may be left out only when every row carries a ``sample_key``. ``metric`` and ``who`` are
+    used for rows without those columns. Rows that name no sample of the run (or, by
+    ``sample_key``, no sample in the store), a metric its runs do not have, an empty or
+    unreadable label (a claim label must be 1/0), or a date that is not ISO 8601 are left out and
+    listed; the rest are written in one transaction, a label given twice once (the last row).
+    Raises InputError when the file cannot be read (naming the line), no row has the label
+    column, or nothing is left."""
+    p = Path(path)
+    source = str(p)
+    numbered = read_label_file(p)
+    rows = [row for _, row in numbered]
+    if not rows:
+        raise InputError(f"{source} holds no label rows")
+    if not any(field in r or r.get("field") == field for r in rows):
+        fields = sorted({str(k) for r in rows for k in r} | {str(r["field"]) for r in rows if r.get("field")})
+        raise InputError(f"{source} has no label '{field}' (no column '{field}', no row with field "
+                         f"'{field}'); its columns and fields: {', '.join(fields)}")
+    run_id = store.resolve_run(run) if run is not None else None
+    by_id, by_question, metrics_of = _targets(store, run_id)
+    where = f"run {run_id}" if run_id is not None else "the store"
+    labels: dict[tuple[str, str, str | None, str], Label] = {}
+    duplicates = 0
     skipped: list[tuple[int, str]] = []
-    first = 2 if p.suffix.lower() == ".csv" else 1  # a CSV's rows by line number, after the header
-    for n, row in enumerate(rows, start=first):
+    for n, row in numbered:
         if field in row:
             raw = row[field]
         elif row.get("field") == field:
@@ -90,25 +116,35 @@ def import_labels(store: Store, path: str | os.PathLike[str], field: str, run: s
         else:
             skipped.append((n, f"a label of field '{row.get('field')}', not '{field}'"))
             continue
+        claim = _text(row.get("claim"))
         try:
-            value = _parse_label(raw)
+            value = parse_label_value(raw, claim=claim is not None)
         except ValueError as exc:
             skipped.append((n, f"field '{field}': {exc}"))
             continue
         if value is None:
             skipped.append((n, f"field '{field}' is empty"))
             continue
+        try:
+            when = parse_when(row.get("when"))
+        except ValueError as exc:
+            skipped.append((n, str(exc)))
+            continue
         sid = next((str(row[k]) for k in ID_FIELDS if _text(row.get(k))), None)
         key = _text(row.get("sample_key"))
         if key is None and run_id is None:
             raise InputError(f"{source}, row {n}: no 'sample_key'; give --run RUN so that rows are "
                              "matched to its samples by id or question")
-        if key is None and sid is not None:
+        if key is not None:
+            if key not in metrics_of:
+                skipped.append((n, f"no sample with the key '{key[:40]}' in {where}"))
+                continue
+        elif sid is not None:
             key = by_id.get(sid)
             if key is None:
                 skipped.append((n, f"no sample with id '{sid}' in run {run_id}"))
                 continue
-        if key is None:
+        else:
             question = _text(row.get("question"))
             if question is None:
                 skipped.append((n, "no 'id' and no 'question' to find the sample by"))
@@ -119,18 +155,27 @@ def import_labels(store: Store, path: str | os.PathLike[str], field: str, run: s
                                    f"with the question {question[:60]!r}"))
                 continue
             sid, key = found[0], by_id[found[0]]
-        claim = _text(row.get("claim"))
+        name = _text(row.get("metric")) or metric or ANY_METRIC
+        if name != ANY_METRIC and name not in metrics_of[key]:
+            skipped.append((n, f"metric '{name[:60]}' is not one of {where}'s metrics for this sample "
+                               f"({', '.join(sorted(metrics_of[key])) or 'none'})"))
+            continue
         if claim is not None and not _CLAIM_KEY.match(claim):
             claim = claim_key(claim)
-        labels.append(Label(
-            sample_key=key, metric=_text(row.get("metric")) or metric or ANY_METRIC, value=value, field=field,
-            claim=claim, who=_text(row.get("who")) or who or "", when=_text(row.get("when")) or "",
-            run_id=_text(row.get("run_id")) or run_id, sample_id=sid, note=_text(row.get("note"))))
+        label = Label(
+            sample_key=key, metric=name, value=value, field=field, claim=claim,
+            who=_text(row.get("who")) or who or "", when=when or "",
+            run_id=_text(row.get("run_id")) or run_id, sample_id=sid, note=_text(row.get("note")))
+        identity = (key, name, claim, label.who)
+        if identity in labels:
+            duplicates += 1
+            del labels[identity]  # the last row counts, and is written in its place in the file
+        labels[identity] = label
     if not labels:
         shown = "; ".join(f"row {n}: {why}" for n, why in skipped[:3])
         raise InputError(f"{source}: none of its {len(rows)} rows gave a label ({shown})")
-    written = store.add_labels(labels)
-    return LabelImport(source, field, len(rows), written, tuple(skipped))
+    written = store.add_labels(labels.values())
+    return LabelImport(source, field, len(rows), written, tuple(skipped), duplicates)
 
 
 def label_rows(store: Store, run: str | None = None) -> list[dict[str, Any]]:

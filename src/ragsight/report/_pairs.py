@@ -29,8 +29,9 @@ from .._stats import Correlations, correlations
 from ..errors import ConfigError, InputError
 from ..result import EvaluationResult, load_result
 from ..store import Store
-from ._calibrate import _parse_label, _rows, _values
+from ._calibrate import _values
 from ._format import fmt, fmt_p
+from ._label_file import parse_label_value, read_label_file
 
 __all__ = ["PAIR_FIELDS", "PairAgreement", "PairCalibrationReport", "calibrate_pairs", "is_pair_labels",
            "print_pair_calibration"]
@@ -68,7 +69,7 @@ class PairCalibrationReport:
 
 def is_pair_labels(path: str | os.PathLike[str]) -> bool:
     """Whether a labels file is a pair-labels file (its rows have ``id_1`` and ``id_2``)."""
-    rows = _rows(Path(path))
+    rows = [row for _, row in read_label_file(Path(path))]
     return bool(rows) and all(all(f in r for f in PAIR_FIELDS) for r in rows)
 
 
@@ -76,7 +77,7 @@ def _labels_of(value: Any) -> list[float]:
     items = value if isinstance(value, (list, tuple)) else [value]
     out = []
     for v in items:
-        x = _parse_label(v)
+        x = parse_label_value(v)
         if x is not None:
             out.append(x)
     return out
@@ -91,7 +92,8 @@ def calibrate_pairs(
     """Correlate each metric's difference between the two samples of a pair with the human
     preference ``label_field`` (see the module docstring)."""
     result = source if isinstance(source, EvaluationResult) else load_result(*source)
-    rows = _rows(Path(labels)) if isinstance(labels, (str, os.PathLike)) else list(labels)
+    rows = ([row for _, row in read_label_file(Path(labels))] if isinstance(labels, (str, os.PathLike))
+            else list(labels))
     where = str(labels) if isinstance(labels, (str, os.PathLike)) else "<labels>"
     if rows and not any(label_field in r for r in rows):
         fields = sorted({k for r in rows for k in r if k not in PAIR_FIELDS})

@@ -11,8 +11,10 @@ from ._options import RunOptions
 from ._preflight import check_store_path
 from ._process import RunInterrupted, run_sync
 from ._repeats import RepeatReport, evaluate_repeats
+from ._spend import PacedSpendLimit
 
 __all__ = [
+    "PacedSpendLimit",
     "RepeatReport",
     "RunInterrupted",
     "RunOptions",

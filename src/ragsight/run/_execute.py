@@ -26,6 +26,7 @@ from ..result import LAZY_FROM, EvaluationResult, StoredRun, run_cost
 from ..store import SQLiteCallCache, Store
 from ._options import Plan
 from ._preflight import Parts, check_budget
+from ._spend import PacedSpendLimit
 
 __all__ = ["default_concurrency", "execute", "replace_cache"]
 
@@ -155,6 +156,8 @@ async def execute(
         elif cache:
             run_cache = MemoryCallCache() if in_memory or st is None else SQLiteCallCache(st)
         judge = parts.judge.for_run(cache=run_cache, spend_limit=check_budget(parts.judge, plan))
+        if isinstance(judge.spend_limit, PacedSpendLimit):
+            judge.spend_limit.pace(judge.limiter)  # calls wait for each other near the limit
     gate: _Gate | None = None
     try:
         _check_generator(samples, judge)
@@ -268,6 +271,8 @@ async def execute(
                 st.stop_heartbeat()
                 stats = stats_now()
                 if stopped is not None:
+                    if judge is not None and judge.spend_limit is not None:
+                        stopped.spent = judge.spend_limit.spent  # with the calls that ended after the stop
                     stats["stopped_by"] = {"max_cost": stopped.limit, "spent": round(stopped.spent, 6)}
                 if judge is not None:
                     stats["cost"] = run_cost(st, run_id, price, stats)

@@ -20,6 +20,7 @@ from ..errors import ConfigError, MissingExtraError, StoreError
 from ..judge import Judge, SpendLimit
 from ..metrics import Metric, resolve_metrics
 from ._options import Plan
+from ._spend import PacedSpendLimit
 
 __all__ = [
     "DEFAULT_REMOTE_EMBEDDER",
@@ -192,8 +193,8 @@ def check_budget(judge: Judge | None, plan: Plan) -> SpendLimit | None:
     if max_cost is None or judge is None:
         return None
     if plan.options.backend == "ray":
-        raise ConfigError("--max-cost works with the local backend only (a Ray cluster's workers do not "
-                          "share one spend); leave out --backend ray or --max-cost")
+        raise ConfigError("--max-cost works with the in-process backend only (--backend local, the default; a "
+                          "Ray cluster's workers do not share one spend); leave out --backend ray or --max-cost")
     table = plan.price_table
     price = price_for(judge.name, judge.model, table)
     if price is None:
@@ -202,4 +203,4 @@ def check_budget(judge: Judge | None, plan: Plan) -> SpendLimit | None:
             f"judge, or a model not in the price table of {table.as_of}). Give it in dollars per "
             f"million tokens with --price {judge.model}=IN/OUT or in pyproject.toml "
             f"[tool.ragsight.prices]; nothing was run.")
-    return SpendLimit(max_cost, price)
+    return PacedSpendLimit(max_cost, price)

@@ -12,7 +12,8 @@ from ._export import (
     write_table,
 )
 from ._labels import ANY_METRIC, Label, claim_key, sample_key
-from ._sqlite import RunInfo, SQLiteCallCache, Store
+from ._runs import RunInfo
+from ._sqlite import SQLiteCallCache, Store
 
 __all__ = ["ANY_METRIC", "FORMATS", "INPUT_COLUMNS", "TURN_COLUMNS", "Label", "RunInfo", "SQLiteCallCache", "Store",
            "claim_key", "conversation_columns", "export_run", "flat_rows", "input_columns", "sample_key", "table_rows",

@@ -4,12 +4,14 @@ one claim verdict, for one metric.
 A label refers to its sample by the sample's *content* (:func:`sample_key`: question, contexts,
 response, reference), not by run or row, so the labels given on one run apply to every run of
 the same data. A claim label refers to its claim by the claim's text (:func:`claim_key`).
+``LabelsMixin`` holds the Store's label methods.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import re
 import sqlite3
@@ -19,9 +21,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..dataset import Sample
-from ..errors import InputError
+from ..errors import InputError, StoreError
+from ._scores import ScoresMixin
 
-__all__ = ["ANY_METRIC", "Label", "claim_key", "sample_key"]
+__all__ = ["ANY_METRIC", "Label", "LabelsMixin", "claim_key", "sample_key"]
+
+log = logging.getLogger(__name__)
 
 ANY_METRIC = "*"
 """The metric of a label that judges the whole sample (it stands for every metric of it)."""
@@ -151,3 +156,61 @@ def delete_label(conn: sqlite3.Connection, key: str, metric: str, claim: str | N
     cur = conn.execute("DELETE FROM labels WHERE sample_key=? AND metric=? AND claim=? AND field=? AND who=?",
                        (key, metric, claim or "", field, who))
     return bool(cur.rowcount)
+
+
+class LabelsMixin(ScoresMixin):
+    """The Store's labels."""
+
+    def sample_keys(self, run_id: str) -> dict[str, str]:
+        """sample id -> content key (:func:`~ragsight.store.sample_key`) of the run's samples, in
+        sample order. A run written before labels existed has its keys computed and kept now."""
+        rows = self.conn.execute("SELECT p.sample_id, k.sample_key FROM samples p LEFT JOIN sample_keys k"
+                                 " ON k.run_id = p.run_id AND k.sample_id = p.sample_id WHERE p.run_id=?"
+                                 " ORDER BY p.idx", (run_id,)).fetchall()
+        if all(key is not None for _, key in rows):
+            return {sid: key for sid, key in rows}
+        keys = {s.id: sample_key(s) for s in self.samples(run_id)}
+        try:
+            with self._tx():
+                self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key)"
+                                      " VALUES (?,?,?)", [(run_id, sid, key) for sid, key in keys.items()])
+        except StoreError as exc:  # a read-only store: the keys are computed again next time
+            log.info("%s: sample keys of run %s not kept: %s", self.path, run_id, exc)
+        return keys
+
+    def add_labels(self, labels: Iterable[Label]) -> int:
+        """Add or replace labels (one per sample key, metric, claim, field and who), in one
+        transaction; returns how many were written. A bad label (empty key, metric or field, a
+        value that is not a finite number) raises InputError and writes none."""
+        with self._tx():
+            return add_labels(self.conn, labels)
+
+    def labels(self, run_id: str | None = None, *, metric: str | None = None, field: str | None = None,
+               sample_key: str | None = None) -> list[Label]:
+        """The stored labels, optionally of one metric, field or sample key. With ``run_id``: the
+        labels whose sample key is that of a sample of the run, in sample order, each naming that
+        run and that sample in ``run_id`` and ``sample_id`` (a label applies to every sample of the
+        run with the same content)."""
+        if run_id is not None and self._keys_missing(run_id):
+            self.sample_keys(run_id)  # a run older than the labels gets its keys
+        return read_labels(self.conn, run_id, metric, field, sample_key)
+
+    def _keys_missing(self, run_id: str) -> bool:
+        """Whether a sample of the run has no content key yet (counted in SQLite: reading the
+        keys of 20,000 samples into Python for this took 0.17 s a call)."""
+        return bool(self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM samples p LEFT JOIN sample_keys k ON k.run_id = p.run_id"
+            " AND k.sample_id = p.sample_id WHERE p.run_id=? AND k.sample_key IS NULL)", (run_id,)).fetchone()[0])
+
+    def delete_label(self, label: Label | str, metric: str | None = None, *, claim: str | None = None,
+                     field: str = "human", who: str = "") -> bool:
+        """Delete one label, given as a :class:`Label` (its value is not compared) or by its key
+        (sample key, metric, claim, field, who). True when there was one."""
+        if isinstance(label, Label):
+            key, metric, claim, field, who = label.sample_key, label.metric, label.claim, label.field, label.who
+        else:
+            key = label
+        if metric is None:
+            raise TypeError("delete_label needs the metric when the label is given by its sample key")
+        with self._tx():
+            return delete_label(self.conn, key, metric, claim, field, who)

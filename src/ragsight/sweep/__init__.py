@@ -9,20 +9,16 @@ The command line offers the same: ``ragsight sweep SWEEP.toml``, ``ragsight swee
 swept with ``sweep(..., factory=make_pipeline)`` or ``[pipeline] factory = "module:function"``.
 """
 
+from ._answer import ConfigRun
 from ._example import example_spec
 from ._factory import SpanLocator
 from ._html import render_sweep_html, write_sweep_html
-from ._report import (
-    ConfigSummary,
-    Effect,
-    EffectStep,
-    MetricComparison,
-    SweepReport,
-    build_report,
-    print_sweep_report,
-    sweep_names,
-)
-from ._run import ConfigRun, SweepPlan, SweepResult, asweep, judged_ids, plan_sweep, sweep
+from ._model import ConfigSummary, Effect, EffectStep, MetricComparison, SweepReport
+from ._plan import SweepPlan, plan_sweep
+from ._print import print_sweep_report
+from ._questions import judged_ids
+from ._report import build_report, sweep_names
+from ._run import SweepResult, asweep, sweep
 from ._spec import Configuration, GenerateSpec, SweepSpec, load_sweep
 
 __all__ = [

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..dataset import atomic_write
 from ..report import fmt, fmt_ci, fmt_p, fmt_signed
-from ._report import LATENCY_MEANING, Effect, SweepReport
+from ._causes import causes_html
+from ._model import LATENCY_MEANING, Effect, SweepReport
 
 __all__ = ["render_sweep_html", "write_sweep_html"]
 
@@ -255,6 +256,7 @@ def render_sweep_html(rep: SweepReport) -> str:
     out.append(tradeoff_svg(rep))
     out.append("<p>Pareto front: " + e(", ".join(f"{rep.configs[i].short} ({rep.configs[i].label})"
                                               for i in rep.pareto) or "–") + "</p>")
+    out.append(causes_html(rep))
     # runs
     out.append("<h2>Runs</h2><table id='runs'><thead><tr><th>configuration</th><th>run</th><th>status</th>"
                "<th>questions</th><th>answered</th><th>failed</th></tr></thead><tbody>")

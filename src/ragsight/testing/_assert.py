@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..dataset import Dataset, Sample, check_writable_target
+from ..dataset import Dataset, Sample, check_writable_target, metric_level, sample_level
 from ..errors import ConfigError, InputError
 from ..judge import Judge, JudgeProvider, JudgeSpec, make_judge
 from ..metrics import Metric, check_threshold, resolve_metrics
@@ -147,22 +147,31 @@ def _dataset(data: Any) -> Dataset:
     return Dataset.load(data)
 
 
-def cases(data: Any) -> list[Any]:
+def cases(data: Any, level: str = "turn") -> list[Any]:
     """The samples of a data file (or rows, or a Dataset) as pytest parameters, each with its
     sample id as the test id::
 
         @pytest.mark.parametrize("sample", cases("tests/golden.jsonl"))
         def test_golden(sample):
             assert_scores(sample, {"faithfulness": 0.8})
-    """
+
+    ``level``: which samples of a chat file: ``"turn"`` (the default: single-turn samples and
+    each assistant turn, for the turn metrics), ``"conversation"`` (each conversation's own
+    sample, for the conversation metrics such as knowledge_retention) or ``"all"``."""
     import pytest
 
+    if level not in ("turn", "conversation", "all"):
+        raise ConfigError(f"level must be 'turn', 'conversation' or 'all', not {level!r}")
     dataset = _dataset(data)
     if not dataset.samples:
         raise ConfigError(f"no usable sample in {dataset.source}"
                           + (f": {dataset.errors[0]}" if dataset.errors else ""))
+    chosen = [s for s in dataset if level == "all" or sample_level(s) == level]
+    if not chosen:
+        raise ConfigError(f"no {level}-level sample in {dataset.source} (cases(..., level=...) chooses "
+                          "'turn', 'conversation' or 'all')")
     # an unusable row is a case that fails with its problem: dropped, it left the gate unseen
-    return [pytest.param(s, id=s.id) for s in dataset] + [
+    return [pytest.param(s, id=s.id) for s in chosen] + [
         pytest.param(UnusableRow(str(p)), id=f"row-{p.row}") for p in dataset.errors]
 
 
@@ -200,7 +209,16 @@ def _failures(result: EvaluationResult, thresholds: Mapping[str, float], mode: s
     for key, threshold in thresholds.items():
         lower = result.summary[key].lower_is_better
         per_sample: list[Failure] = []
-        for sample in result.samples:
+        level = result.levels.get(key) or (metric_level(metrics[key]) if key in metrics else "turn")
+        # a metric is gated on the samples of its own level only: a chat's conversation row is no
+        # turn, and its turns are no conversation (not failures, and not counted)
+        samples = [s for s in result.samples if sample_level(s) == level]
+        if not samples:
+            other = "turn" if level == "conversation" else "conversation"
+            failures.append(Failure("(none)", key, threshold, None, "missing",
+                                    f"{key} scores {level}s and the data has only {other}-level samples", lower))
+            continue
+        for sample in samples:
             score = result.scores.get(sample.id, {}).get(key)
             if score is None or score.value is None or score.outcome.value != "scored":
                 outcome = score.outcome.value if score is not None else "missing"

@@ -10,29 +10,15 @@ The command line offers the same: ``ragsight generate`` and ``ragsight answer``;
 
 from ._chunk import Chunk, ChunkSettings, chunk_document, overlap
 from ._filter import REASONS, FilterSettings
-from ._generate import (
-    DEFAULT_STYLES,
-    DEFAULT_TYPES,
-    OUT_OF_SCOPE_REFERENCE,
-    QUESTION_TYPES,
-    STYLES,
-    GenerationResult,
-    TestsetSettings,
-    agenerate,
-    reference_spans,
-)
+from ._generate import GenerationResult, agenerate, reference_spans
 from ._ingest import Corpus, Document, load_corpus
-from ._runner import (
-    HttpFields,
-    RunResult,
-    TargetError,
-    TargetReply,
-    arun,
-    fill_template,
-    make_target,
-    parse_headers,
-    read_testset,
-)
+from ._kinds import DEFAULT_TYPES, QUESTION_TYPES
+from ._out_of_scope import OUT_OF_SCOPE_REFERENCE
+from ._plan import DEFAULT_STYLES, STYLES, TestsetSettings
+from ._reply import TargetError, TargetReply
+from ._rows import read_testset
+from ._runner import RunResult, arun, make_target
+from ._target_http import HttpFields, fill_template, parse_headers
 
 __all__ = [
     "DEFAULT_STYLES",

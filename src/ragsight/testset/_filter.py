@@ -61,6 +61,7 @@ REASONS = {
     "not_self_contained": "the critic found the question not self-contained",
     "critic_failed": "the critic gave no usable verdict",
     "duplicate": "a near-duplicate of an accepted question",
+    "off_topic": "a scenario whose first message is not about its goal",
 }
 
 

@@ -1,403 +1,47 @@
-"""Synthetic test-set generation: plan candidates, generate them, filter them.
+"""Generating a test set: the driver that asks for candidates, filters them and writes the rows.
 
-Planning is deterministic for a seed: the number of questions of each type is apportioned from
-the type mix (largest remainders); each type draws its chunks and styles from its own
-``random.Random(f"{seed}/{type}")``, so adding a type or changing the size of another does not
-change a type's draws. Candidates are generated in rounds: each round asks for as many candidates
-of a type as it still lacks, and acceptance (including the near-duplicate check) is decided in
-plan order after the round, so concurrency never changes the result. A type stops after
-``attempts`` times its quota of candidates.
-
-Question types:
-
-- ``single_hop``: one chunk; a fact stated in it.
-- ``multi_context``: two chunks from different documents (or non-adjacent chunks of one document)
-  that share named-entity-like tokens: capitalised words that the corpus does not also use in
-  lower case, and numbers; pairs are ranked by the summed inverse document frequency of the
-  shared tokens (no embedder needed).
-- ``reasoning``: one chunk; the answer follows from it by one inference step.
-- ``comparative``: two chunks chosen like multi-context pairs; the question compares two things.
-- ``out_of_scope``: one chunk as the topic; the documents do not answer the question, and the
-  reference says so.
+Candidates are generated in rounds: each round asks for as many candidates of a type as it still
+lacks, and acceptance (including the near-duplicate check) is decided in plan order after the
+round, so concurrency never changes the result. A type stops after ``attempts`` times its quota
+of candidates. What differs by kind of question is the kind's own (``_kinds.py``); the plan and
+the settings are in ``_plan.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import math
 import os
-import random
-import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._version import __version__
 from ..embed import make_embedder
-from ..errors import ConfigError, OutputError
 from ..judge import Judge, JudgeFailedError, make_judge
 from ..prompts import load_prompt, neutralise
 from ._chunk import Chunk
 from ._filter import (
-    FilterSettings,
-    content_tokens,
     critique,
     deterministic_checks,
     normalise_question,
     numbered,
 )
 from ._ingest import Corpus, load_corpus
+from ._kind import CandidateSpec, Outcome
+from ._kinds import KIND, QUESTION_TYPES
+from ._out_of_scope import related_chunks
+from ._plan import STYLES, STYLES_VERSION, TestsetSettings, plan
+from ._scenarios import SCENARIO_TYPES, scenario_candidate, scenario_row
 
 __all__ = [
-    "DEFAULT_STYLES",
-    "DEFAULT_TYPES",
-    "OUT_OF_SCOPE_REFERENCE",
-    "QUESTION_TYPES",
-    "STYLES",
-    "CandidateSpec",
     "GenerationResult",
-    "TestsetSettings",
     "agenerate",
-    "entity_pairs",
-    "parse_mix",
-    "plan",
-    "quotas",
     "reference_spans",
-    "related_chunks",
 ]
-
-# follow_up: a two-turn conversation (a question, then a follow-up that needs the first turn);
-# not in the default mix: ask for it with --types (e.g. single_hop=0.7,follow_up=0.3)
-QUESTION_TYPES = ("single_hop", "multi_context", "reasoning", "comparative", "out_of_scope", "follow_up")
-PAIR_TYPES = ("multi_context", "comparative")
-
-DEFAULT_TYPES: Mapping[str, float] = {
-    "single_hop": 0.4,
-    "multi_context": 0.2,
-    "reasoning": 0.15,
-    "comparative": 0.1,
-    "out_of_scope": 0.15,
-}
-DEFAULT_STYLES: Mapping[str, float] = {
-    "well_formed": 0.4,
-    "keywords": 0.2,
-    "informal_typos": 0.2,
-    "long_detailed": 0.2,
-}
-
-STYLES_VERSION = "1"
-STYLES: Mapping[str, str] = {
-    "well_formed": "a clear, grammatical, complete question, as a careful writer would ask it.",
-    "keywords": (
-        "a short search-engine query of two to six keywords, without a question mark "
-        "and without full grammar (for example: parental leave weeks secondary carer)."
-    ),
-    "informal_typos": (
-        "casual and informal, all in lower case, with one or two realistic spelling "
-        "mistakes, as typed quickly in a chat (for example: how many days can i "
-        "carry ovr to next yr)."
-    ),
-    "long_detailed": (
-        "a long, detailed question of two or three sentences that first describes "
-        "the asker's situation and then asks."
-    ),
-}
-
-OUT_OF_SCOPE_REFERENCE = "The documents do not contain the answer to this question."
-
-
-def parse_mix(
-    text: str | Mapping[str, float] | None,
-    known: Sequence[str],
-    what: str,
-    default: Mapping[str, float],
-) -> dict[str, float]:
-    """``"a=0.4,b=0.6"`` (or a mapping) to weights that sum to 1. Unknown names raise."""
-    if text is None:
-        raw: Mapping[str, float] = default
-    elif isinstance(text, str):
-        parsed: dict[str, float] = {}
-        for part in text.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            name, sep, value = part.partition("=")
-            try:
-                parsed[name.strip()] = float(value) if sep else 1.0
-            except ValueError:
-                raise ConfigError(
-                    f"--{what} '{part}': the weight must be a number, e.g. {name}=0.3"
-                ) from None
-        raw = parsed
-    else:
-        raw = text
-    for name, w in raw.items():
-        if name not in known:
-            raise ConfigError(f"unknown {what[:-1]} '{name}'; known: {', '.join(known)}")
-        if not math.isfinite(w) or w < 0:
-            raise ConfigError(f"--{what}: the weight of '{name}' must be a number >= 0")
-    total = sum(raw.values())
-    if total <= 0:
-        raise ConfigError(f"--{what}: at least one weight must be above 0")
-    return {n: raw[n] / total for n in known if raw.get(n, 0) > 0}
-
-
-def quotas(size: int, mix: Mapping[str, float]) -> dict[str, int]:
-    """Apportion ``size`` by the weights (largest remainders; ties to the earlier name)."""
-    exact = {n: size * w for n, w in mix.items()}
-    out = {n: math.floor(v) for n, v in exact.items()}
-    left = size - sum(out.values())
-    order = sorted(mix, key=lambda n: (-(exact[n] - out[n]), list(mix).index(n)))
-    for n in order[:left]:
-        out[n] += 1
-    return out
-
-
-# ---- chunk selection ---------------------------------------------------------------------------
-
-_CAP_RUN = re.compile(r"\b[A-Z][\w&-]*(?:\s+[A-Z][\w&-]*)*")
-_NUM = re.compile(r"[£€$]?\d+(?:[.,:]\d+)*%?")
-NUMBER_WEIGHT = 0.5  # a shared number links two chunks less surely than a shared name
-MAX_POSTINGS = 200  # a token in more chunks than this links too much to be worth the pairs
-
-
-def _entities_by_chunk(chunks: Sequence[Chunk]) -> list[set[str]]:
-    """Named-entity-like tokens of each chunk: runs of capitalised words, without the leading
-    words that the corpus also uses in lower case (so sentence-initial words drop out: "Under
-    Ivar Lunde" gives "Ivar Lunde", "The" alone gives nothing), and numbers with two or more
-    digits or a currency sign ("10:00", "£500", "2011")."""
-    lower_counts: Counter[str] = Counter()
-    for c in chunks:
-        lower_counts.update(re.findall(r"\b[a-z][\w&-]*", c.text))
-    out: list[set[str]] = []
-    for c in chunks:
-        ents: set[str] = set()
-        for run in _CAP_RUN.findall(c.text):
-            words = run.split()
-            while words and (lower_counts[words[0].lower()] or len(words[0]) < 2):
-                words.pop(0)  # "The", "Under": capitalised only because a sentence starts
-            if words:
-                ents.add(" ".join(words))
-        ents |= {
-            n.rstrip(".,:")
-            for n in _NUM.findall(c.text)
-            if len(re.sub(r"\D", "", n)) >= 2 or n[:1] in "£€$"
-        }
-        out.append(ents)
-    return out
-
-
-def _is_number(token: str) -> bool:
-    return token[:1].isdigit() or token[:1] in "£€$"
-
-
-def entity_pairs(
-    corpus: Corpus, max_df: float = 0.4
-) -> list[tuple[float, str, str, tuple[str, ...]]]:
-    """Pairs of chunks that share entity-like tokens: (score, chunk id, chunk id, shared), best
-    first. Chunks of different documents only; when the corpus has one document, chunks at least
-    two apart. Tokens in more than ``max_df`` of the chunks (and in more than two) are too common
-    to link anything."""
-    chunks = list(corpus.chunks)
-    ents = _entities_by_chunk(chunks)
-    df: Counter[str] = Counter()
-    for e in ents:
-        df.update(e)
-    n = len(chunks)
-    limit = max(2.0, max_df * n)  # in a small corpus, a token shared by two chunks still links
-    idf = {
-        t: math.log(n / d) * (NUMBER_WEIGHT if _is_number(t) else 1.0)
-        for t, d in df.items()
-        if 2 <= d <= limit and d < n
-    }
-    one_doc = len({c.doc_id for c in chunks}) == 1
-    # inverted index: only pairs that share a token are looked at (a corpus of thousands of
-    # chunks has millions of pairs, few of them linked)
-    postings: dict[str, list[int]] = {}
-    for i, e in enumerate(ents):
-        for t in e:
-            if t in idf:
-                postings.setdefault(t, []).append(i)
-    shared_by: dict[tuple[int, int], list[str]] = {}
-    for t, docs in postings.items():
-        if len(docs) > MAX_POSTINGS:
-            continue
-        for x in range(len(docs)):
-            for y in range(x + 1, len(docs)):
-                i, j = docs[x], docs[y]
-                a, b = chunks[i], chunks[j]
-                if a.doc_id == b.doc_id and not (one_doc and abs(a.index - b.index) >= 2):
-                    continue
-                shared_by.setdefault((i, j), []).append(t)
-    pairs = []
-    for (i, j), shared in shared_by.items():
-        score = sum(idf[t] for t in shared)
-        ordered = tuple(sorted(shared, key=lambda t: (-idf[t], t)))
-        pairs.append((round(score, 6), chunks[i].id, chunks[j].id, ordered))
-    pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
-    return pairs
-
-
-def related_chunks(corpus: Corpus, question: str, anchor: str | None, k: int = 6) -> list[Chunk]:
-    """The ``k`` chunks sharing the most idf-weighted content words with ``question`` (the anchor
-    chunk first when given). What the out-of-scope critic sees of the corpus."""
-    chunks = list(corpus.chunks)
-    toks = [set(content_tokens(c.text)) for c in chunks]
-    df: Counter[str] = Counter()
-    for t in toks:
-        df.update(t)
-    q = set(content_tokens(question))
-    n = len(chunks)
-    scored = sorted(
-        ((sum(math.log(1 + n / df[w]) for w in q & t), -i) for i, t in enumerate(toks)),
-        reverse=True,
-    )
-    order = [chunks[-i] for _, i in scored]
-    picked = [c for c in order if c.id == anchor][:1]
-    for c in order:
-        if len(picked) >= k:
-            break
-        if c.id != anchor:
-            picked.append(c)
-    return picked
-
-
-@dataclass(frozen=True)
-class CandidateSpec:
-    """What one candidate is made from: decided before any model call."""
-
-    question_type: str
-    index: int  # n-th candidate of its type
-    style: str
-    chunk_ids: tuple[str, ...]
-    shared: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class TestsetSettings:
-    """How a test set is generated. ``attempts``: candidates per wanted question, at most, for
-    each type. ``min_chunk_words``: shorter chunks are not used on their own."""
-
-    __test__ = False  # not a pytest class
-
-    size: int = 10
-    seed: int = 0
-    types: Mapping[str, float] | str = field(default_factory=lambda: dict(DEFAULT_TYPES))
-    styles: Mapping[str, float] | str = field(default_factory=lambda: dict(DEFAULT_STYLES))
-    filter: FilterSettings = field(default_factory=FilterSettings)
-    attempts: float = 3.0
-    min_chunk_words: int = 40
-    critic_sample: int = 6
-
-    def __post_init__(self) -> None:
-        if self.size < 1:
-            raise ConfigError("--size must be at least 1")
-        if self.attempts < 1:
-            raise ConfigError("--attempts must be at least 1")
-        parse_mix(self.types, QUESTION_TYPES, "types", DEFAULT_TYPES)  # fail early on a typo
-        parse_mix(self.styles, tuple(STYLES), "styles", DEFAULT_STYLES)
-
-
-def plan(
-    corpus: Corpus, settings: TestsetSettings
-) -> tuple[dict[str, list[CandidateSpec]], dict[str, int], list[str]]:
-    """Candidate specs per type (as many as may be tried), the quotas, and notes for the user."""
-    types = parse_mix(settings.types, QUESTION_TYPES, "types", DEFAULT_TYPES)
-    styles = parse_mix(settings.styles, tuple(STYLES), "styles", DEFAULT_STYLES)
-    quota = quotas(settings.size, types)
-    notes: list[str] = []
-    singles = [c for c in corpus.chunks if len(c.text.split()) >= settings.min_chunk_words] or list(
-        corpus.chunks
-    )
-    pairs = entity_pairs(corpus) if any(quota.get(t) for t in PAIR_TYPES) else []
-    for t in PAIR_TYPES:
-        if quota.get(t) and not pairs:
-            notes.append(
-                f"no two chunks share a named entity or number, so the {quota[t]} {t} "
-                "question(s) are generated as single_hop"
-            )
-            quota["single_hop"] = quota.get("single_hop", 0) + quota[t]
-            quota[t] = 0
-    style_names = list(styles)
-    style_weights = [styles[s] for s in style_names]
-    specs: dict[str, list[CandidateSpec]] = {}
-    for t in QUESTION_TYPES:
-        q = quota.get(t, 0)
-        if not q:
-            continue
-        n = max(q, math.ceil(q * settings.attempts))
-        rng = random.Random(f"{settings.seed}/{t}")
-        style_rng = random.Random(f"{settings.seed}/{t}/style")
-        out: list[CandidateSpec] = []
-        if t in PAIR_TYPES:
-            pool = pairs[: max(20, 3 * n)]
-            pool = pool[:]
-            rng.shuffle(pool)
-            for i in range(n):
-                _, a, b, shared = pool[i % len(pool)]
-                style = style_rng.choices(style_names, style_weights)[0]
-                out.append(CandidateSpec(t, i, style, (a, b), shared[:5]))
-        else:
-            order = singles[:]
-            rng.shuffle(order)
-            for i in range(n):
-                style = style_rng.choices(style_names, style_weights)[0]
-                out.append(CandidateSpec(t, i, style, (order[i % len(order)].id,)))
-        specs[t] = out
-    return specs, quota, notes
-
-
-# ---- generation --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Generated:
-    question: str
-    answer: str
-    missing: str = ""
-    follow_up: str = ""
-    follow_up_answer: str = ""
-
-
-def _validate_follow_up(data: dict[str, Any]) -> _Generated:
-    first = _validate_qa(data)
-    q, a = data.get("follow_up"), data.get("follow_up_answer")
-    if not isinstance(q, str) or not q.strip():
-        raise OutputError('"follow_up" must be a non-empty string')
-    if not isinstance(a, str) or not a.strip():
-        raise OutputError('"follow_up_answer" must be a non-empty string')
-    return _Generated(first.question, first.answer, follow_up=" ".join(q.split()),
-                      follow_up_answer=" ".join(a.split()))
-
-
-def _validate_qa(data: dict[str, Any]) -> _Generated:
-    q, a = data.get("question"), data.get("answer", data.get("missing"))
-    if not isinstance(q, str) or not q.strip():
-        raise OutputError('"question" must be a non-empty string')
-    if not isinstance(a, str) or not a.strip():
-        key = "missing" if "missing" in data else "answer"
-        raise OutputError(f'"{key}" must be a non-empty string')
-    if "missing" in data:
-        return _Generated(" ".join(q.split()), "", " ".join(a.split()))
-    return _Generated(" ".join(q.split()), " ".join(a.split()))
-
-
-@dataclass
-class _Outcome:
-    spec: CandidateSpec
-    question: str = ""
-    reference: str = ""
-    contexts: tuple[Chunk, ...] = ()
-    reasons: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
-    prompts: dict[str, str] = field(default_factory=dict)
-    follow_up: str = ""  # a follow_up conversation's second question and its reference
-    follow_up_reference: str = ""
 
 
 @dataclass
@@ -446,10 +90,16 @@ class _Run:
         self.embedder = embedder
         self.settings = settings
 
-    async def candidate(self, spec: CandidateSpec) -> _Outcome:
-        out = _Outcome(spec)
+    async def candidate(self, spec: CandidateSpec) -> Outcome:
+        kind = KIND[spec.question_type]
+        out = Outcome(spec)
         chunks = tuple(self.by_id[c] for c in spec.chunk_ids)
-        prompt = load_prompt(f"testset_{spec.question_type}")
+        if spec.question_type in SCENARIO_TYPES:
+            await scenario_candidate(out, chunks, self.generator, self.critic, STYLES[spec.style], self.settings.filter,
+                                     lambda text: related_chunks(self.corpus, text, spec.chunk_ids[0],
+                                                                 self.settings.critic_sample))
+            return out
+        prompt = load_prompt(kind.prompt)
         out.prompts[prompt.id] = prompt.version
         values = {
             "contexts": numbered(c.text for c in chunks),
@@ -457,20 +107,14 @@ class _Run:
             "shared": ", ".join(neutralise(s) for s in spec.shared) or "-",
         }
         try:
-            validate = _validate_follow_up if spec.question_type == "follow_up" else _validate_qa
-            answer = await self.generator.ask(prompt, values, validate, max_tokens=480)
+            answer = await self.generator.ask(prompt, values, kind.validate, max_tokens=480)
         except JudgeFailedError as exc:
             out.reasons.append("generation_failed")
             out.details["error"] = str(exc)
             return out
         gen = answer.value
         out.question = gen.question
-        if spec.question_type == "out_of_scope":
-            out.reference = OUT_OF_SCOPE_REFERENCE
-            out.details["missing"] = gen.missing
-        else:
-            out.reference = gen.answer
-            out.contexts = chunks
+        kind.take(out, gen, chunks)
         reasons, details = deterministic_checks(
             spec.question_type,
             out.question,
@@ -479,27 +123,11 @@ class _Run:
             self.settings.filter,
         )
         out.details.update(details)
-        if spec.question_type == "follow_up":  # the follow-up's answer is held to the same rules
-            out.follow_up, out.follow_up_reference = gen.follow_up, gen.follow_up_answer
-            more, fdetails = deterministic_checks(spec.question_type, gen.follow_up, gen.follow_up_answer,
-                                                  [c.text for c in chunks], self.settings.filter)
-            out.details["follow_up_grounding"] = fdetails.get("grounding")
-            reasons = list(dict.fromkeys([*reasons, *more]))
-            if normalise_question(gen.follow_up) == normalise_question(gen.question):
-                reasons.append("duplicate")
+        reasons = kind.more_checks(out, gen, chunks, self.settings.filter, reasons)
         if reasons:
             out.reasons.extend(reasons)
             return out
-        if spec.question_type == "out_of_scope":
-            shown = related_chunks(
-                self.corpus, out.question, spec.chunk_ids[0], self.settings.critic_sample
-            )
-            out.details["critic_chunks"] = [c.id for c in shown]
-            texts = [c.text for c in shown]
-            cprompt = "testset_critique_oos"
-        else:
-            texts = [c.text for c in chunks]
-            cprompt = "testset_critique"
+        texts, cprompt = kind.critic_view(self.corpus, out, chunks, self.settings.critic_sample)
         out.prompts[cprompt] = load_prompt(cprompt).version
         reasons, verdict, _ = await critique(
             self.critic, spec.question_type, out.question, out.reference, texts
@@ -514,11 +142,6 @@ class _Run:
             return None
         vectors: np.ndarray = await self.embedder.embed(questions, kind="query")
         return vectors
-
-
-def _row_id(question: str, chunk_ids: Sequence[str], qtype: str) -> str:
-    basis = "\x1f".join([qtype, question, *chunk_ids])
-    return "ts-" + hashlib.sha256(basis.encode()).hexdigest()[:10]
 
 
 async def agenerate(
@@ -574,8 +197,8 @@ async def _generate(
     specs, quota, notes = plan(corpus, st)
     run = _Run(corpus, generator, critic, embedder, st)
     t0 = time.monotonic()
-    accepted: list[tuple[tuple[int, int], _Outcome]] = []
-    rejected: list[_Outcome] = []
+    accepted: list[tuple[tuple[int, int], Outcome]] = []
+    rejected: list[Outcome] = []
     seen_norm: set[str] = set()
     kept_vectors: list[np.ndarray] = []
     counts = dict.fromkeys(specs, 0)
@@ -590,7 +213,7 @@ async def _generate(
 
     finished = 0  # candidates of the current round checked so far
 
-    async def bounded(spec: CandidateSpec) -> _Outcome:
+    async def bounded(spec: CandidateSpec) -> Outcome:
         nonlocal finished
         async with sem:
             outcome = await run.candidate(spec)
@@ -662,7 +285,7 @@ async def _generate(
 
 
 def _row(
-    o: _Outcome, generator: Judge, critic: Judge, st: TestsetSettings, common: Mapping[str, str]
+    o: Outcome, generator: Judge, critic: Judge, st: TestsetSettings, common: Mapping[str, str]
 ) -> dict[str, Any]:
     ids = [c.id for c in o.contexts]
     meta: dict[str, Any] = {
@@ -692,25 +315,9 @@ def _row(
     ):
         if key in o.details:
             meta[key] = o.details[key]
-    if o.spec.question_type == "follow_up":  # a conversation: ragsight answer holds it turn by turn
-        meta["follow_up_grounding"] = o.details.get("follow_up_grounding")
-        return {
-            "id": _row_id(o.question + "\x1f" + o.follow_up, o.spec.chunk_ids, o.spec.question_type),
-            "turns": [{"role": "user", "content": o.question}, {"role": "assistant", "reference": o.reference},
-                      {"role": "user", "content": o.follow_up},
-                      {"role": "assistant", "reference": o.follow_up_reference}],
-            "reference_contexts": [c.text for c in o.contexts],
-            "relevant_ids": ids,
-            "metadata": meta,
-        }
-    return {
-        "id": _row_id(o.question, o.spec.chunk_ids, o.spec.question_type),
-        "question": o.question,
-        "reference": o.reference,
-        "reference_contexts": [c.text for c in o.contexts],
-        "relevant_ids": ids,
-        "metadata": meta,
-    }
+    if o.spec.question_type in SCENARIO_TYPES:
+        return scenario_row(o, meta)
+    return KIND[o.spec.question_type].row(o, meta, ids)
 
 
 def reference_spans(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
@@ -724,7 +331,7 @@ def reference_spans(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
     ]
 
 
-def _rejected_row(o: _Outcome, st: TestsetSettings) -> dict[str, Any]:
+def _rejected_row(o: Outcome, st: TestsetSettings) -> dict[str, Any]:
     return {
         "question_type": o.spec.question_type,
         "candidate": o.spec.index,

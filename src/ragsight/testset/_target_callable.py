@@ -1,0 +1,80 @@
+"""The Python target: a function ``module:function`` (or any callable), sync or async, called with
+the question (and the configuration as keyword arguments, the history for a conversation); a sync
+callable runs in a worker thread so it never blocks the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from ._reply import TargetError, TargetReply, reply_from
+
+__all__ = ["CallableTarget"]
+
+
+class CallableTarget:
+    """A Python function ``module:function`` (or any callable)."""
+
+    def __init__(
+        self, fn: Callable[..., Any], name: str, config: Mapping[str, Any] | None = None
+    ) -> None:
+        self.fn = fn
+        self.name = name
+        self.config = dict(config or {})
+
+    @classmethod
+    def load(cls, spec: str) -> CallableTarget:
+        module, _, attr = spec.partition(":")
+        if not module or not attr:
+            raise ConfigError(f"target '{spec}': use module:function, http(s)://URL or cmd:COMMAND")
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())  # like `python -m`: modules beside the user
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"target '{spec}': cannot import module '{module}' ({exc})") from exc
+        fn: Any = mod
+        for part in attr.split("."):
+            fn = getattr(fn, part, None)
+            if fn is None:
+                raise ConfigError(f"target '{spec}': module '{module}' has no '{attr}'")
+        if not callable(fn):
+            raise ConfigError(f"target '{spec}': '{attr}' is not callable")
+        return cls(fn, spec)
+
+    def _takes_history(self) -> bool:
+        try:
+            params = inspect.signature(self.fn).parameters
+        except (TypeError, ValueError):
+            return True
+        return "history" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+    async def __call__(self, question: str, history: Sequence[Mapping[str, Any]] | None = None) -> TargetReply:
+        kwargs = dict(self.config)
+        if history is not None:
+            if not self._takes_history():
+                raise TargetError(f"{self.name} takes no 'history' argument; a conversation's turns need it: "
+                                  "def answer(question, history): ... (history: the earlier messages, each "
+                                  "{'role', 'content'})", retryable=False)
+            kwargs["history"] = [dict(m) for m in history]
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                result = await self.fn(question, **kwargs)
+            else:
+                result = await asyncio.to_thread(self.fn, question, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+        except TargetError:
+            raise
+        except (Exception, SystemExit) as exc:  # sys.exit() in the user's code fails its question only
+            raise TargetError(
+                f"{self.name} raised {type(exc).__name__}: {exc}", retryable=False
+            ) from exc
+        return reply_from(result, where=self.name)
