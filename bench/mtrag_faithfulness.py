@@ -125,6 +125,28 @@ def figures(name: str, scores: list[float], labels: list[int], threshold: float 
     return f"  {name:<30} AUROC {a:.3f}   balanced accuracy {ba:.3f} at {t:.2f}{how}"
 
 
+def auroc_gap(a: list[float], b: list[float], labels: list[int], n: int = 2000) -> str:
+    """AUROC(a) - AUROC(b) on the same rows with a paired bootstrap 95% interval (rows resampled,
+    seed 0): whether the two rank the rows differently beyond what 45 rows can tell."""
+    import random
+
+    rng = random.Random(0)
+    base = auroc(a, labels)
+    other = auroc(b, labels)
+    assert base is not None and other is not None
+    gaps = []
+    idx = range(len(labels))
+    for _ in range(n):
+        pick = [rng.choice(idx) for _ in idx]
+        y = [labels[i] for i in pick]
+        ga, gb = auroc([a[i] for i in pick], y), auroc([b[i] for i in pick], y)
+        if ga is not None and gb is not None:
+            gaps.append(ga - gb)
+    gaps.sort()
+    lo, hi = gaps[int(0.025 * len(gaps))], gaps[int(0.975 * len(gaps)) - 1]
+    return f"{base - other:+.3f} (95% CI {lo:+.3f} to {hi:+.3f}, paired bootstrap of rows)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     pick = ap.add_mutually_exclusive_group()
@@ -161,6 +183,8 @@ def main() -> None:
         print(figures("judge, without history", [judged[r["id"]]["without"] for r in both], y, 0.5))
         print(figures("word overlap, contexts", [overlap(r, False) for r in both], y, None))
         print(figures("word overlap, contexts+history", [overlap(r, True) for r in both], y, None))
+        print("  AUROC judge with history - word overlap, contexts: " + auroc_gap(
+            [judged[r["id"]]["with"] for r in both], [overlap(r, False) for r in both], y))
 
 
 if __name__ == "__main__":

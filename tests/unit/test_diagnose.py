@@ -321,3 +321,29 @@ def test_the_sweep_report_counts_causes_per_configuration(result: EvaluationResu
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "Why questions fail" in text and "C2" in text
     assert "<table id='causes'>" in causes_html(rep)
+
+
+def test_span_metrics_alone_show_a_retrieval_miss_without_a_judge() -> None:
+    # what the sweep runs on every question: document spans, no judge
+    handbook = "Refunds take 14 days. Bikes travel free on Sundays. Pets need a ticket."
+    rows = [
+        {"id": "missed", "question": "How long do refunds take?", "response": "A week.",
+         "contexts": ["Pets need a ticket."], "reference_contexts": ["Refunds take 14 days."],
+         "metadata": {"reference_spans": [{"doc_id": "h", "start": 0, "end": 21}],
+                      "retrieved_spans": [{"doc_id": "h", "start": 51, "end": 70}]}},
+        {"id": "low", "question": "Do bikes travel free?", "response": "On Sundays.",
+         "contexts": ["Pets need a ticket.", "Bikes travel free on Sundays."],
+         "metadata": {"reference_spans": [{"doc_id": "h", "start": 22, "end": 50}],
+                      "retrieved_spans": [{"doc_id": "h", "start": 51, "end": 70},
+                                          {"doc_id": "h", "start": 22, "end": 50}]}},
+    ]
+    assert handbook[0:21] == "Refunds take 14 days." and handbook[22:50].startswith("Bikes")
+    run = ragsight.evaluate(rows, ["span_recall", "span_mrr"], judge="scripted",
+                            options=ragsight.RunOptions(show_progress=False))
+    d = diagnose(run, topics=False, thresholds={"span_mrr": 0.75})
+    assert {s.sample_id: s.primary for s in d.samples} == {"missed": "retrieval", "low": "retrieval"}
+    assert items(d, "missed")[0][:3] == ("missed_span", "Refunds take 14 days. (h characters 0-21)",
+                                         "span_recall")
+    kind, text, metric, chunk, _ = items(d, "low")[0]
+    assert (kind, text, metric, chunk) == ("ranked_low", "Bikes travel free on Sundays.", "span_mrr", 2)
+    assert "retrieval" not in {u.cause for u in d.unmeasured}

@@ -96,9 +96,10 @@ def test_remote_judge_resolves_it_through_the_first_turn_and_leaves_out_the_user
     ids = [c.prompt_id for c in got.evidence.calls]
     assert ids.count("extract_claims") == 1  # the claims are the shared ones, extracted once
     assert "verify_claims_conversation" in ids
-    # only the claims the contexts alone did not support went to the conversation step
+    # only the claim with a referring word went to the conversation step: "The user rides on
+    # weekends" names what it speaks of, the history has nothing to resolve in it
     [call] = provider.calls_for("verify_claims_conversation")
-    assert call.variables["claim_list"] == [RED, WEEKENDS]
+    assert call.variables["claim_list"] == [RED]
 
 
 def test_embedded_judge_names_the_message_with_the_highest_probability() -> None:
@@ -109,8 +110,9 @@ def test_embedded_judge_names_the_message_with_the_highest_probability() -> None
     assert (res["message"], res["turn"], res["role"]) == (0, 0, "user")
     assert res["probabilities"] == {"0": 0.8}
     targets = [r.variables["target"] for r in provider.calls_for("verify_claim_conversation")]
-    # P(supported) through the conversation for both claims, then each earlier message alone, latest first
-    assert targets == ["contexts+conversation", "contexts+conversation", "message:0"]
+    # P(supported) through the conversation for the claim that refers back, then each earlier
+    # message alone, latest first
+    assert targets == ["contexts+conversation", "message:0"]
     source = provider.calls_for("verify_claim_conversation")[0].variables["source"]
     assert source.startswith("<context n=\"1\">")  # the shared long prefix first
     assert "[1] user (turn 0): I ride on weekends. Tell me about the Trail." in source
@@ -289,3 +291,52 @@ def test_a_yes_to_the_users_question_is_not_a_restatement_of_the_user() -> None:
     assert got.evidence.details["restates_user"] == 0
     # no user statement at all: the restatement step is not even asked
     assert all(c.variables.get("target") != "user" for c in provider.requests)
+
+
+def test_a_claim_that_names_its_subject_is_not_read_again_in_the_conversation() -> None:
+    # The user raised fertility clinics; the contexts hold nothing on them. A claim that names them
+    # has nothing for the history to resolve: a second look through the conversation only made
+    # such unsupported claims more likely supported (MTRAG rows labelled unfaithful rose).
+    clinics = "Egg donation is organised through fertility clinics."
+    s = RagScript()
+    s.claims[clinics] = [clinics]
+    s.verdicts[(clinics, "contexts")] = False
+    s.verdicts[(clinics, "user")] = False
+    provider = choice_judge(s)
+    sample = Sample(id="c1:1", question="Are they organised?", response=clinics,
+                    contexts=("Egg agencies prefer altruistic donors.",), conversation_id="c1", turn=1,
+                    history=(Turn("user", "Chemo and fertility clinics?"), Turn("assistant", "Clinics help.")))
+    got = score(Faithfulness(), sample, provider)
+    assert got.value is not None and got.value < 0.5
+    assert provider.calls_for("verify_claim_conversation") == []
+    assert "resolved" not in got.evidence.details or got.evidence.details["resolved"] == []
+
+
+def test_a_claim_naming_only_what_the_user_named_is_read_in_the_conversation() -> None:
+    trail = "The Trail comes in red."
+    s = RagScript()
+    s.claims[trail] = [trail]
+    s.verdicts[(trail, "contexts")] = False  # the contexts say "the bike", not which one
+    provider = choice_judge(s)
+    base = provider.choice_handlers["verify_claim_conversation"]
+    provider.choice_handlers["verify_claim_conversation"] = (
+        lambda v: 0.9 if v["target"] == "contexts+conversation" else base(v))
+    sample = Sample(id="c1:1", question="Does it come in red?", response=trail,
+                    contexts=("The bike comes in red and black.",), conversation_id="c1", turn=1,
+                    history=HISTORY)
+    got = score(Faithfulness(), sample, provider)
+    assert got.value == pytest.approx(0.9)
+    [res] = got.evidence.details["resolved"]
+    assert (res["message"], res["role"]) == (0, "user")
+
+
+@pytest.mark.parametrize(("claim", "expected"), [
+    ("It comes in red.", True), ("It's red.", True), ("You can park there.", True),
+    ("There are several other rivers.", False), ("The Trail comes in red.", False),
+    ("Ja, es hat vegetarische Gerichte.", True), ("Il est rouge.", True), ("Le vélo est rouge.", False),
+    ("它是红色的。", True),
+])
+def test_a_referring_word_is_found_in_each_language_and_an_existential_there_is_not(
+        claim: str, expected: bool) -> None:
+    from ragsight.analyses import refers
+    assert refers(claim) is expected

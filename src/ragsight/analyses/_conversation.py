@@ -6,15 +6,18 @@ cache keys and scores. The response's claims are the shared ones (extracted once
 verdicts against the contexts alone are the shared step (faithfulness and context recall share
 it). On top of them, :func:`verdicts` does three things:
 
-1. **Reading references through what the user said.** A claim the contexts alone do not
-   support, or that holds a referring word ("it", "they", "this", "there"...: :data:`REFERRING`),
-   is checked again against the contexts followed by the user's messages so far
+1. **Reading references through what the user said.** A claim that holds a referring word
+   ("it", "they", "this", "there" as a place...: :data:`REFERRING`), or whose words missing from
+   the contexts are all words of an earlier user message (:func:`names_from_history`), is checked
+   again against the contexts followed by the user's messages so far
    (``verify_claim_conversation`` / ``verify_claims_conversation``): they tell what its words
    refer to, the facts must still come from the contexts. The claim's P(supported) is the larger
    of the two checks. **History is context, not evidence:** the assistant's earlier messages are
    never shown in this check, so nothing the assistant said before can support what it says now
    (a model agreeing with itself proves nothing); a reference only an assistant message resolves
-   stays unresolved.
+   stays unresolved. Any other claim is not re-checked: the history has nothing to resolve in
+   it, and a second, more lenient look only raised unfaithful answers (a claim on a topic the
+   user raised, with words of its own the contexts do not hold, is exactly the unsupported kind).
 2. **Which earlier message resolved it.** For a claim the user's messages made supported (or
    more likely supported than the contexts alone), the embedded judge checks it against the
    contexts with each shown earlier user message alone and names the one with the highest
@@ -50,7 +53,7 @@ from ..prompts import fence, load_prompt, neutralise
 from . import _questions, _verdicts
 from ._calibrated import assess_claim
 from ._signals import compute_signals, unfence
-from ._text import LANGUAGE_NAMES, content_words, evident_language, split_sentences
+from ._text import LANGUAGE_NAMES, content_words, evident_language, language, split_sentences
 from ._types import (
     ConversationVerdicts,
     GeneratedQuestions,
@@ -65,21 +68,56 @@ from ._types import (
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "REFERRING", "conversation_block", "judge_items", "questions",
-           "refers", "transcript", "verdicts"]
+__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "REFERRING", "conversation_block", "judge_items",
+           "questions", "refers", "transcript", "verdicts"]
 
 MAX_MESSAGES = 8  # the last this many user/assistant messages of the history are shown
 MAX_MESSAGE_CHARS = 1000  # each cut to this many characters
-REFERRING = frozenset({
-    "it", "its", "they", "them", "their", "theirs", "this", "these", "those", "he", "him", "his",
-    "she", "her", "hers", "there", "same", "former", "latter",
-})
-_WORD = re.compile(r"[A-Za-z']+")
+# Words that point back at something named earlier (third-person pronouns, demonstratives,
+# "there" of a place), in the languages the text functions read. Articles that double as
+# pronouns (French "le", Dutch "het", Spanish "el") are left out: they would flag every claim.
+_REFERRING_TEXT = {
+    "en": "it its they them their theirs this these those he him his she her hers there same former latter",
+    "de": "es er sie ihn ihm ihr ihre ihren ihrem sein seine seinen seinem dies diese dieser dieses "
+          "diesem diesen dort dasselbe derselbe dieselbe",
+    "fr": "il elle ils elles lui leur leurs ceci cela ça celui celle ceux celles là",
+    "es": "él ella ellos ellas ello esto eso este esta estos estas ese esa esos esas allí ahí allá",
+    "pt": "ele ela eles elas isso isto aquilo este esta estes estas esse essa esses essas lá ali",
+    "it": "lui lei loro esso essa essi esse questo questa questi queste quello quella quelli quelle lì là",
+    "nl": "hij zij ze hem haar hun dit deze daar",
+}
+REFERRING = frozenset(w for words in _REFERRING_TEXT.values() for w in words.split())
+# Chinese and Japanese: pronouns and demonstratives found inside the text (no spaces to split on)
+_REFERRING_CJK = ("它", "他", "她", "这", "那", "该", "此", "其", "これ", "それ", "あれ", "この", "その", "あの",
+                  "彼", "そこ")
+_WORD = re.compile(r"[^\W\d_]+")
+# "there is/are..." introduces something; it does not point back at anything
+_EXISTENTIAL = re.compile(
+    r"\bthere(?:'s|\s+(?:is|are|was|were|will|would|may|might|can|could|must|should|seems?|"
+    r"appears?|exists?|remains?|has|have|had)\b)", re.IGNORECASE)
 
 
 def refers(claim: str) -> bool:
-    """True when the claim holds a referring word (see :data:`REFERRING`)."""
-    return any(w.lower() in REFERRING for w in _WORD.findall(claim))
+    """True when the claim holds a referring word (see :data:`REFERRING`); "there" of "there
+    is/are" introduces and does not count."""
+    text = _EXISTENTIAL.sub(" ", claim)
+    if any(w.lower() in REFERRING for w in _WORD.findall(text)):
+        return True
+    return any(r in text for r in _REFERRING_CJK)
+
+
+def names_from_history(claim: str, contexts: Sequence[str], history: Sequence[Turn]) -> bool:
+    """Whether the claim's words that the contexts lack are all words an earlier user message used
+    (and there is at least one): "The Trail comes in red" against contexts that say "the bike
+    comes in red", after the user asked about the Trail. The history then says what the claim
+    names; a claim with words found in neither brings facts of its own and is not re-read."""
+    source = " ".join(contexts)
+    lang = language(source)  # the claim's words read by its source's rules, as the signals do
+    missing = set(content_words(claim, lang)) - set(content_words(source, lang))
+    if not missing:
+        return False
+    said = {w for _, _, m in _shown(history) for w in content_words(m.content, lang)}
+    return missing <= said
 
 
 def turn_of(history: Sequence[Turn]) -> list[int]:
@@ -148,11 +186,11 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
     base = await sa.response_vs_contexts()
     assert base is not None, "faithfulness plans the verdicts against the contexts"
     judge = sa.need_judge()
-    thr = sa.settings.support_threshold
     shown = _shown(history)
     claims = [v.claim for v in base.verdicts]
     first = [v.probability if v.probability is not None else float(v.supported) for v in base.verdicts]
-    again = [i for i, (c, p) in enumerate(zip(claims, first)) if p < thr or refers(c)]
+    ctx_texts = list(s.contexts or ())
+    again = [i for i, c in enumerate(claims) if refers(c) or names_from_history(c, ctx_texts, history)]
     final = list(base.verdicts)
     resolutions: list[Resolution] = []
     answers: list[Answer[Any]] = []

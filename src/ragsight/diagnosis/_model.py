@@ -61,7 +61,8 @@ MEANINGS = {
 
 NEEDS: Mapping[str, tuple[tuple[str, ...], ...]] = {
     # every group is needed; one metric of a group is enough
-    "retrieval": (("context_recall", "context_precision", "hit_rate", "recall_at_k", "mrr", "ndcg", "map"),),
+    "retrieval": (("context_recall", "context_precision", "hit_rate", "recall_at_k", "mrr", "ndcg", "map",
+                   "span_hit_rate", "span_recall", "span_mrr", "span_ndcg"),),
     "unsupported": (("faithfulness",),),
     "noise": (("noise_sensitivity",),),
     "incomplete": (("factual_correctness", "answer_correctness"), ("context_recall",)),
@@ -150,6 +151,7 @@ _LINES = {
     "no_relevant_chunk": "none of the {text} retrieved chunks is relevant",
     "ranked_low": "the first relevant chunk ranks low: {text}",
     "missed_id": "relevant chunk {text} was not retrieved",
+    "missed_span": "reference passage reached by no retrieved chunk: {text}",
     "contradicted": "{text} - the chunks say otherwise{quote}",
     "silent": "{text} - no chunk states it",
     "not_told_apart": "{text} - not supported; the chunks speak of it without stating it{quote}",

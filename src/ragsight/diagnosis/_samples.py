@@ -51,12 +51,16 @@ from ._model import (
     Finding,
     SampleDiagnosis,
     Threshold,
+    _clip,
 )
 
 __all__ = ["EXPLAINED_BY", "best_sentence", "diagnose_sample", "failing_metrics", "metric_name", "pair_key",
            "question_text"]
 
 IR_METRICS = frozenset({"hit_rate", "precision_at_k", "recall_at_k", "mrr", "ndcg", "map"})
+# span metrics whose failure means a reference passage was missed or ranked low (span_precision
+# fails on extra chunks, which is noise, not a miss)
+SPAN_MISS_METRICS = ("span_recall", "span_hit_rate", "span_ndcg", "span_mrr")  # the first failing one is cited
 RETRIEVAL_METRICS = IR_METRICS | {
     "context_recall", "context_precision", "context_precision_without_reference", "context_relevance",
     "context_entity_recall", "retrieval_accuracy", "mrr_by_similarity", "span_hit_rate", "span_recall",
@@ -286,7 +290,36 @@ def _retrieval(v: _View) -> Finding | None:
             items.append(EvidenceItem("ranked_low", f"id {retrieved[hits[0] - 1]}", ir[0], hits[0],
                                       note=f"rank {hits[0]} of {len(retrieved)}"))
         metrics.append(ir[0])
+    items, metrics = _span_misses(v, items, metrics)
     return Finding("retrieval", tuple(items), tuple(dict.fromkeys(metrics))) if items else None
+
+
+def _span_misses(v: _View, items: list[EvidenceItem], metrics: list[str]) -> tuple[list[EvidenceItem], list[str]]:
+    """The reference passages (document spans) no retrieved chunk reached, and the first chunk that
+    reached one when it ranks low: read from a failing span metric's trail, no judge needed."""
+    span = sorted((k for k in v.scores if metric_name(k) in SPAN_MISS_METRICS and v.fails(k)),
+                  key=lambda k: SPAN_MISS_METRICS.index(metric_name(k)))
+    if not span:
+        return items, metrics
+    key = span[0]
+    d = v.scores[key].evidence.details
+    refs = list(d.get("reference_spans") or ())
+    reached = {int(j) for r in d.get("reached") or () for j in r.get("spans") or ()}
+    texts = list(v.sample.reference_contexts or ())
+    out = list(items)
+    for j, sp in enumerate(refs):
+        if j in reached:
+            continue
+        where = f"{sp.get('doc_id')} characters {sp.get('start')}-{sp.get('end')}"
+        text = f"{_clip(texts[j], 160)} ({where})" if len(texts) == len(refs) else where
+        out.append(EvidenceItem("missed_span", text, key))
+    ranks = [int(r) for r in d.get("relevant_ranks") or ()]
+    if ranks and ranks[0] > 1 and not any(i.kind == "ranked_low" for i in out):
+        out.append(EvidenceItem("ranked_low", v.excerpt(ranks[0]), key, ranks[0],
+                                note=f"rank {ranks[0]} of {d.get('retrieved')}"))
+    if len(out) > len(items):
+        metrics = [*metrics, key]
+    return out, metrics
 
 
 def _reference_agrees(v: _View) -> set[str]:

@@ -15,6 +15,7 @@ KIND_WORDS = {
     "no_relevant_chunk": "no relevant chunk retrieved",
     "ranked_low": "needed chunk ranked low",
     "missed_id": "relevant ids not retrieved",
+    "missed_span": "reference passages not reached",
     "contradicted": "contradicted by the chunks",
     "silent": "the chunks are silent",
     "not_told_apart": "contradicted or silent, not told apart",
