@@ -51,8 +51,9 @@ def test_evaluate_contract_out_file_and_summary(
     run_id = rows[0]["run_id"]
     assert run_id in stdout
     for r in rows:
-        assert set(r) == {"id", "run_id", "scores", "question", "contexts", "response", "reference",
+        assert set(r) == {"id", "run_id", "scores", "evidence", "question", "contexts", "response", "reference",
                           "reference_contexts", "retrieved_ids", "relevant_ids", "metadata"}  # the inputs too
+        assert list(r["evidence"]) == list(r["scores"])  # each score's trail, as 'ragsight export' writes it
         assert list(r["scores"]) == ["faithfulness", "context_recall"]
         for s in r["scores"].values():
             assert set(s) == {"value", "outcome", "reason"}

@@ -83,8 +83,8 @@ def test_a_single_turn_run_is_unchanged_by_conversations(tmp_path: Path) -> None
                    store=tmp_path / "r.db", options=RunOptions(show_progress=False))
     assert res.conversations == {} and res.conversation_summary == {}
     assert res.describe_shape() == "1 sample"
-    assert set(res.records()[0]) == {"id", "run_id", "scores", "question", "contexts", "response", "reference",
-                                     "reference_contexts", "retrieved_ids", "relevant_ids", "metadata"}
+    assert set(res.records()[0]) == {"id", "run_id", "scores", "evidence", "question", "contexts", "response",
+                                     "reference", "reference_contexts", "retrieved_ids", "relevant_ids", "metadata"}
 
 
 def test_compare_pairs_turns_by_conversation_and_turn(tmp_path: Path) -> None:
@@ -101,7 +101,10 @@ def test_compare_pairs_turns_by_conversation_and_turn(tmp_path: Path) -> None:
     with Store(store) as st:
         cmp = compare_runs(st, [a.run_id, b.run_id], allow_poor_pairing=False)
     (row,) = cmp.paired
-    assert row.shared == 6  # 4 turns and 2 conversations paired although every sample id differs
+    # the 4 turns paired although every sample id differs; exact_match is a turn metric, so the
+    # 2 conversations (paired too) are not among its rows
+    assert row.shared == 4 and row.level == "turn"
+    assert cmp.pairing[0].paired == 6
     assert row.difference.n == 2  # the turns scored on both sides: a:0 and a:1 (b has nothing to score)
     assert (row.difference.mean_a, row.difference.mean_b) == (0.5, 1.0)
 

@@ -347,3 +347,21 @@ def test_span_metrics_alone_show_a_retrieval_miss_without_a_judge() -> None:
     kind, text, metric, chunk, _ = items(d, "low")[0]
     assert (kind, text, metric, chunk) == ("ranked_low", "Bikes travel free on Sundays.", "span_mrr", 2)
     assert "retrieval" not in {u.cause for u in d.unmeasured}
+
+
+def test_span_precision_fails_only_when_asked_and_then_names_the_chunks_off_the_reference() -> None:
+    row = {"id": "wide", "question": "Do bikes travel free?", "response": "On Sundays.",
+           "contexts": ["Bikes travel free on Sundays.", "Pets need a ticket.", "Refunds take 14 days.",
+                        "Seats can be booked."],
+           "metadata": {"reference_spans": [{"doc_id": "h", "start": 22, "end": 50}],
+                        "retrieved_spans": [{"doc_id": "h", "start": 22, "end": 50},
+                                            {"doc_id": "h", "start": 51, "end": 70},
+                                            {"doc_id": "h", "start": 0, "end": 21},
+                                            {"doc_id": "h", "start": 71, "end": 90}]}}
+    run = ragsight.evaluate([row], ["span_precision", "span_recall"], judge="scripted",
+                            options=ragsight.RunOptions(show_progress=False))
+    assert diagnose(run, topics=False).samples == ()  # right answer from its first chunk: not a failure
+    d = diagnose(run, topics=False, thresholds={"span_precision": 0.5})
+    assert [(k, t, c) for k, t, _, c, _ in items(d, "wide")] == [
+        ("off_reference", "Pets need a ticket.", 2), ("off_reference", "Refunds take 14 days.", 3),
+        ("off_reference", "Seats can be booked.", 4)]

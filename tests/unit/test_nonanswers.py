@@ -59,6 +59,18 @@ def test_an_invented_claim_is_asked_again_then_dropped_and_recorded() -> None:
     assert f"- {INVENTED}" in asked_again  # the re-ask names the claim that was not found
 
 
+def test_a_translated_short_answer_is_not_its_claim_its_own_words_are() -> None:
+    # a new-user sweep: the embedded judge gave "25 Tage" for the answer "25 days"; the number
+    # alone made it look like the response's own words, and its verdict read German against English
+    response = "25 days"
+    script = RagScript(claims={response: ["25 Tage"]}, recheck={response: ["25 Tage"]})
+    script.verdicts[("25 days", "contexts")] = True
+    result = ragsight.evaluate([row("t", response)], ["faithfulness"], judge=script.judge())
+    score = result.scores["t"]["faithfulness"]
+    assert [v.claim for v in score.evidence.claims] == ["25 days"]
+    assert score.value == 1.0 and score.evidence.details["dropped_claims"] == ["25 Tage"]
+
+
 def test_the_re_ask_keeps_the_claims_found_in_the_response() -> None:
     response = "It shows the ratio. Also other things."
     good = "gzip -l shows the ratio."

@@ -145,10 +145,12 @@ def test_label_words_and_bad_values() -> None:
     with Store(":memory:") as store:
         make_run(store)
         result = load_result(store, "cal")
-    rows = [{"id": "s1", "ok": "yes"}, {"id": "s2", "ok": "wrong"}, {"id": "s3", "ok": "maybe"}]
+    rows = [{"id": "s1", "ok": "yes"}, {"id": "s2", "ok": "wrong"}, {"id": "s3", "ok": "maybe"},
+            {"id": "s4", "ok": "1_0"}]
     rep = calibrate(result, rows, "ok", ["faithfulness"])
     assert (rep.n_positive, rep.n_negative) == (1, 1)
-    assert rep.invalid == (("s3", "label 'maybe' is neither a number nor yes/no"),)
+    assert [(sid, why.split(" is ")[0]) for sid, why in rep.invalid] == [("s3", "label 'maybe'"), ("s4", "label '1_0'")]
+    assert "neither a number (like 0.75) nor a word such as yes/no" in rep.invalid[0][1]
     with pytest.raises(InputError, match="none of the 1 labels matches"):
         calibrate(result, {"nope": 1}, "ok")
     with pytest.raises(InputError, match="no field 'score'"):

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from ragsight import Outcome
-from ragsight.analyses import AnalysisSettings, SampleAnalyses
+from ragsight.analyses import AnalysisSettings, SampleAnalyses, user_statements
 from ragsight.conversation import Turn
 from ragsight.judge import Judge, ScriptedProvider
-from ragsight.metrics import AnswerRelevancy, Faithfulness
+from ragsight.metrics import AnswerRelevancy, Faithfulness, KnowledgeRetention
 from ragsight.sample import Sample
 from tests.fakes.embedder import TableEmbedder
 from tests.scripted import RagScript
@@ -340,3 +340,21 @@ def test_a_referring_word_is_found_in_each_language_and_an_existential_there_is_
         claim: str, expected: bool) -> None:
     from ragsight.analyses import refers
     assert refers(claim) is expected
+
+
+def test_what_the_user_stated_is_one_rule_for_a_turn_and_for_knowledge_retention() -> None:
+    # a statement ended by a paragraph break, then a question: the statement is kept, the question not
+    said = "I ride on weekends\n\nWhich bike suits me?"
+    assert user_statements([said, "Does it come in red?", "我周末骑车。适合哪辆？"]) == ["I ride on weekends", "我周末骑车。"]
+    s = world()
+    sample = Sample(id="c1:1", question=QUESTION, response=RESPONSE, contexts=CONTEXTS, conversation_id="c1",
+                    turn=1, history=(Turn("user", said), HISTORY[1]))
+    provider = json_judge(s)
+    score(Faithfulness(), sample, provider)
+    [user] = [c for c in provider.requests if c.variables.get("target") == "user"]
+    assert "user: I ride on weekends\n" in user.variables["source"]
+    assert "Which bike" not in user.variables["source"]
+    # knowledge_retention reads the same statement: the reply after it is judged, not settled
+    reply = (2, 0, Turn("assistant", "The Trail."))
+    assert KnowledgeRetention().settled([(1, 0, Turn("user", said)), reply]) == {}
+    assert list(KnowledgeRetention().settled([(1, 0, Turn("user", "Which bike suits me?")), reply])) == [2]

@@ -5,7 +5,7 @@ One module per analysis (``_claims``, ``_verdicts``, ``_short_answer``, ``_chunk
 per-item path (the embedded judge) side by side; :class:`SampleAnalyses` memoises them per sample.
 """
 
-from ._conversation import judge_items, refers, transcript
+from ._conversation import judge_items, refers, transcript, user_statements
 from ._declines import DeclineSignals, detect_declines
 from ._sample import SampleAnalyses
 from ._signals import describe_signals
@@ -72,4 +72,5 @@ __all__ = [
     "stem",
     "tokens",
     "transcript",
+    "user_statements",
 ]

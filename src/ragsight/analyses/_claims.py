@@ -155,15 +155,20 @@ def bare(claim: str) -> bool:
 
 
 def grounded(claim: str, text: str, question: str = "") -> bool:
-    """Whether ``claim`` is made of the text's own words: every number in it is in the text, and
-    at least :data:`GROUNDED_SHARE` of its content words are (a word found only in the question
-    counts half, since a claim names its subject where the text said "it")."""
+    """Whether ``claim`` is made of the text's own words: every number in it is in the text, at
+    least :data:`GROUNDED_SHARE` of its content words are (a word found only in the question
+    counts half, since a claim names its subject where the text said "it"), and a claim with words
+    besides numbers shares one of them with the text or the question (the number alone does not
+    make "25 Tage" a claim of "25 days": a new-user sweep's judge translated that answer)."""
     words = content_words(claim)
     if not words:
         return True
     own = set(content_words(text))
     asked = set(content_words(question))
     if any(w[0].isdigit() and w not in own for w in words):
+        return False
+    named = [w for w in words if not w[0].isdigit()]
+    if named and not any(w in own or w in asked for w in named):
         return False
     found = sum(1.0 if w in own else 0.5 if w in asked else 0.0 for w in words)
     return found >= GROUNDED_SHARE * len(words)
@@ -295,10 +300,12 @@ async def _extract(sa: SampleAnalyses, source: str, text: str | None = None) -> 
     if not kept and dropped and source == "response" and sa.settings.nonanswers:
         # every claim the judge wrote was dropped, asked twice: the response's own sentences are
         # its claims (in its own words by definition) rather than calling the response claimless
-        # (a sentence with fewer than OWN_CLAIM_MIN_CONTENT content words, "That is hard to say.",
-        # states no fact and stays out: such a response is still claimless)
+        # (a sentence with fewer than OWN_CLAIM_MIN_CONTENT content words and no number, "That is
+        # hard to say.", states no fact and stays out: such a response is still claimless; "25
+        # days" answers the question with a number and is its own claim)
         kept = [c for c in dict.fromkeys(split_sentences(text))
-                if not bare(c) and len(content_words(c)) >= OWN_CLAIM_MIN_CONTENT][: sa.settings.max_claims]
+                if not bare(c) and (len(content_words(c)) >= OWN_CLAIM_MIN_CONTENT
+                                    or any(w[0].isdigit() for w in content_words(c)))][: sa.settings.max_claims]
     return ClaimList(source, tuple(kept), refs(ans, again), tuple(dropped))
 
 

@@ -8,7 +8,7 @@ it). On top of them, :func:`verdicts` does three things:
 
 1. **Reading references through what the user said.** A claim that holds a referring word
    ("it", "they", "this", "there" as a place...: :data:`REFERRING`), or whose words missing from
-   the contexts are all words of an earlier user message (:func:`names_from_history`), is checked
+   the contexts are all words the user used (:func:`names_from_history`), is checked
    again against the contexts followed by the user's messages so far
    (``verify_claim_conversation`` / ``verify_claims_conversation``): they tell what its words
    refer to, the facts must still come from the contexts. The claim's P(supported) is the larger
@@ -18,6 +18,9 @@ it). On top of them, :func:`verdicts` does three things:
    stays unresolved. Any other claim is not re-checked: the history has nothing to resolve in
    it, and a second, more lenient look only raised unfaithful answers (a claim on a topic the
    user raised, with words of its own the contexts do not hold, is exactly the unsupported kind).
+   "Supported" here means P(supported) at or above :data:`RECHECK_BELOW` (0.5), whatever the
+   run's threshold, so a threshold changes the verdicts and the count form but never a turn's
+   expected-form value.
 2. **Which earlier message resolved it.** For a claim the user's messages made supported (or
    more likely supported than the contexts alone), the embedded judge checks it against the
    contexts with each shown earlier user message alone and names the one with the highest
@@ -41,7 +44,9 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import compress
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .._score import ClaimVerdict
@@ -68,11 +73,17 @@ from ._types import (
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "REFERRING", "conversation_block", "judge_items",
-           "questions", "refers", "transcript", "verdicts"]
+__all__ = ["MAX_MESSAGES", "MAX_MESSAGE_CHARS", "MAX_SAID", "RECHECK_BELOW", "REFERRING", "conversation_block", "judge_items",
+           "questions", "refers", "transcript", "user_statements", "verdicts"]
 
 MAX_MESSAGES = 8  # the last this many user/assistant messages of the history are shown
 MAX_MESSAGE_CHARS = 1000  # each cut to this many characters
+RECHECK_BELOW = 0.5
+"""A check through the conversation (or the user's words) raises a claim when it gives P(supported)
+at or above this. Fixed, not the run's ``support_threshold``: a threshold (``--threshold``, an
+alignment) changes the verdicts and the count form, never which probabilities the expected form
+averages."""
+MAX_SAID = 16  # a rewritten question must share a word with this turn's or the user's last 16 messages
 # Words that point back at something named earlier (third-person pronouns, demonstratives,
 # "there" of a place), in the languages the text functions read. Articles that double as
 # pronouns (French "le", Dutch "het", Spanish "el") are left out: they would flag every claim.
@@ -95,6 +106,8 @@ _WORD = re.compile(r"[^\W\d_]+")
 _EXISTENTIAL = re.compile(
     r"\bthere(?:'s|\s+(?:is|are|was|were|will|would|may|might|can|could|must|should|seems?|"
     r"appears?|exists?|remains?|has|have|had)\b)", re.IGNORECASE)
+# line breaks and other control characters (C0, DEL, C1, the Unicode line and paragraph separators)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
 def refers(claim: str) -> bool:
@@ -106,17 +119,20 @@ def refers(claim: str) -> bool:
     return any(r in text for r in _REFERRING_CJK)
 
 
-def names_from_history(claim: str, contexts: Sequence[str], history: Sequence[Turn]) -> bool:
-    """Whether the claim's words that the contexts lack are all words an earlier user message used
-    (and there is at least one): "The Trail comes in red" against contexts that say "the bike
-    comes in red", after the user asked about the Trail. The history then says what the claim
-    names; a claim with words found in neither brings facts of its own and is not re-read."""
+def names_from_history(claim: str, contexts: Sequence[str], history: Sequence[Turn],
+                       question: str | None = None) -> bool:
+    """Whether the claim's words that the contexts lack are all words the user used, in an earlier
+    message or in this turn's question (and there is at least one): "The Trail comes in red"
+    against contexts that say "this bike is sold in red", after the user asked about the Trail
+    and now "Does it come in red?". The history then says what the claim names; a claim with
+    words found in neither brings facts of its own and is not re-read."""
     source = " ".join(contexts)
     lang = language(source)  # the claim's words read by its source's rules, as the signals do
     missing = set(content_words(claim, lang)) - set(content_words(source, lang))
     if not missing:
         return False
     said = {w for _, _, m in _shown(history) for w in content_words(m.content, lang)}
+    said |= set(content_words(question or "", lang))
     return missing <= said
 
 
@@ -134,11 +150,52 @@ CHAT_ROLES = ("user", "assistant")
 
 def _shown(history: Sequence[Turn], roles: tuple[str, ...] = EVIDENCE_ROLES) -> list[tuple[int, int, Turn]]:
     """(position in history, turn index, message) of the messages shown to the judge: by default
-    the user's only (see the module docstring: the assistant's words are never evidence)."""
-    turns = turn_of(history)
-    out = [(i, turns[i], m) for i, m in enumerate(history)
-           if m.role in roles and m.content.strip()]
-    return out[-MAX_MESSAGES:]
+    the user's only (see the module docstring: the assistant's words are never evidence).
+
+    Read from the end: the cost follows the messages shown, not the history's length (every
+    turn of a long conversation comes here), apart from counting the history's assistant turns."""
+    picked: list[int] = []
+    for i in range(len(history) - 1, -1, -1):
+        m = history[i]
+        if m.role in roles and m.content.strip():
+            picked.append(i)
+            if len(picked) == MAX_MESSAGES:
+                break
+    if not picked:
+        return []
+    turns = _turns_from(history, picked[-1])
+    return [(i, turns[i - picked[-1]], history[i]) for i in reversed(picked)]
+
+
+def _turns_from(history: Sequence[Turn], start: int) -> list[int]:
+    """:func:`turn_of` of the messages from ``start`` on: the history's assistant turns (counted
+    at C speed; an assistant message that calls tools before another assistant message is a step,
+    not a turn), less those at each position or later (read backwards from the end)."""
+    n = len(history)
+    roles = list(map(attrgetter("role"), history))
+    total = roles.count("assistant")
+    for i in compress(range(n), map(attrgetter("tool_calls"), history)):
+        j = i + 1
+        while j < n and roles[j] not in CHAT_ROLES:
+            j += 1
+        total -= roles[i] == "assistant" and j < n and roles[j] == "assistant"
+    out: list[int] = []
+    after = 0  # assistant turns at this position or later
+    later: str | None = None  # the role of the next user or assistant message
+    for i in range(n - 1, start - 1, -1):
+        m = history[i]
+        after += m.role == "assistant" and not (m.tool_calls and later == "assistant")
+        if m.role in CHAT_ROLES:
+            later = m.role
+        out.append(total - after)
+    return out[::-1]
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every line break and control character made a space and white space
+    collapsed: a role, a tool's name or an argument's key written into a numbered conversation
+    cannot start a line of its own (a forged "[9] user (turn 0): ...")."""
+    return " ".join(_CONTROL.sub(" ", text).split())
 
 
 def _line(m: Turn) -> str:
@@ -153,25 +210,28 @@ def conversation_block(history: Sequence[Turn], question: str | None,
     """The fenced conversation: one numbered line per shown message ("[1] user (turn 0): ..."),
     then this turn's question; ``only``: just the shown message at that history position;
     ``roles``: whose messages are shown (the user's by default)."""
-    lines = [f"[{n}] {m.role} (turn {turn}): {neutralise(_line(m))}"
+    lines = [f"[{n}] {_one_line(m.role)} (turn {turn}): {neutralise(_line(m))}"
              for n, (i, turn, m) in enumerate(_shown(history, roles), start=1) if only is None or i == only]
     if question and question.strip() and only is None:
         lines.append(f"[this turn] user: {neutralise(' '.join(question.split()))}")
     return fence("conversation", "\n".join(lines))
 
 
+def user_statements(texts: Iterable[str]) -> list[str]:
+    """What a user stated in ``texts`` (their messages): the sentences (``split_sentences``) that
+    are not questions, i.e. that do not end in "?" or "？". A question states nothing ("So I can
+    use -prune with -delete?"): an answer that repeats it as a statement ("Yes, -prune works with
+    -delete") restates no one and needs the contexts' support."""
+    return [t for text in texts for t in split_sentences(text) if not t.rstrip().endswith(("?", "？"))]
+
+
 def _user_statements(history: Sequence[Turn], question: str | None) -> list[str]:
-    """What the user stated: the sentences of their earlier messages and of this turn's question
-    that are not questions. A question states nothing ("So I can use -prune with -delete?"): an
-    answer that repeats it as a statement ("Yes, -prune works with -delete") restates no one and
-    needs the contexts' support."""
+    """What the user stated (:func:`user_statements`) in their earlier messages and in this
+    turn's question."""
     texts = [m.content for m in history if m.role == "user" and m.content.strip()]
     if question and question.strip():
         texts.append(question)
-    said: list[str] = []
-    for text in texts:
-        said += [t for t in split_sentences(" ".join(text.split())) if not t.rstrip().endswith(("?", "？"))]
-    return said
+    return user_statements(texts)
 
 
 def _user_block(statements: Sequence[str]) -> str:
@@ -188,9 +248,9 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
     judge = sa.need_judge()
     shown = _shown(history)
     claims = [v.claim for v in base.verdicts]
-    first = [v.probability if v.probability is not None else float(v.supported) for v in base.verdicts]
+    first = [_p(v) for v in base.verdicts]
     ctx_texts = list(s.contexts or ())
-    again = [i for i, c in enumerate(claims) if refers(c) or names_from_history(c, ctx_texts, history)]
+    again = [i for i, c in enumerate(claims) if refers(c) or names_from_history(c, ctx_texts, history, s.question)]
     final = list(base.verdicts)
     resolutions: list[Resolution] = []
     answers: list[Answer[Any]] = []
@@ -206,13 +266,14 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
         else:
             checked = await _by_json(sa, judge, batch, source, answers)
         for i, (p2, supported2, sig, message, reason) in zip(again, checked):
-            if not supported2:
-                continue
             old = base.verdicts[i]
-            better = (not old.supported) if p2 is None else p2 > first[i]
+            if p2 is None:
+                better = supported2 and not old.supported
+            else:
+                better = p2 >= RECHECK_BELOW and p2 > first[i]
             if not better:
                 continue  # the contexts alone support it at least as well
-            v = ClaimVerdict(claim=old.claim, supported=True, probability=p2, reason=reason,
+            v = ClaimVerdict(claim=old.claim, supported=supported2, probability=p2, reason=reason,
                              target="contexts+conversation", signals=sig)
             if judge.supports_choices:
                 res = await _resolve(sa, judge, old.claim, ctx_block, history, s.question,
@@ -223,7 +284,7 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
                 resolutions.append(res)
                 v = _with_reason(v, res)
             final[i] = v
-    still = [i for i, v in enumerate(final) if not v.supported]
+    still = [i for i, v in enumerate(final) if _p(v) < RECHECK_BELOW]
     statements = _user_statements(history, s.question)
     if still and statements:
         user = _user_block(statements)
@@ -231,7 +292,7 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
         said = await _verdicts.verify(sa, [final[i].claim for i in still], "user", user, reasons=False)
         answers_refs = said.refs
         for i, v in zip(still, said.verdicts):
-            if v.supported:
+            if _p(v) >= RECHECK_BELOW:
                 final[i] = ClaimVerdict(claim=v.claim, supported=True, probability=v.probability,
                                         reason=v.reason or "restates what the user said", target="user",
                                         signals=v.signals)
@@ -239,6 +300,11 @@ async def verdicts(sa: SampleAnalyses) -> ConversationVerdicts:
         answers_refs = ()
     return ConversationVerdicts(tuple(final), tuple(resolutions), len(shown),
                                 base.refs + refs(*answers) + answers_refs)
+
+
+def _p(v: ClaimVerdict) -> float:
+    """A verdict's P(supported); 1 or 0 for a verdict without a probability (a remote judge)."""
+    return v.probability if v.probability is not None else float(v.supported)
 
 
 def _with_reason(v: ClaimVerdict, res: Resolution) -> ClaimVerdict:
@@ -348,13 +414,14 @@ async def questions(sa: SampleAnalyses) -> GeneratedQuestions:
     the answer: an off-topic answer's questions do not match it, and the score falls.
 
     The rewrite is kept only when it shares a content word with what the user said (this turn's
-    question or an earlier user message): a rewrite in another language or about something else
-    is set aside for the question as asked, and the evidence says so (``standalone_rejected``)."""
+    question or one of their last :data:`MAX_SAID` messages): a rewrite in another language or
+    about something else is set aside for the question as asked, and the evidence says so
+    (``standalone_rejected``)."""
     judge = sa.need_judge()
     s = sa.sample
     generated = await _questions.generate(sa)
     asked = s.question or ""
-    said = [m.content for m in (s.history or ()) if m.role == "user"] + [asked]
+    said = [*_last_user_messages(s.history or (), MAX_SAID), asked]
     lang = evident_language(" ".join(said[-2:]))
 
     def validate(d: dict[str, Any]) -> str:
@@ -379,6 +446,17 @@ async def questions(sa: SampleAnalyses) -> GeneratedQuestions:
                               standalone_question=standalone, standalone_rejected=rejected)
 
 
+def _last_user_messages(history: Sequence[Turn], n: int) -> list[str]:
+    """The contents of the user's last ``n`` messages, in order (read from the end)."""
+    out: list[str] = []
+    for i in range(len(history) - 1, -1, -1):
+        if len(out) == n:
+            break
+        if history[i].role == "user":
+            out.append(history[i].content)
+    return out[::-1]
+
+
 # ---- the whole conversation, for the conversation-level metrics ------------------------------
 
 
@@ -392,19 +470,28 @@ def transcript(turns: Sequence[Turn]) -> tuple[str, list[tuple[int, int, Turn]]]
         if m.role == "system" or not (m.content.strip() or m.tool_calls):
             continue
         n = len(shown) + 1
-        who = f"tool {m.name}" if m.role == "tool" and m.name else m.role
+        who = _one_line(f"tool {m.name}" if m.role == "tool" and m.name else m.role)
         text = _line(m)
         if m.tool_calls:
             calls = "; ".join(_call(c.name, c.args) for c in m.tool_calls)
             text = f"{text} [calls: {calls}]".strip()
-        lines.append(f"[{n}] {who} (turn {turn}): {neutralise(text)}")
+        lines.append(f"[{n}] {neutralise(who)} (turn {turn}): {neutralise(text)}")
         shown.append((n, turn, m))
     return fence("conversation", "\n".join(lines)), shown
 
 
+def _escaped(js: str) -> str:
+    """JSON text with its remaining control characters written as ``\\uXXXX`` (same value)."""
+    return _CONTROL.sub(lambda m: "".join(f"\\u{ord(c):04x}" for c in m.group()), js)
+
+
 def _call(name: str, args: Any) -> str:
-    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}" for k, v in dict(args).items())
-    return f"{name}({inner})"
+    """``name(key=value, ...)`` on one line: the name and keys through :func:`_one_line`, each
+    value as JSON with every line break escaped (JSON leaves U+2028, U+2029 and the C1 controls
+    raw)."""
+    inner = ", ".join(f"{_one_line(str(k))}={_escaped(json.dumps(v, ensure_ascii=False, sort_keys=True))}"
+                      for k, v in dict(args).items())
+    return f"{_one_line(name)}({inner})"
 
 
 async def judge_items(

@@ -31,6 +31,7 @@ __all__ = [
     "Price",
     "PriceTable",
     "describe_cost",
+    "format_limit",
     "format_usd",
     "load_prices",
     "parse_price_flags",
@@ -41,6 +42,7 @@ __all__ = [
 
 # Judges that run on this machine (or in a test): their money cost is not known to ragsight.
 LOCAL_KINDS = ("local", "scripted")
+_SMALLEST = 0.000001  # dollars: less is printed as "< $0.000001"
 STALE_DAYS = 365  # a table older than this is said to be old beside every dollar figure
 
 _DATE_SUFFIX = re.compile(r"(?:[-@](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4})|-latest|-preview|-exp)$")
@@ -255,13 +257,29 @@ def describe_cost(cost: Mapping[str, Any] | None) -> tuple[str, str]:
 
 
 def format_usd(value: float | None) -> str:
-    """Dollars for a person: ``unknown`` for None; below a dollar to 4 decimal places."""
+    """Dollars for a person: ``unknown`` for None, ``$0.00`` for nothing; below a dollar to 4
+    decimal places, and an amount under a hundredth of a cent to two significant digits
+    (``$0.000042``), so money spent never reads as none; under a millionth of a dollar
+    ``< $0.000001``."""
     if value is None:
         return "unknown"
     if value == 0:
         return "$0.00"
+    if value < _SMALLEST:
+        return f"< ${_SMALLEST:.6f}"
+    if value < 0.0001:
+        return f"${value:.{1 - math.floor(math.log10(value))}f}"
     if value < 1:
         return f"${value:.4f}"
     if value < 100:
         return f"${value:.2f}"
     return f"${value:,.0f}"
+
+
+def format_limit(value: float) -> str:
+    """A money limit as it was given (``--max-cost 0.00005``: ``$0.00005``, ``2.5``: ``$2.5``),
+    never in exponent notation."""
+    text = f"{value:g}"
+    if "e" in text:
+        text = f"{value:.12f}".rstrip("0").rstrip(".")
+    return f"${text}"

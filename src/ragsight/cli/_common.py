@@ -128,4 +128,4 @@ def writing_output(path: str | os.PathLike[str], what: str, after: str = "") -> 
 def open_existing(path: str) -> Store:
     if path != ":memory:" and not os.path.exists(path):
         raise RagsightError(f"no store at {path}; give the --store file that 'ragsight evaluate' wrote")
-    return Store(path)
+    return Store(path, create=False)

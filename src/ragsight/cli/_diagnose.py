@@ -32,7 +32,7 @@ below 1. Nothing is sent to a judge: the causes are read from the evidence in th
 def _open_store(path: str) -> Store:
     if path != ":memory:" and not Path(path).exists():
         raise StoreError(f"no store at {path}; run 'ragsight evaluate' first or pass --store PATH")
-    return Store(path)
+    return Store(path, create=False)
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

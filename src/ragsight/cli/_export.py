@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..store import FORMATS, export_run
-from ._common import EXIT_OK, out, writing_output
+from ..result import load_result
+from ..store import FORMATS
+from ._common import EXIT_OK, checked_output, out, writing_output
 from ._common import add_store as _add_store
 from ._common import open_existing as _open_existing
 
@@ -25,10 +26,16 @@ def register(sub: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """Write the run's rows through ``EvaluationResult.write``, as ``evaluate --out`` writes them."""
     with _open_existing(args.store) as store:
         run_id = store.resolve_run(args.run)
         target = args.out or f"{run_id}.{args.format}"
-        with writing_output(target, "export file"):
-            path = export_run(store, run_id, args.format, target)
+        path = checked_output(target, "export file")
+        result = load_result(store, run_id)
+        try:
+            with writing_output(target, "export file"):
+                result.write(path, args.format)
+        finally:
+            result.close()
     out.print(f"wrote {path}")
     return EXIT_OK

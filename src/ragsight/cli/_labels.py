@@ -44,7 +44,7 @@ sample's content, so they also apply to later runs of the same data."""
 def _open(path: str) -> Store:
     if path != ":memory:" and not Path(path).exists():
         raise ConfigError(f"no store at {path}; give --store PATH (the file 'ragsight evaluate' wrote)")
-    return Store(path)
+    return Store(path, create=False)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

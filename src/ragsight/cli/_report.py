@@ -61,7 +61,7 @@ POOR_PAIRING_HELP = (
 def _open_store(path: str) -> Store:
     if path != ":memory:" and not Path(path).exists():
         raise StoreError(f"no store at {path}; run 'ragsight evaluate' first or pass --store PATH")
-    return Store(path)
+    return Store(path, create=False)
 
 
 def _floats_pair(text: str, flag: str) -> tuple[float, float]:

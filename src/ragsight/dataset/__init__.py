@@ -5,7 +5,8 @@ tools' files and shapes into them.
 files, pandas, records), ``_reading`` (one row into a Sample, the row-by-row reader), ``_lazy``
 (a large JSONL file read from disk), ``_problems`` (row problems and their groups),
 ``_conversation`` (Turn, ToolCall, Conversation), ``_conversations`` (other tools' conversation
-shapes, metric and sample levels), ``_shapes`` (field names), ``_values`` (value rules),
+shapes), ``_cells`` (lists written as text into a cell, Arrow's list cells), ``_levels`` (metric
+and sample levels, a conversation's aggregates), ``_shapes`` (field names), ``_values`` (value rules),
 ``_safety`` (safety checks), ``_rows`` (other tools' row shapes), ``_files`` (strict JSON, TOML,
 atomic replacement of every file ragsight writes for others).
 """
@@ -13,7 +14,6 @@ atomic replacement of every file ragsight writes for others).
 from __future__ import annotations
 
 from ._conversation import ROLES, Conversation, ToolCall, Turn
-from ._conversations import conversation_aggregates, metric_level, sample_level
 from ._dataset import Dataset
 from ._files import (
     atomic_path,
@@ -23,6 +23,7 @@ from ._files import (
     strict_json,
     write_failure,
 )
+from ._levels import conversation_aggregates, metric_level, sample_level
 from ._problems import ProblemGroup, RowProblem, group_problems
 from ._reading import sample_from_mapping
 from ._sample import Sample, SampleWarning, is_out_of_scope, turn_samples

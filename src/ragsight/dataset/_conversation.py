@@ -12,6 +12,7 @@ sample (``turn is None``) holding every turn, for the metrics that judge the who
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,7 +88,7 @@ class Conversation:
     reference_tool_calls: tuple[ToolCall, ...] | None = None  # for the whole conversation
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def assistant_turns(self) -> tuple[int, ...]:
         """Positions in ``turns`` of the assistant turns, in order (turn k is the k-th of them).
 

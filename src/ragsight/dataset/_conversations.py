@@ -19,18 +19,14 @@ into a :class:`~ragsight.conversation.Conversation`.
   fields): one exchange, the ``input`` a user turn and the ``actual_output`` the assistant turn with
   its calls, so that the tool-call metrics read them (a single-turn sample has no place for calls).
 
-The same shapes written as text into a CSV cell are read too: DeepEval's ``save_as("csv")``
-writes ``turns`` and ``tools_called`` as JSON; ragas' ``to_csv()`` and ``to_pandas().to_csv()``
-write ``user_input`` and ``reference_tool_calls`` as Python prints them, a list of dicts or of
-message objects (``[HumanMessage(content=..., type='human'), AIMessage(..., tool_calls=
-[ToolCall(name=..., args={...})])]``). That text is read from its syntax tree: the known
-constructors (:data:`MESSAGE_CALLS`) become dicts and every other value goes through
-``ast.literal_eval``; nothing is run. A row read from Parquet, Arrow or a Hugging Face Dataset
-(its list cells arrive as arrays, or a ragas human or tool message carries ``tool_calls``) has
-each tool call's arguments padded with every other call's names, as null (Arrow gives the
-structs of a column one type): there a null argument is an argument not given. Where the reader
-guesses so (Python text, Arrow padding, a test case read as a conversation) it warns
-(:class:`~ragsight.sample.SampleWarning`), once per kind.
+The same shapes written as text into a CSV cell are read too (DeepEval's ``save_as("csv")`` as
+JSON, ragas' ``to_csv()`` as Python prints a list: :mod:`._cells` reads it from its syntax tree,
+nothing run). A row read from Parquet, Arrow or a Hugging Face Dataset (its list cells arrive as
+arrays, or a ragas human or tool message carries ``tool_calls``) has each tool call's arguments
+padded with every other call's names, as null: there a null argument is an argument not given.
+Where the reader guesses so (Python text, Arrow padding, a test case read as a conversation) it
+warns (:class:`~ragsight.sample.SampleWarning`), once per kind. A conversation's levels and
+aggregates are in :mod:`._levels`.
 
 A message that cannot be used raises :class:`FieldError` naming the conversation, the message
 and the field (``turns[3].tools_called[0].input_parameters``); the caller reports the row.
@@ -38,139 +34,26 @@ and the field (``turns[3].tools_called[0].input_parameters``); the caller report
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
-import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._score import Evidence, Outcome, Score
+from ._cells import as_map, is_array, list_of_maps, parse_cell, unreadable_cell, without_nulls
 from ._conversation import Conversation, ToolCall, Turn
 from ._rows import _PANDAS_INDEX
 from ._safety import check_safe
-from ._shapes import FieldError, is_missing, norm_key, row_mapping, to_plain
+from ._shapes import FieldError, is_missing, norm_key, to_plain
 from ._values import chunks, metadata, norm_id, text
 
-__all__ = ["MESSAGE_CALLS", "conversation_aggregates", "conversation_shape", "metric_level", "parse_cell",
-           "read_conversation", "sample_level"]
+__all__ = ["conversation_shape", "read_conversation"]
 
 _RAGAS_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "bot": "assistant",
           "tool": "tool", "function": "tool", "system": "system", "developer": "system"}
 # A conversation's id: the first of these keys the row has.
 _ID_KEYS = ("conversation_id", "id", "session_id", "thread_id", "name")
-
-
-def _as_map(value: Any) -> Mapping[str, Any] | None:
-    return value if isinstance(value, Mapping) else row_mapping(value)
-
-
-def _list_of_maps(value: Any) -> list[Mapping[str, Any]] | None:
-    value = to_plain(value)  # a Parquet / pandas cell holds a numpy array
-    if isinstance(value, str):  # a CSV cell: the list written as text
-        got = parse_cell(value)
-        value = got[0] if got is not None else None
-    if not isinstance(value, (list, tuple)) or not value:
-        return None
-    out = [_as_map(v) for v in value]
-    return None if any(m is None for m in out) else out  # type: ignore[return-value]
-
-
-# ---- lists written as text into a cell (CSV) -----------------------------------------------------
-
-# The constructors a list of messages shows when Python prints it (ragas' messages and tool calls,
-# LangChain's messages), with the message type each stands for (None: a tool call).
-MESSAGE_CALLS: Mapping[str, str | None] = {
-    "HumanMessage": "human", "AIMessage": "ai", "ToolMessage": "tool", "SystemMessage": "system",
-    "ToolCall": None,
-}
-# Text that shows a list of messages as Python prints them (objects or dicts): read, or reported.
-_PY_MESSAGES = re.compile(r"^\[\s*(?:(?:" + "|".join(MESSAGE_CALLS) + r")\(|\{\s*'(?:content|type|role|name)'\s*:)")
-
-
-def _from_node(node: ast.expr) -> Any:
-    """A value of the syntax tree: a known constructor as the dict of its keywords (a message with
-    its ``type``), lists and dicts item by item, anything else through ``ast.literal_eval``
-    (which refuses names, calls and operators: nothing is run)."""
-    if isinstance(node, ast.Call):
-        name = node.func.id if isinstance(node.func, ast.Name) else None
-        if name is None or name not in MESSAGE_CALLS or node.args or any(k.arg is None for k in node.keywords):
-            raise ValueError(f"{ast.unparse(node.func)}(...) is not a message or a tool call")
-        out = {str(k.arg): _from_node(k.value) for k in node.keywords}
-        kind = MESSAGE_CALLS[name]
-        if kind is not None:
-            out.setdefault("type", kind)
-        return out
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_from_node(e) for e in node.elts]
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise ValueError("a dict with ** in it")
-        return {ast.literal_eval(k): _from_node(v) for k, v in zip(node.keys, node.values) if k is not None}
-    return ast.literal_eval(node)
-
-
-def parse_cell(text: str) -> tuple[Any, str] | None:
-    """A list written as text into a cell: (the value, ``json`` or ``python``), or None when the
-    text is not a list. JSON first (DeepEval's CSV); then Python as it prints a list of dicts or
-    of message objects (ragas' CSV), read from the syntax tree (:func:`_from_node`), never run."""
-    s = text.strip()
-    if not (s.startswith("[") and s.endswith("]")):
-        return None
-    try:
-        return json.loads(s), "json"
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return _from_node(ast.parse(s, mode="eval").body), "python"
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
-        return None
-
-
-def _unreadable_cell(value: Any) -> str | None:
-    """Why a cell that shows a list of messages as Python text cannot be read (None: it can, or
-    it is no such text)."""
-    if not isinstance(value, str) or not _PY_MESSAGES.match(value.strip()):
-        return None
-    s = value.strip()
-    try:
-        _from_node(ast.parse(s, mode="eval").body)
-    except SyntaxError as exc:
-        return f"it does not parse ({exc.msg}{f' at character {exc.offset}' if exc.offset else ''})"
-    except (ValueError, TypeError) as exc:
-        return f"it holds more than literal values ({exc})"
-    except (RecursionError, MemoryError):
-        return "it nests too deeply"
-    return None
-
-
-def _is_array(value: Any) -> bool:
-    """A list cell as Arrow gives it (numpy or pyarrow array): the row came from Parquet, Arrow or
-    a Hugging Face Dataset through pandas."""
-    return hasattr(value, "tolist") and not isinstance(value, (str, bytes)) and getattr(value, "ndim", 1) >= 1
-
-
-def _without_nulls(value: Any) -> tuple[Any, bool]:
-    """``value`` without the keys whose value is null, in every mapping inside it (lists keep
-    their items), and whether any was dropped."""
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        dropped = False
-        for k, v in value.items():
-            v = to_plain(v)
-            if v is None:
-                dropped = True
-                continue
-            out[k], inner = _without_nulls(v)
-            dropped = dropped or inner
-        return out, dropped
-    if isinstance(value, (list, tuple)):
-        items = [_without_nulls(to_plain(v)) for v in value]
-        return [v for v, _ in items], any(d for _, d in items)
-    return value, False
-
 
 _WARN_PYTHON = ("messages and tool calls written as Python text in a cell (ragas' to_csv(), a DataFrame's "
                 "to_csv()) were read from the text's syntax tree as a conversation, nothing run; save the data "
@@ -211,20 +94,20 @@ def conversation_shape(raw: Mapping[str, Any]) -> str | None:
     keys = {norm_key(k): k for k in raw}
     ui = keys.get("user_input")
     if ui is not None:
-        msgs = _list_of_maps(raw[ui])
+        msgs = list_of_maps(raw[ui])
         if msgs is not None and all("type" in m or "role" in m for m in msgs):
             return "ragas"
-        if _unreadable_cell(raw[ui]) is not None:
+        if unreadable_cell(raw[ui]) is not None:
             return "ragas"  # Python text of messages that cannot be read: the reader says why
     if "turns" in keys:
-        turns = _list_of_maps(raw[keys["turns"]])
+        turns = list_of_maps(raw[keys["turns"]])
         if turns is not None and all("role" in m or "input" in m for m in turns):
             deepeval = {"scenario", "expected_outcome", "chatbot_role", "user_description", "name"} & set(keys)
             styled = any(norm_key(k) in ("retrieval_context", "tools_called", "input", "actual_output")
                          for m in turns for k in m)
             return "deepeval" if deepeval or styled else "ragsight"
     if "messages" in keys:
-        msgs = _list_of_maps(raw[keys["messages"]])
+        msgs = list_of_maps(raw[keys["messages"]])
         if msgs is not None and all("role" in m for m in msgs):
             return "openai"
     if ("input" in keys or "actual_output" in keys) and any(
@@ -242,7 +125,7 @@ class _Reader:
         self.keys = {norm_key(k): k for k in raw}
         self.conv_id: str | None = None
         # list cells as Arrow gives them: null arguments are padding (see the module docstring)
-        self.arrow = any(_is_array(v) for v in raw.values())
+        self.arrow = any(is_array(v) for v in raw.values())
         self.notes: list[str] = []  # what was guessed, warned once per kind by read_conversation
 
     def note(self, message: str) -> None:
@@ -254,7 +137,7 @@ class _Reader:
         list (noted). FieldError for Python text of messages that cannot be read."""
         if not isinstance(value, str):
             return value
-        why = _unreadable_cell(value)
+        why = unreadable_cell(value)
         if why is not None:
             raise self.fail(field, f"the text is a list of messages as Python prints them, and {why}. Save "
                             "the data with to_jsonl() (ragas) or as JSON lines.")
@@ -281,7 +164,7 @@ class _Reader:
         if isinstance(value, list):  # OpenAI content parts: [{"type": "text", "text": ...}]
             parts = []
             for p in value:
-                pm = _as_map(p)
+                pm = as_map(p)
                 if pm is not None and isinstance(pm.get("text"), str):
                     parts.append(pm["text"])
                 elif isinstance(p, str):
@@ -302,7 +185,7 @@ class _Reader:
                 value = json.loads(value) if value.strip() else {}
             except (json.JSONDecodeError, RecursionError) as exc:
                 raise self.fail(field, f"the arguments are not valid JSON ({exc}); give a JSON object.", turn) from None
-        value = _as_map(value)
+        value = as_map(value)
         if value is None:
             raise self.fail(field, "the arguments must be an object of name: value.", turn)
         try:
@@ -310,7 +193,7 @@ class _Reader:
         except FieldError as exc:
             raise self.fail(field, exc.message, turn) from None
         if padded:
-            out, dropped = _without_nulls(out)
+            out, dropped = without_nulls(out)
             if dropped:
                 self.note(_WARN_ARROW)
         return out
@@ -324,10 +207,10 @@ class _Reader:
         out = []
         for i, item in enumerate(value):
             where = f"{field}[{i}]"
-            m = _as_map(item)
+            m = as_map(item)
             if m is None:
                 raise self.fail(where, f"a tool call must be an object with a name, got {type(item).__name__}.", turn)
-            fn = _as_map(m.get("function")) if m.get("function") is not None else None
+            fn = as_map(m.get("function")) if m.get("function") is not None else None
             src = fn if fn is not None else m  # OpenAI: {id, type, function: {name, arguments}}
             name = src.get("name") if src.get("name") is not None else src.get("tool_name")
             if not isinstance(name, str) or not name.strip():
@@ -441,7 +324,7 @@ def _read_ragas(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
     r = _Reader(raw, "ragas")
     r.conv_id = _peek_id(r)
     field = r.keys["user_input"]
-    msgs = _list_of_maps(r.cell(field, raw[field])) or []
+    msgs = list_of_maps(r.cell(field, raw[field])) or []
     role_key = "type" if all("type" in m for m in msgs) else "role"
     if any("tool_calls" in m and m.get(role_key) in ("human", "tool", "user", "system") for m in msgs):
         r.arrow = True  # only Arrow gives a human or tool message tool_calls (a Hugging Face Dataset's rows)
@@ -464,7 +347,7 @@ def _read_openai(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
     r = _Reader(raw, "openai")
     r.conv_id = _peek_id(r)
     field = r.keys["messages"]
-    turns, system = _read_messages(r, field, _list_of_maps(r.cell(field, raw[field])) or [], "role", _ROLES)
+    turns, system = _read_messages(r, field, list_of_maps(r.cell(field, raw[field])) or [], "role", _ROLES)
     fields = r.conversation_fields()
     if system and "system_role" not in fields:
         fields["system_role"] = "\n".join(system)
@@ -512,7 +395,7 @@ def _deepeval_turn(r: _Reader, field: str | None, i: int, m: Mapping[str, Any],
     content = r.text(f"{at}content", m.get("content"), i) or ""
     outputs = []
     for j, c in enumerate(to_plain(called) or () if called_key else ()):
-        cm = _as_map(c) or {}
+        cm = as_map(c) or {}
         if "output" in cm and not is_missing(cm["output"]):
             out = cm["output"]
             if not isinstance(out, str):
@@ -539,7 +422,7 @@ def _read_deepeval(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
     field = r.keys["turns"]
     turns: list[Turn] = []
     system: list[str] = []
-    for i, m in enumerate(_list_of_maps(r.cell(field, raw[field])) or []):
+    for i, m in enumerate(list_of_maps(r.cell(field, raw[field])) or []):
         for t in _deepeval_turn(r, field, i, m):
             if t.role == "system":
                 system.append(t.content)
@@ -593,60 +476,3 @@ def read_conversation(raw: Mapping[str, Any], shape: str | None = None) -> Conve
     for note in notes:
         _warn(note)
     return conv
-
-
-# ---- levels and aggregates ---------------------------------------------------------------------
-
-
-def metric_level(metric: Any) -> str:
-    """``turn`` (a single-turn sample, or one assistant turn) or ``conversation``."""
-    return str(getattr(metric, "level", "turn"))
-
-
-def sample_level(sample: Any) -> str:
-    """``conversation`` for a conversation's own sample (``conversation_id`` set, ``turn``
-    None), else ``turn``."""
-    return "conversation" if getattr(sample, "conversation_id", None) is not None and \
-        getattr(sample, "turn", None) is None else "turn"
-
-
-def _aggregate(metric: str, turns: Sequence[tuple[int, Score]]) -> Score:
-    counts = {o.value: 0 for o in Outcome}
-    for _, s in turns:
-        counts[s.outcome.value] += 1
-    values = {t: s.value for t, s in turns if s.outcome is Outcome.SCORED and s.value is not None}
-    shown = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
-    details = {"aggregate": "mean over the conversation's scored turns", "counts": counts,
-               "turns": {str(t): v for t, v in values.items()}}
-    if values:
-        mean = sum(values.values()) / len(values)
-        return Score(metric, Outcome.SCORED, mean, f"mean of {len(values)} scored turn(s) of {len(turns)} ({shown})",
-                     Evidence(details=details))
-    first = next((s.reason for _, s in turns if s.reason), "")
-    for outcome in (Outcome.FAILED, Outcome.UNDETERMINED, Outcome.SKIPPED):
-        if counts[outcome.value]:
-            why = f"no turn scored ({shown})" + (f": {first}" if first else "")
-            return Score(metric, outcome, None, why, Evidence(details=details))
-    return Score(metric, Outcome.SKIPPED, None, "the conversation has no assistant turn", Evidence(details=details))
-
-
-def conversation_aggregates(
-    samples: Sequence[Any], scores: Mapping[str, Mapping[str, Score]], metrics: Sequence[str],
-) -> dict[str, dict[str, Score]]:
-    """Per conversation, per turn-level metric: the mean over its scored turns, as a Score
-    whose outcome is ``scored`` when one turn or more scored, else the outcome of its turns
-    (``failed`` before ``undetermined`` before ``skipped``), the four counts in its evidence.
-    Conversations in the order of their first sample; a metric no turn was given is left out."""
-    turns: dict[str, dict[str, list[tuple[int, Score]]]] = {}
-    for s in samples:
-        cid = getattr(s, "conversation_id", None)
-        if cid is None:
-            continue
-        per = turns.setdefault(cid, {})
-        if s.turn is None:
-            continue
-        got = scores.get(s.id, {})
-        for m in metrics:
-            if m in got:
-                per.setdefault(m, []).append((s.turn, got[m]))
-    return {cid: {m: _aggregate(m, per[m]) for m in metrics if m in per} for cid, per in turns.items()}

@@ -1,9 +1,12 @@
 """A large JSONL file of flat rows, not held in memory: ``FileSamples`` keeps where each usable
 row is in the file and reads its sample again when asked for; ``jsonl_lazy`` reads the file so.
+Every read checks that the file is still the one loaded (its size, time and inode, and a hash of
+the row's bytes), so that a file changed under a run stops it rather than give changed text.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from array import array
@@ -30,34 +33,64 @@ class _NotFlat(Exception):
     """A row the file-backed reading does not take (a conversation, a Phoenix span)."""
 
 
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells a file from the same file changed or replaced: device, inode, size, time."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _digest(data: bytes) -> int:
+    """A row's bytes as one signed 64-bit number (kept in an ``array("q")``)."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+
+
+def _changed(source: str) -> InputError:
+    return InputError(f"{source}: the file changed while ragsight was reading it; run again on a file that "
+                      "is not being written.")
+
+
 class FileSamples(Sequence[Sample]):
     """The samples of a JSONL file, read again from the file when asked for: the file's
-    offset, length and line of each usable row are kept, not the samples. The file must not
-    change while a run reads it (InputError when its size or time changed)."""
+    offset, length, line and a hash of each usable row are kept, not the samples. The file must
+    not change while a run reads it: each read checks the file (its size, time and inode, as an
+    open handle and by its path) and the row's bytes, and raises InputError naming the file when
+    anything changed (an edit in place of the same size, a cut, a line added, a file replaced)."""
 
-    def __init__(self, path: Path, source: str, stamp: tuple[int, int]) -> None:
+    def __init__(self, path: Path, source: str, stamp: tuple[int, int, int, int]) -> None:
         self.path, self.source, self.stamp = path, source, stamp
         self.offsets = array("q")
         self.lengths = array("q")
         self.lines = array("q")
+        self.digests = array("q")
         self.renamed: dict[int, str] = {}  # position -> id, where loading changed a row's id
 
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def _check(self, f: Any) -> None:
+        try:
+            now = os.stat(self.path)
+        except OSError:  # removed or renamed away
+            raise _changed(self.source) from None
+        if _stamp(os.fstat(f.fileno())) != self.stamp or _stamp(now) != self.stamp:
+            raise _changed(self.source)
+
     def _open(self) -> Any:
         f = self.path.open("rb")
-        st = os.fstat(f.fileno())
-        if (st.st_size, st.st_mtime_ns) != self.stamp:
+        try:
+            self._check(f)
+        except BaseException:
             f.close()
-            raise InputError(f"{self.source}: the file changed while ragsight was reading it; run again "
-                             "on a file that is not being written.")
+            raise
         return f
 
     def _read(self, f: Any, i: int) -> Sample:
+        self._check(f)
         f.seek(self.offsets[i])
+        data = f.read(self.lengths[i])
+        if len(data) != self.lengths[i] or _digest(data) != self.digests[i]:
+            raise _changed(self.source)
         line = self.lines[i]
-        raw = row_mapping(loads(f.read(self.lengths[i]).decode("utf-8-sig" if line == 1 else "utf-8")))
+        raw = row_mapping(loads(data.decode("utf-8-sig" if line == 1 else "utf-8")))
         assert raw is not None
         return row_sample(raw, line, self.renamed.get(i))[0]
 
@@ -88,7 +121,7 @@ def jsonl_lazy(path: Path, src: str, dataset: type[Dataset]) -> Dataset | None:
     f = path.open("rb")
     with f:
         st = os.fstat(f.fileno())
-        held = FileSamples(path, src, (st.st_size, st.st_mtime_ns))
+        held = FileSamples(path, src, _stamp(st))
         reader = RowReader(src)
         first = True
         offset = 0
@@ -133,11 +166,11 @@ def jsonl_lazy(path: Path, src: str, dataset: type[Dataset]) -> Dataset | None:
             held.offsets.append(at)
             held.lengths.append(len(line))
             held.lines.append(n)
+            held.digests.append(_digest(line))
             if reader.renamed:
                 held.renamed[k] = sample.id
-        if os.fstat(f.fileno()).st_mtime_ns != st.st_mtime_ns or offset != st.st_size:
-            raise InputError(f"{src}: the file changed while ragsight was reading it; run again on a file "
-                             "that is not being written.")
+        if _stamp(os.fstat(f.fileno())) != held.stamp or offset != st.st_size:
+            raise _changed(src)
     ds = reader.finish(dataset(held, reader.problems, src))
     ds.problems.sort(key=lambda p: p.row)
     return ds

@@ -85,6 +85,11 @@ HINTS = {
 DEFAULT_THRESHOLD = 0.5
 THRESHOLDS: Mapping[str, float] = {
     "noise_sensitivity": 0.0,  # lower is better: any wrong claim taken from a chunk fails
+    # precision over the retrieved chunks: with one reference passage it cannot pass 1/k, so at 0.5
+    # every question of a top-4 retriever "failed" with its answer right; counted only when asked
+    # (--threshold span_precision=0.5)
+    "span_precision": 0.0,
+    "precision_at_k": 0.0,
     "tool_call_accuracy": 1.0,
     "tool_call_f1": 1.0,
     "conversation_tool_call_accuracy": 1.0,
@@ -152,6 +157,7 @@ _LINES = {
     "ranked_low": "the first relevant chunk ranks low: {text}",
     "missed_id": "relevant chunk {text} was not retrieved",
     "missed_span": "reference passage reached by no retrieved chunk: {text}",
+    "off_reference": "retrieved chunk {chunk} reaches no reference passage: {text}",
     "contradicted": "{text} - the chunks say otherwise{quote}",
     "silent": "{text} - no chunk states it",
     "not_told_apart": "{text} - not supported; the chunks speak of it without stating it{quote}",

@@ -300,7 +300,7 @@ def _span_misses(v: _View, items: list[EvidenceItem], metrics: list[str]) -> tup
     span = sorted((k for k in v.scores if metric_name(k) in SPAN_MISS_METRICS and v.fails(k)),
                   key=lambda k: SPAN_MISS_METRICS.index(metric_name(k)))
     if not span:
-        return items, metrics
+        return _off_reference(v, items, metrics)
     key = span[0]
     d = v.scores[key].evidence.details
     refs = list(d.get("reference_spans") or ())
@@ -320,6 +320,19 @@ def _span_misses(v: _View, items: list[EvidenceItem], metrics: list[str]) -> tup
     if len(out) > len(items):
         metrics = [*metrics, key]
     return out, metrics
+
+
+def _off_reference(v: _View, items: list[EvidenceItem], metrics: list[str]) -> tuple[list[EvidenceItem], list[str]]:
+    """A failing span_precision (counted only with a threshold the user set): the retrieved chunks
+    that reach no reference passage, the first three."""
+    keys = [k for k in v.scores if metric_name(k) == "span_precision" and v.fails(k)]
+    if not keys or items:
+        return items, metrics
+    d = v.scores[keys[0]].evidence.details
+    off = [int(r["rank"]) for r in d.get("reached") or () if not r.get("spans")]
+    out = [EvidenceItem("off_reference", v.excerpt(rank), keys[0], rank,
+                        note=f"rank {rank} of {d.get('retrieved')}") for rank in off[:3]]
+    return (out, [*metrics, keys[0]]) if out else (items, metrics)
 
 
 def _reference_agrees(v: _View) -> set[str]:

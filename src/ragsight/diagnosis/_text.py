@@ -16,6 +16,7 @@ KIND_WORDS = {
     "ranked_low": "needed chunk ranked low",
     "missed_id": "relevant ids not retrieved",
     "missed_span": "reference passages not reached",
+    "off_reference": "chunks off the reference retrieved",
     "contradicted": "contradicted by the chunks",
     "silent": "the chunks are silent",
     "not_told_apart": "contradicted or silent, not told apart",

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from .._score import ClaimVerdict, Evidence, Score
-from ..analyses import SampleAnalyses, judge_items, split_sentences, transcript
+from ..analyses import SampleAnalyses, judge_items, transcript, user_statements
 from ..dataset import Sample, Turn
 from ..prompts import fence
 from ._base import Metric
@@ -51,10 +51,10 @@ class _PerMessage(Metric):
     def extra(self, sample: Sample) -> str:
         return ""
 
-    def settled(self, shown: list[tuple[int, int, Turn]], n: int) -> str | None:
-        """A verdict's reason decided without the judge for the message numbered ``n`` (it is
-        then ok), else None."""
-        return None
+    def settled(self, shown: list[tuple[int, int, Turn]]) -> dict[int, str]:
+        """The verdicts decided without the judge (those messages are ok): their reason by the
+        message's number."""
+        return {}
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         text, shown = transcript(ctx.sample.history or ())
@@ -62,7 +62,8 @@ class _PerMessage(Metric):
         if not judged:
             return Score.undetermined(self.key, self.empty, Evidence(details={"messages": len(shown)}))
         items = [f"[{n}] {m.role}: {' '.join(m.content.split())}" for n, _, m in judged]
-        decided = {i: why for i, (n, _, _) in enumerate(judged) if (why := self.settled(shown, n)) is not None}
+        settled = self.settled(shown)
+        decided = {i: settled[n] for i, (n, _, _) in enumerate(judged) if n in settled}
         asked = [item for i, item in enumerate(items) if i not in decided]
         got, calls = await judge_items(ctx, self.step, text, asked, self.extra(ctx.sample)) if asked else ([], ())
         answers = iter(got)
@@ -94,11 +95,14 @@ class KnowledgeRetention(_PerMessage):
     what = "keep what the user established"
     empty = "the conversation has no assistant message to judge"
 
-    def settled(self, shown: list[tuple[int, int, Turn]], n: int) -> str | None:
-        before = [m.content for k, _, m in shown if k < n and m.role == "user"]
-        if any(not t.rstrip().endswith(("?", "？")) for text in before for t in split_sentences(text)):
-            return None
-        return "the user stated nothing before this message (only questions), so there is nothing to forget"
+    def settled(self, shown: list[tuple[int, int, Turn]]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for n, _, m in shown:  # in order: one pass, however long the conversation
+            if m.role == "user" and user_statements([m.content]):
+                break
+            if m.role == self.role:
+                out[n] = "the user stated nothing before this message (only questions), so there is nothing to forget"
+        return out
 
 
 class ConversationCompleteness(_PerMessage):

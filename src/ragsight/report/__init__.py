@@ -32,7 +32,7 @@ from .._stats import (
     threshold_metrics,
 )
 from ..run import RepeatReport, evaluate_repeats
-from ._align import Agreement, Alignment, AlignmentExample, align, load_alignment
+from ._align import Agreement, Alignment, AlignmentExample, align, count_examples, load_alignment
 from ._calibrate import CalibrationReport, MetricCalibration, PairConcordance, calibrate
 from ._calibrate_view import print_calibration
 from ._compare import (
@@ -61,7 +61,7 @@ from ._pairs import (
     print_pair_calibration,
 )
 from ._repeats_view import print_repeats
-from ._run_data import RunData, load_runs
+from ._run_data import RunData, judge_settings, load_runs
 
 __all__ = [
     "MIN_LABELS",
@@ -110,6 +110,7 @@ __all__ = [
     "config_text",
     "corrected_estimate",
     "correlations",
+    "count_examples",
     "count_noun",
     "evaluate_repeats",
     "expected_calibration_error",
@@ -123,6 +124,7 @@ __all__ = [
     "holm",
     "import_labels",
     "is_pair_labels",
+    "judge_settings",
     "label_rows",
     "load_alignment",
     "load_labels",

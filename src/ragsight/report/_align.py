@@ -21,6 +21,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +41,7 @@ from ..run import RunOptions, aevaluate, run_sync
 from ..store import ANY_METRIC, Store, claim_key
 from ._evidence import best_matching_sentence
 
-__all__ = ["Agreement", "Alignment", "AlignmentExample", "align", "load_alignment"]
+__all__ = ["Agreement", "Alignment", "AlignmentExample", "align", "count_examples", "load_alignment"]
 
 FORMAT = 1
 MIN_ITEMS = 20
@@ -135,6 +136,14 @@ def load_alignment(path: str | os.PathLike[str]) -> Alignment:
             notes=tuple(data.get("notes", ())))
     except (KeyError, TypeError) as exc:
         raise InputError(f"{p}: the alignment file lacks or mangles field {exc}") from None
+
+
+_EXAMPLE = re.compile(r"^Example \d+:$", re.M)
+
+
+def count_examples(block: str) -> int:
+    """How many worked examples an :func:`examples_block` holds (a run's ``verdict_examples``)."""
+    return len(_EXAMPLE.findall(block))
 
 
 def examples_block(examples: Sequence[AlignmentExample]) -> str:

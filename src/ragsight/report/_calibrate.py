@@ -98,7 +98,19 @@ class MetricCalibration:
     labels_mean: float | None = None
     """The labels' own mean (oriented to the metric's scale), for comparison."""
     too_few_labels: bool = False
-    """Fewer than ``MIN_LABELS`` (10) labels: the corrected mean and its CI are rough."""
+    """The estimator's own ``too_few`` (``_stats.corrected_estimate``): fewer than ``MIN_LABELS``
+    (10) labels, or labels all alike (their spread cannot be measured): the corrected mean and
+    its CI are rough. Without an estimate (labels or values off the 0-1 scale): fewer than 10."""
+    labels_unanimous: bool = False
+    """Every label the corrected mean rests on is the same (all pass or all fail)."""
+
+    def too_few_text(self) -> str:
+        """Why the labels are too few: "faithfulness rests on 6 (fewer than 10)", or "faithfulness
+        rests on 12 labels all alike (their spread cannot be measured)"."""
+        if self.labels_unanimous:
+            return (f"{self.metric} rests on {self.n_labels} label{'s' if self.n_labels != 1 else ''} all alike "
+                    "(their spread cannot be measured)")
+        return f"{self.metric} rests on {self.n_labels} (fewer than {MIN_LABELS})"
 
 
 @dataclass(frozen=True)
@@ -331,15 +343,16 @@ def calibrate(
                 corrected_ci=est.corrected_ci if est else None,
                 corrected_lambda=est.lam if est else None,
                 labels_mean=est.labels_mean if est else None,
-                too_few_labels=len(ids) < MIN_LABELS,
+                too_few_labels=est.too_few if est else len(ids) < MIN_LABELS,
+                labels_unanimous=bool(est and est.unanimous),
             )
         )
     if unscaled:
         notes.append(f"no corrected mean for {', '.join(unscaled)}: labels or values outside [0, 1] "
                      "(binarise graded labels with --label-threshold)")
-    few = [f"{m.metric} ({m.n_labels})" for m in rows if m.too_few_labels]
+    few = [m.too_few_text() for m in rows if m.too_few_labels]
     if few:
-        notes.append(f"too few labels for a trustworthy corrected mean (fewer than {MIN_LABELS}): {', '.join(few)}")
+        notes.append(f"too few labels for a trustworthy corrected mean: {'; '.join(few)}")
 
     concordance: PairConcordance | None = None
     m1, m2 = pair or DEFAULT_PAIR

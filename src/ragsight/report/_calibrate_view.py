@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from .._stats import MIN_LABELS, ConditionalRate
+from .._stats import ConditionalRate
 from ._calibrate import CalibrationReport
 from ._format import compact_table, fmt, fmt_ci, fmt_p
 
@@ -35,9 +35,8 @@ def _print_corrected(report: CalibrationReport, c: Console) -> None:
     few = [m for m in shown if m.too_few_labels]
     if few:
         c.print(Text(
-            f"WARNING: too few labels: {', '.join(f'{m.metric} rests on {m.n_labels}' for m in few)} "
-            f"(fewer than {MIN_LABELS}). Those corrected means and CIs (marked !) are rough; "
-            "label more samples before relying on them.", style="bold red"))
+            f"WARNING: too few labels: {'; '.join(m.too_few_text() for m in few)}. Those corrected means "
+            "and CIs (marked !) are rough; label more samples before relying on them.", style="bold red"))
 
 
 def rate_text(rate: ConditionalRate) -> str:

@@ -1,7 +1,9 @@
 """Comparing runs: configurations side by side, an experiment table, and paired differences.
 
 The first run is the baseline; every other run is compared with it on the samples both runs
-scored (joined by sample id; a turn of a conversation by its conversation id and turn). Each (metric, run) comparison is a paired difference with a
+scored (joined by sample id; a turn of a conversation by its conversation id and turn), each
+metric on the rows of its own level: a turn metric on turns (and single-turn samples), a
+conversation metric on conversations. Each (metric, run) comparison is a paired difference with a
 paired permutation p-value and the CI that inverts the same test (``_stats.paired_difference``:
 the CI excludes 0 exactly when the unadjusted p < 1 - confidence); the p-values of all
 comparisons in one report are Holm-adjusted together, so "significant" anywhere in the report
@@ -21,11 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._stats import PairedDifference, Pairing, paired_difference, pairs_to_detect
+from ..dataset import sample_level
 from ..errors import ConfigError
 from ..result import EvaluationResult, overall_of
 from ..store import Store
 from ._format import config_text, fmt_p
-from ._run_data import RunData, load_runs
+from ._run_data import RunData, judge_settings, load_runs
 
 __all__ = [
     "Comparison",
@@ -71,7 +74,8 @@ class MetricRow:
 class PairedRow:
     """One metric of one run against the baseline, on the samples both scored.
 
-    ``shared`` counts the samples present in both runs; ``difference.n`` the pairs (shared
+    ``shared`` counts the samples of the metric's level present in both runs (turns for a turn
+    metric, conversations for a conversation metric); ``difference.n`` the pairs (shared
     samples scored on both sides). ``difference.diff`` is mean(run - baseline).
     ``p_holm`` is the Holm-adjusted p-value and ``verdict`` says which run is better by it.
     """
@@ -84,6 +88,9 @@ class PairedRow:
     difference: PairedDifference
     p_holm: float | None
     verdict: str
+    level: str = "turn"
+    """The rows the metric is paired on: ``turn`` (turns and single-turn samples) or
+    ``conversation`` (a conversation's own row)."""
 
 
 class PoorPairingError(ConfigError):
@@ -107,6 +114,8 @@ class Comparison:
     overall_harmonic: tuple[float | None, ...] = ()
     overall_left_out: tuple[tuple[str, str], ...] = ()
     """(metric, why) for every metric of the table that the overall leaves out."""
+    conversations: bool = False
+    """A run has conversations: each metric is paired on the rows of its own level."""
 
     @property
     def baseline(self) -> RunColumn:
@@ -153,15 +162,24 @@ def _best(values: Sequence[float | None], lower_is_better: bool) -> tuple[int, .
 def _pair_keys(result: EvaluationResult) -> dict[tuple[str, ...], str]:
     """What pairs a sample with its counterpart in another run, mapped to its sample id: a turn
     of a conversation by (conversation id, turn), a conversation by its id, any other sample
-    by its id. In sample order."""
+    by its id. In sample order. The key's last part is the sample's level (``turn`` or
+    ``conversation``), so a metric pairs only the rows of its own level."""
     out: dict[tuple[str, ...], str] = {}
     for s in result.samples:
+        level = sample_level(s)
         if s.conversation_id is not None:
-            key: tuple[str, ...] = ("turn", s.conversation_id, "" if s.turn is None else str(s.turn))
+            key: tuple[str, ...] = ("turn", s.conversation_id, "" if s.turn is None else str(s.turn), level)
         else:
-            key = ("id", s.id)
+            key = ("id", s.id, level)
         out[key] = s.id
     return out
+
+
+def _configuration(d: RunData) -> dict[str, Any]:
+    """A run's configuration as the comparison shows it: its own (metadata, judge, embedder,
+    data set), then the judge settings it stored (claim threshold, alignment) that it does not
+    already name."""
+    return {**d.config, **{k: v for k, v in judge_settings(d.result.config).items() if k not in d.config}}
 
 
 def compare(
@@ -189,12 +207,12 @@ def compare(
         raise ConfigError(f"compare takes at most {len(LABELS)} runs")
     data = [r if isinstance(r, RunData) else RunData.from_result(r) for r in runs]
     columns = tuple(
-        RunColumn(LABELS[i], d.run_id, dict(d.config), len(d.result.samples))
+        RunColumn(LABELS[i], d.run_id, _configuration(d), len(d.result.samples))
         for i, d in enumerate(data)
     )
     config_keys: list[str] = []
-    for d in data:
-        config_keys.extend(k for k in d.config if k not in config_keys)
+    for col in columns:
+        config_keys.extend(k for k in col.config if k not in config_keys)
 
     metrics: list[str] = []
     lower: dict[str, bool] = {}
@@ -261,13 +279,15 @@ def compare(
             "questions, or give the rows ids. To compare the paired part anyway, pass "
             "--allow-poor-pairing (allow_poor_pairing=True)."
         )
-    raw: list[tuple[str, int, int, PairedDifference]] = []
+    raw: list[tuple[str, int, int, PairedDifference, str]] = []
     for j in range(1, len(data)):
         other = data[j]
-        shared_ids = [k for k in keyed[0] if k in keyed[j]]
+        shared = [k for k in keyed[0] if k in keyed[j]]
         for key in metrics:
             if key not in base.result.summary or key not in other.result.summary:
                 continue
+            level = base.result.levels.get(key, "turn")
+            shared_ids = [k for k in shared if k[-1] == level]  # the rows of the metric's own level
             a_vals, b_vals = base.result.scored_values(key), other.result.scored_values(key)
             ids = [k for k in shared_ids if keyed[0][k] in a_vals and keyed[j][k] in b_vals]
             diff = paired_difference(
@@ -277,16 +297,16 @@ def compare(
                 n_perm=n_perm,
                 confidence=confidence,
             )
-            raw.append((key, j, len(shared_ids), diff))
-    adjusted = holm([d.p_value for _, _, _, d in raw])
+            raw.append((key, j, len(shared_ids), diff, level))
+    adjusted = holm([d.p_value for _, _, _, d, _ in raw])
     paired = []
-    for (key, j, shared, diff), p_adj in zip(raw, adjusted):
+    for (key, j, n_shared, diff, level), p_adj in zip(raw, adjusted):
         verdict = dataclasses.replace(diff, p_value=p_adj).verdict(
             higher_is_better=not lower[key], alpha=alpha, names=(columns[0].label, columns[j].label)
         )
         paired.append(
             PairedRow(
-                key, lower[key], columns[0].label, columns[j].label, shared, diff, p_adj, verdict
+                key, lower[key], columns[0].label, columns[j].label, n_shared, diff, p_adj, verdict, level
             )
         )
     return Comparison(
@@ -302,6 +322,7 @@ def compare(
         alpha=alpha,
         confidence=confidence,
         pairing=tuple(pairing),
+        conversations=any(k[-1] == "conversation" for keys in keyed for k in keys),
     )
 
 

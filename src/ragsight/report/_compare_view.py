@@ -109,6 +109,9 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
     c.print(diffs)
     c.print("pairs: samples scored in both runs / samples present in both. diff = run - A, "
             "on the pairs.")
+    if cmp.conversations:
+        c.print("Each metric is paired on the rows of its own level: a turn metric on the assistant "
+                "turns, a conversation metric on the conversations.")
     c.print(
         Text(
             f"Which is better (Holm-adjusted p < {cmp.alpha:g} over all {len(cmp.paired)} "

@@ -114,7 +114,9 @@ def comparison_section(cmp: Comparison) -> str:
     parts.append("</tbody></table>")
     parts.append(
         '<p class="muted">Pairs: samples (joined by id) scored in both runs, of the samples present '
-        f"in both. p is a two-sided paired permutation "
+        "in both" + (" (each metric on the rows of its own level: a turn metric on the assistant turns, "
+                     "a conversation metric on the conversations)" if cmp.conversations else "")
+        + ". p is a two-sided paired permutation "
         f"(sign-flip) test; the CI (unadjusted) holds the shifts that test does not reject, so it "
         f"excludes 0 exactly when p &lt; {1 - cmp.confidence:.2g}. "
         f"The verdict uses the Holm-adjusted p (p &lt; {cmp.alpha:g}), adjusted over "

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._score import Outcome
-from .._stats import MIN_LABELS
 from ..calls import describe_cost
 from ..errors import RagsightError
 from ..judge import agreement_notice
@@ -95,8 +94,8 @@ def _corrected_section(run: RunData) -> str:
         if few:
             parts.append(
                 '<div class="warn"><strong>Too few labels:</strong> '
-                + e(", ".join(f"{m.metric} rests on {m.n_labels}" for m in few))
-                + f" (fewer than {MIN_LABELS}). Those corrected means and CIs are rough; label more "
+                + e("; ".join(m.too_few_text() for m in few))
+                + ". Those corrected means and CIs are rough; label more "
                 "samples before relying on them.</div>"
             )
         parts.append(

@@ -1,12 +1,16 @@
-"""Human labels as calibration reads them: a label value as a number (yes/no words, booleans,
-numbers), a labels file (JSONL, JSON or CSV) or rows keyed by sample id (or by a conversation's id
-and turn), and the sample labels a store keeps for a run."""
+"""Human labels as calibration reads them: a label value as a number, a labels file (JSONL, JSON
+or CSV) or rows keyed by sample id (or by a conversation's id and turn), and the sample labels a
+store keeps for a run.
+
+A labels file is read by the strict reader ``ragsight labels import`` uses (:mod:`._label_file`):
+bytes that are not UTF-8, JSON nested too deeply or a CSV that does not parse are an error naming
+the line; a label is read as documented and nothing else (``1_0`` or ``0x1`` is not a number here),
+and an unreadable one is an error naming its line and field. A row with a ``claim`` is a claim
+label (1 or 0): it is checked, and left out, since calibration compares scores of whole samples.
+"""
 
 from __future__ import annotations
 
-import csv
-import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,95 +19,59 @@ from typing import Any
 from ..errors import InputError
 from ..result import EvaluationResult
 from ..store import ANY_METRIC, Label, Store
+from ._label_file import parse_label_value, parse_when, read_label_file
 
 __all__ = ["load_labels", "split_labels", "store_labels"]
 
 ID_FIELDS = ("id", "sample_id", "qid", "question_id")
-_TRUE = {"1", "true", "yes", "y", "correct", "right", "pass", "positive"}
-_FALSE = {"0", "false", "no", "n", "wrong", "incorrect", "fail", "negative"}
+_SHOWN = 3  # unreadable labels named in the error
 
 
 def _parse_label(value: Any) -> float | None:
-    """A label as a number: booleans and yes/no words as 1/0, numbers as they are; ``None``
-    for an empty value. Raises ValueError for anything else."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        x = float(value)
-        if not math.isfinite(x):
-            raise ValueError(f"label {value!r} is not a finite number")
-        return x
-    text = str(value).strip().lower()
-    if text == "":
-        return None
-    if text in _TRUE:
-        return 1.0
-    if text in _FALSE:
-        return 0.0
-    try:
-        x = float(text)
-    except ValueError:
-        raise ValueError(f"label {value!r} is neither a number nor yes/no") from None
-    if not math.isfinite(x):
-        raise ValueError(f"label {value!r} is not a finite number")
-    return x
+    """A label as a number (:func:`parse_label_value`): booleans and yes/no words as 1/0, plain
+    decimal numbers as they are; ``None`` for an empty value. Raises ValueError for anything else."""
+    return parse_label_value(value)
 
 
-def _rows(path: Path) -> list[Mapping[str, Any]]:
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".csv":
-            with path.open(newline="", encoding="utf-8-sig") as f:
-                return list(csv.DictReader(f))
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"labels file {path} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"cannot read labels file {path}: {exc}") from None
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: not valid JSON ({exc})") from None
-        if not isinstance(data, list):
-            raise InputError(f"{path}: expected a JSON list of objects with 'id' and the label")
-        return [r for r in data if isinstance(r, Mapping)]
-    rows: list[Mapping[str, Any]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}, line {lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, Mapping):
-            raise InputError(f"{path}, line {lineno}: expected an object with 'id' and the label")
-        rows.append(row)
-    return rows
+def _is_claim(row: Mapping[str, Any]) -> bool:
+    claim = row.get("claim")
+    return claim is not None and str(claim).strip() != ""
 
 
-def _label_rows(rows: Sequence[Mapping[str, Any]], label_field: str, source: str) -> dict[str, Any]:
+def _label_rows(rows: Sequence[Mapping[str, Any]], label_field: str, source: str,
+                lines: Sequence[int] | None = None) -> dict[str, Any]:
+    """{sample id (or turn key): raw label} of label rows; ``lines``: where each row is in its
+    file (its line, or its position in a JSON list), for the errors."""
     out: dict[str, Any] = {}
+    first: dict[str, int] = {}
     has_field = False
     for n, row in enumerate(rows, start=1):
+        at = lines[n - 1] if lines is not None else n
         key = next((k for k in ID_FIELDS if k in row and row[k] not in (None, "")), None)
         turn_key = _turn_key(row)
         if key is None and turn_key is None:
             raise InputError(
-                f"{source}, row {n}: no 'id' field; each label row needs the sample id "
+                f"{source}, {_where(source, at, lines is not None)}: no 'id' field; each label row needs the sample id "
                 "(or, for a turn of a conversation, its conversation_id and turn)"
             )
         sid: str = str(row[key]) if key is not None else turn_key  # type: ignore[assignment]
         if sid in out:
-            raise InputError(f"{source}: id '{sid}' is labelled twice; ids must be unique")
+            twice = f" ({_where(source, first[sid], True)} and {at})" if lines is not None else ""
+            raise InputError(f"{source}: id '{sid}' is labelled twice{twice}; ids must be unique")
         has_field = has_field or label_field in row
         out[sid] = row.get(label_field)
+        first[sid] = at
     if rows and not has_field:
         fields = sorted({k for r in rows for k in r if k not in ID_FIELDS})
         raise InputError(f"{source} has no field '{label_field}'; its fields: {', '.join(fields)}")
     return out
+
+
+def _where(source: str, at: int, in_file: bool) -> str:
+    """How a row is named: its line in a file (its item in a JSON list), else its position."""
+    if not in_file:
+        return f"row {at}"
+    return f"item {at}" if source.lower().endswith(".json") else f"line {at}"
 
 
 class TurnLabel(str):
@@ -144,10 +112,32 @@ def load_labels(path: str | os.PathLike[str], label_field: str) -> dict[str, Any
     """Read a labels file (.jsonl, .json or .csv) into {sample id: raw label value}.
 
     Each row needs an ``id`` (or ``sample_id``, ``qid``, ``question_id``; for a turn of a
-    conversation, its ``conversation_id`` and ``turn`` do) and ``label_field``.
+    conversation, its ``conversation_id`` and ``turn`` do) and ``label_field``. The file is read
+    strictly (see the module docstring): raises InputError naming the line (and the field) for
+    a file or a label that cannot be read. Rows with a ``claim`` are claim labels: checked (1 or
+    0), then left out.
     """
     p = Path(path)
-    return _label_rows(_rows(p), label_field, str(p))
+    source = str(p)
+    numbered = read_label_file(p)
+    bad: list[str] = []
+    for at, row in numbered:
+        if label_field in row:
+            try:
+                parse_label_value(row[label_field], claim=_is_claim(row))
+            except ValueError as exc:
+                bad.append(f"{source}, {_where(source, at, True)}, field '{label_field}': {exc}")
+    if bad:
+        more = f" (and {len(bad) - _SHOWN} more)" if len(bad) > _SHOWN else ""
+        raise InputError("; ".join(bad[:_SHOWN]) + more + ". Write a label as yes/no, true/false, "
+                         "pass/fail, 1/0 or a plain decimal number (a claim label as 1 or 0), or leave it "
+                         "empty for no label.")
+    samples = [(at, row) for at, row in numbered if not _is_claim(row)]
+    if numbered and not samples:
+        raise InputError(f"{source} holds claim labels only (every row has a 'claim'); calibrate compares "
+                         "scores with labels of whole samples: give rows without a claim, or import the "
+                         "claim labels with 'ragsight labels import'.")
+    return _label_rows([row for _, row in samples], label_field, source, [at for at, _ in samples])
 
 
 def store_labels(store: Store, run_id: str, label_field: str
@@ -174,15 +164,19 @@ def split_labels(labels: Sequence[Label], label_field: str
     """Labels of one run (``Store.labels(run_id)``) as :func:`store_labels` gives them: the
     sample labels of ``label_field`` by sample id, the whole sample's and each metric's own."""
     sample_level = [lb for lb in labels if lb.claim is None and lb.field == label_field]
-    latest: dict[tuple[str, str], tuple[str, float]] = {}
+    latest: dict[tuple[str, str], tuple[tuple[bool, str], float]] = {}
     several = set()
+    undated: dict[tuple[str, str], int] = {}
     for lb in sample_level:
+        when = _when(lb.when)
+        order = (when is not None, when or "")  # a date that cannot be read is never the latest
         at = (lb.sample_id or "", lb.metric)
+        undated[at] = undated.get(at, 0) + (when is None)
         if at in latest:
             several.add(at)
-            if lb.when < latest[at][0]:
+            if order < latest[at][0]:
                 continue
-        latest[at] = (lb.when, lb.value)
+        latest[at] = (order, lb.value)
     general: dict[str, float] = {}
     own: dict[str, dict[str, float]] = {}
     for (sid, metric), (_, value) in latest.items():
@@ -193,4 +187,18 @@ def split_labels(labels: Sequence[Label], label_field: str
     notes = [f"labels from the store ({len(sample_level)} of field '{label_field}')"]
     if several:
         notes.append(f"{len(several)} sample label(s) were given by several people: the latest counts")
+    n_undated = sum(undated[at] for at in several)
+    if n_undated:
+        notes.append(f"{n_undated} label(s) have a date that is not ISO 8601 (or is in the future, as "
+                     "'ragsight labels import' refuses): they count only where no other label of the "
+                     "same sample has a date")
     return general, own, notes
+
+
+def _when(value: str) -> str | None:
+    """A label's date in UTC as the store writes it (:func:`parse_when`), or None when it is not
+    one the import would take."""
+    try:
+        return parse_when(value)
+    except ValueError:
+        return None

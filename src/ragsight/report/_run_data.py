@@ -11,8 +11,9 @@ from typing import Any
 from ..errors import ConfigError
 from ..result import EvaluationResult, load_result
 from ..store import Label, Store
+from ._align import count_examples
 
-__all__ = ["RunData", "load_runs"]
+__all__ = ["RunData", "judge_settings", "load_runs"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,24 @@ class RunData:
             if value is not None and key not in config:
                 config[key] = value
         return cls(result, config)
+
+
+def judge_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a run stored that change its judge's verdicts, as a comparison names them:
+    ``claim threshold`` (the P(supported) at or above which a claim counts as supported:
+    ``--threshold``, or an alignment's) and ``alignment`` (the alignment's name and how many
+    worked examples it put in the claim-verdict prompts). Empty for a run that stored none."""
+    settings = config.get("settings")
+    if not isinstance(settings, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    if settings.get("support_threshold") is not None:
+        out["claim threshold"] = settings["support_threshold"]
+    name, block = settings.get("alignment") or "", str(settings.get("verdict_examples") or "")
+    if name or block.strip():
+        n = count_examples(block)
+        out["alignment"] = f"{name or 'worked examples'} ({n} worked example{'' if n == 1 else 's'})"
+    return out
 
 
 def load_runs(store: Store, refs: Sequence[str]) -> list[RunData]:

@@ -19,9 +19,10 @@ from ..dataset import (
     metric_level,
     strict_json,
 )
-from ..errors import MissingExtraError
+from ..errors import ConfigError, MissingExtraError
 from ..metrics import Metric, metrics_of_run
 from ..store import (
+    FORMATS,
     INPUT_COLUMNS,
     TURN_COLUMNS,
     Store,
@@ -233,7 +234,7 @@ class EvaluationResult:
     def records(self) -> list[dict[str, Any]]:
         """One dict per sample, in input order: {"id", "run_id", the inputs (question, contexts,
         response, reference, reference_contexts, retrieved_ids, relevant_ids, metadata),
-        "scores": {metric: {...}}}. A turn of a conversation also has ``conversation_id``,
+        "scores": {metric: {"value", "outcome", "reason"}}, "evidence": {metric: {...}}}. A turn of a conversation also has ``conversation_id``,
         ``turn`` and its history and tool calls; a conversation's own row has ``turn`` None and
         ``turn_means`` (per turn metric, the mean of its scored turns, with the counts).
         :meth:`iter_records` gives the same one at a time (for a large run)."""
@@ -244,7 +245,8 @@ class EvaluationResult:
         store as they are asked for, never all held."""
         for s, per in self._pairs():
             rec = {"id": s.id, "run_id": self.run_id, **conversation_columns(s), **input_columns(s, "json"),
-                   "scores": {k: per[k].to_dict() for k in self.metric_keys if k in per}}
+                   "scores": {k: per[k].to_dict() for k in self.metric_keys if k in per},
+                   "evidence": {k: per[k].evidence.to_dict() for k in self.metric_keys if k in per}}
             if s.conversation_id is not None and s.turn is None:
                 rec["turn_means"] = {k: v.to_dict() for k, v in self.conversations.get(s.conversation_id, {}).items()}
             yield rec
@@ -256,13 +258,18 @@ class EvaluationResult:
             for rec in self.iter_records():
                 f.write(strict_json(rec) + "\n")
 
-    def write(self, path: str | os.PathLike[str]) -> str:
-        """Write the per-sample results in the format the file name says: ``.csv`` and
-        ``.parquet`` as ``ragsight export --format csv|parquet`` writes them (one flat row per
-        sample), anything else as :meth:`write_jsonl`. Returns the format written."""
-        suffix = os.path.splitext(os.fspath(path))[1].lower()
-        if suffix in (".csv", ".parquet"):
-            fmt = suffix[1:]
+    def write(self, path: str | os.PathLike[str], fmt: str | None = None) -> str:
+        """Write the per-sample results: ``fmt`` ``jsonl`` (:meth:`write_jsonl`), ``csv`` or
+        ``parquet`` (one flat row per sample); by default the format the file name says
+        (``.csv``, ``.parquet``, anything else JSONL). ``ragsight export`` and ``ragsight
+        evaluate --out`` both write through this, so they write the same rows. Returns the
+        format written."""
+        if fmt is None:
+            suffix = os.path.splitext(os.fspath(path))[1].lower()
+            fmt = suffix[1:] if suffix in (".csv", ".parquet") else "jsonl"
+        if fmt not in FORMATS:
+            raise ConfigError(f"unknown export format '{fmt}'; use one of {', '.join(FORMATS)}")
+        if fmt in ("csv", "parquet"):
             write_table(table_rows(self.run_id, self.samples, self.scores, self.metric_keys, self.levels,
                                    "text" if fmt == "csv" else "parquet"), fmt, os.fspath(path))
             return fmt

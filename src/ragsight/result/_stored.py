@@ -44,7 +44,7 @@ class StoredRun:
             if not Path(self.path).is_file():  # Store() would make a new, empty one
                 raise StoreError(f"the store {self.path} that holds run {self.run_id} is gone; the result "
                                  "reads its samples and scores from there")
-            self._store = Store(self.path)
+            self._store = Store(self.path, create=False)
         return self._store
 
     def close(self) -> None:

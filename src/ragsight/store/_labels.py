@@ -62,18 +62,40 @@ def _text(value: Any) -> Any:
     return value
 
 
-def sample_key(sample: Sample) -> str:
+def sample_key(sample: Sample, *, memo: dict[int, tuple[Any, bytes]] | None = None) -> str:
     """The content key of a sample: a hash of its question, contexts, response and reference
     (outer white space ignored), and for a turn of a conversation its history, never of its id,
     row or run. Two runs of the same data give their samples the same keys, so labels follow the
-    content."""
+    content.
+
+    The hash is of ``json.dumps(basis, sort_keys=True, ensure_ascii=False)``, fed to it piece by
+    piece: ``memo`` (kept by the caller across the samples of a run) holds each message's JSON,
+    so a conversation's messages are written once, not once per turn that has them."""
     basis: dict[str, Any] = {name: _text(getattr(sample, name))
                              for name in ("question", "contexts", "response", "reference")}
     history = getattr(sample, "history", None)
-    if history:  # a turn of a conversation: the same question after other turns is another sample
-        basis["history"] = [t.to_dict() for t in history]
-    digest = hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False).encode())
+    if not history:
+        digest = hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False).encode())
+        return "s-" + digest.hexdigest()[:20]
+    # a turn of a conversation: the same question after other turns is another sample. Its
+    # "history" sorts between "contexts" and "question".
+    memo = {} if memo is None else memo
+    head = json.dumps({"contexts": basis.pop("contexts")}, ensure_ascii=False)[:-1]
+    tail = json.dumps(basis, sort_keys=True, ensure_ascii=False)[1:]
+    digest = hashlib.sha256(head.encode())
+    digest.update(b', "history": [')
+    digest.update(b", ".join(_message_json(t, memo) for t in history))
+    digest.update(b"], ")
+    digest.update(tail.encode())
     return "s-" + digest.hexdigest()[:20]
+
+
+def _message_json(turn: Any, memo: dict[int, tuple[Any, bytes]]) -> bytes:
+    got = memo.get(id(turn))
+    if got is None or got[0] is not turn:
+        got = (turn, json.dumps(turn.to_dict(), sort_keys=True, ensure_ascii=False).encode())
+        memo[id(turn)] = got  # the message kept beside its JSON: its id is not reused meanwhile
+    return got[1]
 
 
 _SPACE = re.compile(r"\s+")
@@ -169,7 +191,8 @@ class LabelsMixin(ScoresMixin):
                                  " ORDER BY p.idx", (run_id,)).fetchall()
         if all(key is not None for _, key in rows):
             return {sid: key for sid, key in rows}
-        keys = {s.id: sample_key(s) for s in self.samples(run_id)}
+        messages: dict[int, Any] = {}
+        keys = {s.id: sample_key(s, memo=messages) for s in self.samples(run_id)}
         try:
             with self._tx():
                 self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key)"

@@ -13,11 +13,15 @@ from typing import Any
 from ..dataset import RowProblem, Sample
 from ..errors import StoreError
 from ._connection import dumps
+from ._history import HistoryWriter
 from ._labels import sample_key
 from ._locks import LocksMixin
 from ._texts import WrittenPacks, long_strings
 
-__all__ = ["RunInfo", "RunsMixin"]
+__all__ = ["MAX_PREFIX", "RunInfo", "RunsMixin"]
+
+# The longest run reference read as a prefix of an id; a longer one must be a whole id.
+MAX_PREFIX = 1000
 
 
 @dataclass(frozen=True)
@@ -68,10 +72,12 @@ class RunsMixin(LocksMixin):
         sample decompresses its group only). Returns what to do once the transaction commits
         (the writers' bytes are let go as each pack is written)."""
         done = WrittenPacks(self.texts)
+        histories = HistoryWriter(samples)  # a conversation's messages stored once, not once per turn
+        messages: dict[int, Any] = {}  # ... and written as JSON once for the content keys
         for start in range(0, len(samples), 64):
             w = self.texts.writer()
             group = samples[start:start + 64]
-            fields = [s.to_dict() for s in group]
+            fields = [histories.fields(s, w) for s in group]
             w.prefetch(t for f in fields for t in long_strings(f))
             self.conn.executemany(
                 "INSERT INTO samples (run_id, idx, sample_id, data, conversation_id, turn) VALUES (?,?,?,?,?,?)",
@@ -79,7 +85,7 @@ class RunsMixin(LocksMixin):
                  for i, (s, f) in enumerate(zip(group, fields), start)],
             )
             self.conn.executemany("INSERT OR REPLACE INTO sample_keys (run_id, sample_id, sample_key) VALUES (?,?,?)",
-                                  [(run_id, s.id, sample_key(s)) for s in group])
+                                  [(run_id, s.id, sample_key(s, memo=messages)) for s in group])
             w.finish()
             done.add(w)
         return [done]
@@ -96,21 +102,31 @@ class RunsMixin(LocksMixin):
             )
 
     def resolve_run(self, ref: str) -> str:
-        """A run id from an id, a unique id prefix, or 'last'."""
+        """A run id from an id, a unique id prefix, or 'last'. The prefix is matched as written
+        (``%``, ``_`` and ``\\`` are characters of the id, not wildcards); an empty reference, or
+        one past :data:`MAX_PREFIX` characters that is no whole id, is no run."""
         if ref == "last":
             row = self.conn.execute("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
             if row is None:
                 raise StoreError(f"no runs in {self.path} yet; run 'ragsight evaluate' first")
             return str(row[0])
-        rows = self.conn.execute("SELECT id FROM runs WHERE id = ? OR id LIKE ?", (ref, ref + "%")).fetchall()
+        if ref and len(ref) <= MAX_PREFIX:
+            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self.conn.execute("SELECT id FROM runs WHERE id = ? OR id LIKE ? ESCAPE '\\'",
+                                     (ref, pattern)).fetchall()
+        else:
+            rows = self.conn.execute("SELECT id FROM runs WHERE id = ?", (ref,)).fetchall()
         exact = [r[0] for r in rows if r[0] == ref]
         if exact:
             return str(exact[0])
+        # LIKE is blind to ASCII case: a prefix counts only where it is the id's own beginning
+        rows = [r for r in rows if str(r[0]).startswith(ref)]
         if len(rows) == 1:
             return str(rows[0][0])
+        shown = ref if len(ref) <= 80 else f"{ref[:80]}... ({len(ref):,} characters)"
         if not rows:
-            raise StoreError(f"no run '{ref}' in {self.path}; list runs with 'ragsight runs --store {self.path}'")
-        raise StoreError(f"'{ref}' matches {len(rows)} runs; give more of the id")
+            raise StoreError(f"no run '{shown}' in {self.path}; list runs with 'ragsight runs --store {self.path}'")
+        raise StoreError(f"'{shown}' matches {len(rows)} runs; give more of the id")
 
     def run(self, run_id: str) -> RunInfo:
         row = self.conn.execute(

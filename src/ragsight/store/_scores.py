@@ -10,11 +10,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .._score import Evidence, Outcome, Score
-from ..dataset import RowProblem, Sample, sample_from_mapping, strict_json
+from ..dataset import RowProblem, Sample, strict_json
 from ..errors import StoreError
 from ..judge import JudgeCall
 from ._compact import INSERT_CALL, RAW_OUTPUT, call_row, call_texts, read_calls, step_key_db
 from ._connection import StoreBase
+from ._history import HistoryReader
 from ._locks import show_owner
 
 __all__ = ["ScoresMixin"]
@@ -28,12 +29,9 @@ class ScoresMixin(StoreBase):
     """The Store's samples, scores and judge calls."""
 
     def samples(self, run_id: str) -> list[Sample]:
-        out = []
-        for (data,) in self.conn.execute("SELECT data FROM samples WHERE run_id=? ORDER BY idx", (run_id,)).fetchall():
-            raw = self.texts.decode_json(data)
-            sample, _ = sample_from_mapping(raw)
-            out.append(sample)
-        return out
+        read = HistoryReader(self.texts)
+        return [read.sample(data) for (data,) in self.conn.execute(
+            "SELECT data FROM samples WHERE run_id=? ORDER BY idx", (run_id,)).fetchall()]
 
     def finished_samples(self, run_id: str) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT sample_id FROM samples WHERE run_id=? AND finished=1", (run_id,))}
@@ -69,8 +67,7 @@ class ScoresMixin(StoreBase):
                                 (run_id, sample_id)).fetchone()
         if row is None:
             raise StoreError(f"no sample '{sample_id}' in run {run_id} of {self.path}")
-        sample, _ = sample_from_mapping(self.texts.decode_json(row[0]))
-        return sample
+        return HistoryReader(self.texts).sample(row[0])
 
     def sample_counts(self, run_id: str | None = None) -> dict[str, tuple[int, int]]:
         """Run id -> (samples, finished samples), for every run of the store (or one)."""
@@ -134,9 +131,10 @@ class ScoresMixin(StoreBase):
             q += " LIMIT ? OFFSET ?"
             args += [-1 if stop is None else max(0, stop - start), start]
         cur = self.conn.execute(q, args)
+        read = HistoryReader(self.texts)
         while rows := cur.fetchmany(batch):
             for (data,) in rows:
-                yield sample_from_mapping(self.texts.decode_json(data))[0]
+                yield read.sample(data)
 
     def sample_ids(self, run_id: str) -> list[str]:
         """The ids of the run's samples in data order (no field decoded)."""
@@ -146,12 +144,13 @@ class ScoresMixin(StoreBase):
     def samples_by_id(self, run_id: str, sample_ids: Sequence[str]) -> list[Sample]:
         """The run's samples of these ids, in the order given (each read by its key)."""
         found: dict[str, Sample] = {}
+        read = HistoryReader(self.texts)
         for i in range(0, len(sample_ids), 500):
             chunk = list(sample_ids[i:i + 500])
             for sid, data in self.conn.execute(
                     f"SELECT sample_id, data FROM samples WHERE run_id=? AND sample_id IN ({','.join('?' * len(chunk))})",
                     [run_id, *chunk]):
-                found[str(sid)] = sample_from_mapping(self.texts.decode_json(data))[0]
+                found[str(sid)] = read.sample(data)
         missing = [sid for sid in sample_ids if sid not in found]
         if missing:
             raise StoreError(f"no sample '{missing[0]}' in run {run_id} of {self.path}")

@@ -81,17 +81,32 @@ def _statements(sql: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-class Store(RunsMixin, LocksMixin, LabelsMixin, ScoresMixin):
-    """A SQLite run store. ``Store(":memory:")`` keeps everything in memory."""
+_HINT = "give the --store file that 'ragsight evaluate' wrote, or a new path"
 
-    def __init__(self, path: str | os.PathLike[str] = "ragsight.db") -> None:
+
+class Store(RunsMixin, LocksMixin, LabelsMixin, ScoresMixin):
+    """A SQLite run store. ``Store(":memory:")`` keeps everything in memory.
+
+    A file that is not one of ragsight's stores is refused, naming the path, before anything is
+    written to it or beside it: a device or pipe (``/dev/null``), a file that is not SQLite, another
+    program's SQLite database. With ``create=False`` (the commands that read runs) the store must
+    exist already: a missing path, an empty file or an empty database is refused too; with
+    ``create=True`` (a run) they become a new store."""
+
+    def __init__(self, path: str | os.PathLike[str] = "ragsight.db", *, create: bool = True) -> None:
         self.path = str(path)
         if self.path != ":memory:":
-            parent = Path(self.path).parent
-            if not parent.exists():
-                raise StoreError(f"cannot create the store {self.path}: folder {parent} does not exist")
-            if Path(self.path).is_dir():
+            p = Path(self.path)
+            if not p.parent.exists():
+                raise StoreError(f"cannot create the store {self.path}: folder {p.parent} does not exist")
+            if p.is_dir():
                 raise StoreError(f"the store {self.path} is a folder; give a file name for --store")
+            if p.exists() and not p.is_file():
+                raise StoreError(f"{self.path} is not a ragsight store (not a regular file); {_HINT}")
+            if not create and not p.exists():
+                raise StoreError(f"no store at {self.path}; {_HINT}")
+            if not create and p.stat().st_size == 0:
+                raise StoreError(f"{self.path} is not a ragsight store (an empty file); {_HINT}")
         self.lock_lease_s = lock_lease_s()
         self.unreadable_cache_entries = 0  # damaged entries read as misses (cache_get)
         self._beat = None
@@ -106,9 +121,11 @@ class Store(RunsMixin, LocksMixin, LabelsMixin, ScoresMixin):
             try:
                 conn = connect(self.path)
                 self.conn = conn
-                # the schema version is read before anything is written: a store of a newer
-                # ragsight is refused as it is (not even switched to WAL first)
-                self._check_version(_migrations()[-1][0])
+                # read before anything is written: another program's database, a store of a newer
+                # ragsight or one without the tables its version promises is refused as it is
+                # (not even switched to WAL first)
+                self._check_ours(_migrations()[-1][0], create)
+                self._check_tables()
                 # 2 kB pages for a new file: a sample's pack (2-3 kB compressed) fills them with
                 # little slack, where 4 kB pages wasted 40% of the packs' pages (bench/store_size.py)
                 conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # no effect on an existing file
@@ -116,7 +133,6 @@ class Store(RunsMixin, LocksMixin, LabelsMixin, ScoresMixin):
                     conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
-                self._check_tables()  # the tables its version promises, before converting them
                 self._migrate()
                 self._check_tables()
                 self.texts = TextStore(conn)
@@ -175,6 +191,18 @@ class Store(RunsMixin, LocksMixin, LabelsMixin, ScoresMixin):
                 "ragsight to read it. The file was not changed."
             )
         return current
+
+    def _check_ours(self, latest: int, create: bool) -> None:
+        """Refuse, before anything is written, a database that is not a ragsight store: schema 0
+        (no ragsight schema) with tables, views or indexes of its own is another program's (and a
+        schema above ``latest``, a newer ragsight's). Schema 0 and nothing in it is a new store,
+        refused unless ``create``."""
+        current = self._check_version(latest)
+        if current == 0 and self.conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None:
+            raise StoreError(f"{self.path} is not a ragsight store (an SQLite database of another program); "
+                             f"{_HINT}. The file was not changed.")
+        if current == 0 and not create and self.path != ":memory:":
+            raise StoreError(f"{self.path} is not a ragsight store (an empty database); {_HINT}")
 
     def _check_tables(self) -> None:
         """Every table the store's schema version promises is there (a file with a ragsight
