@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _where  # noqa: E402
 from _data import read_jsonl  # noqa: E402
 
-from ragsight import evaluate  # noqa: E402
+from ragsight import RunOptions, evaluate  # noqa: E402
 from ragsight.analyses import AnalysisSettings  # noqa: E402
 from ragsight.report import align, import_labels  # noqa: E402
 from ragsight.store import Store  # noqa: E402
@@ -81,7 +81,8 @@ def main() -> None:
     if run_id is None:
         start = time.perf_counter()
         result = evaluate(data, ["faithfulness"], judge=args.judge, store=store_path,
-                          settings=AnalysisSettings(explain="none"), metadata={"bench": f"align_metaeval:{args.n}"})
+                          metadata={"bench": f"align_metaeval:{args.n}"},
+                          options=RunOptions(settings=AnalysisSettings(explain="none")))
         run_id = result.run_id
         print(f"evaluated in {time.perf_counter() - start:.0f} s: run {run_id}; faithfulness mean "
               f"{result.summary['faithfulness'].mean:.3f}")

@@ -17,8 +17,8 @@ This benchmark reads the data of the shared kit, ``../shared/bench/airline_20.js
 repository; ``--data`` to point elsewhere). The product never reads it.
 
 Main run: ``ragsight.evaluate(data[:n], [faithfulness, answer_relevancy, context_precision,
-context_recall], judge=<the embedded judge>, embedder=<the default local embedder>, cache=False,
-settings=AnalysisSettings(explain=...))``. The one-time preparation is measured apart and not
+context_recall], judge=<the embedded judge>, embedder=<the default local embedder>,
+options=RunOptions(cache=False, settings=AnalysisSettings(explain=...)))``. The one-time preparation is measured apart and not
 counted: finding/joining/verifying the model file (``ensure_model``; ``--cold-join`` joins it
 again into a temporary directory to time a first run), loading it into llama.cpp, and loading the
 embedder. The judge is ``make_judge("local")`` with its provider wrapped by a recorder that times
@@ -199,8 +199,8 @@ def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[st
     print(f"\ncalibration before: prompt {cal0['prompt_tps']:.1f} tok/s, generation {cal0['gen_tps']:.1f} tok/s "
           f"(quiet: {QUIET_PROMPT_TPS:.0f} and 13.5-13.9; load1 {cal0['load1']:.2f})")
     t0 = time.perf_counter()
-    res = ragsight.evaluate(rows, CORE4, judge=judge, embedder=prep["embedder_obj"], cache=False,
-                            settings=settings)
+    res = ragsight.evaluate(rows, CORE4, judge=judge, embedder=prep["embedder_obj"],
+                            options=ragsight.RunOptions(cache=False, settings=settings))
     wall = time.perf_counter() - t0
     ld_end = load1()
     cal1 = calibrate(prep["provider"])

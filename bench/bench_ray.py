@@ -56,9 +56,9 @@ async def run_local(
     import ragsight
 
     t0, c0 = time.perf_counter(), time.process_time()
-    res = await ragsight.aevaluate(data, SEVEN, judge=judge_factory(base_url, cap)(), embedder="openai:mock-embed",
-                                   embedder_base_url=base_url, cache=False, concurrency=concurrency,
-                                   preflight=False)
+    res = await ragsight.aevaluate(data, SEVEN, judge=judge_factory(base_url, cap)(),
+                                   embedder=ragsight.EmbedderSpec("openai:mock-embed", base_url=base_url),
+                                   options=ragsight.RunOptions(cache=False, concurrency=concurrency, preflight=False))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert res.status == "completed"
     return wall, cpu
@@ -73,7 +73,7 @@ async def run_ray(data: list[dict[str, Any]], base_url: str, concurrency: int, c
     from ragsight.engine._ray import run_samples_ray
     from ragsight.judge import Judge
     from ragsight.metrics import resolve_metrics
-    from ragsight.run._evaluate import new_run_id
+    from ragsight.run import new_run_id
     from ragsight.sample import Dataset
     from ragsight.store import Store
 

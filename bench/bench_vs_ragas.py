@@ -15,8 +15,9 @@ For each suite (``core4``: faithfulness, answer_relevancy, context_precision, co
 latency (applied to chat completions and to embeddings alike), it
 
 1. resets the mock (``POST /control``), runs ragsight in this process through
-   ``ragsight.evaluate(..., judge="openai:gpt-4o-mini", embedder="openai:text-embedding-3-small",
-   base_url=<mock>/v1, cache=False, store=<fresh SQLite file>)`` and reads ``GET /stats``;
+   ``ragsight.evaluate(..., judge=JudgeSpec("openai:gpt-4o-mini", base_url=<mock>/v1),
+   embedder="openai:text-embedding-3-small", store=<fresh SQLite file>,
+   options=RunOptions(cache=False))`` and reads ``GET /stats``;
 2. runs ragas through ``ragas_driver.py`` in a subprocess (same metrics, same latency, its
    default 16 workers), which resets the mock and records its own ``/stats``.
 
@@ -106,14 +107,15 @@ def run_ragsight(mock: Mock, rows: list[dict[str, Any]], metrics: list[Any], lat
 
         embedder = OpenAIEmbedder("text-embedding-3-small", base_url=mock.url + "/v1",
                                   max_concurrency=variant["embed_concurrency"])
-    extra = {k: variant[k] for k in ("preflight", "concurrency") if k in variant}
+    extra = {k: variant[k] for k in ("preflight", "concurrency") if k in variant}  # run options
     with tempfile.TemporaryDirectory(prefix="ragsight-bench-") as tmp:
         store = os.path.join(tmp, "bench.db")
         mock.reset(run, latency, broken_rate, broken_kind, seed)
         load = os.getloadavg()[0]
         t0 = time.perf_counter()
-        res = ragsight.evaluate(rows, metrics, judge=judge, embedder=embedder,
-                                base_url=mock.url + "/v1", cache=False, store=store, **extra)
+        res = ragsight.evaluate(rows, metrics, embedder=embedder, store=store,
+                                judge=ragsight.JudgeSpec(judge, base_url=mock.url + "/v1"),
+                                options=ragsight.RunOptions(cache=False, **extra))
         wall = time.perf_counter() - t0
         stats = mock.get("/stats")
     outcomes: Counter[str] = Counter()

@@ -198,7 +198,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "contexts": ranking(it, rank)} for it in items]
         t0 = time.perf_counter()
         before = {k: Counter(v) for k, v in rec.stats.items()}
-        res = ragsight.evaluate(samples, ["context_precision"], judge=judge, store=store, settings=settings)
+        res = ragsight.evaluate(samples, ["context_precision"], judge=judge, store=store,
+                                options=ragsight.RunOptions(settings=settings))
         made = {pid: st["calls"] - before.get(pid, Counter())["calls"] for pid, st in rec.stats.items()}
         if out["cost"] is None:  # the first ranking judged: nothing cached yet
             out["cost"] = {"seconds": time.perf_counter() - t0, "rank": rank,

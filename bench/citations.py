@@ -64,8 +64,9 @@ def cost(kit: Path, python: Path) -> None:
         print(f"{'metrics':<26} {'calls':>6} {'prompt tokens':>14}  outcomes")
         for i, (name, metrics) in enumerate(runs.items()):
             mock.reset(f"cite{i}", 0.0)
-            res = ragsight.evaluate(rows, metrics, judge="openai:gpt-4o-mini", base_url=mock.url + "/v1",
-                                    cache=False, store=os.path.join(tmp, f"r{i}.db"), show_progress=False)
+            res = ragsight.evaluate(rows, metrics, store=os.path.join(tmp, f"r{i}.db"),
+                                    judge=ragsight.JudgeSpec("openai:gpt-4o-mini", base_url=mock.url + "/v1"),
+                                    options=ragsight.RunOptions(cache=False, show_progress=False))
             stats = mock.get("/stats")
             outcomes: dict[str, int] = {}
             for s in res.samples:
@@ -80,7 +81,8 @@ def local() -> None:
     data = [{"id": k, "question": "How fast are refunds paid, and what does a second bag cost?",
              "contexts": CHUNKS, "response": r} for k, r in (("right", RIGHT), ("wrong", WRONG))]
     t0 = time.perf_counter()
-    res = ragsight.evaluate(data, ["citation_precision", "citation_recall"], judge="local", show_progress=False)
+    res = ragsight.evaluate(data, ["citation_precision", "citation_recall"], judge="local",
+                            options=ragsight.RunOptions(show_progress=False))
     wall = time.perf_counter() - t0
     print(f"embedded judge, 2 samples, {wall:.0f} s, {res.judge_stats.get('calls')} model calls")
     for sid in ("right", "wrong"):

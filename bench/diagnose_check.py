@@ -128,7 +128,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store or str(Path(tmp) / "diagnose_check.db")
         t0 = time.perf_counter()
-        result = ragsight.evaluate([*ROWS, *TOOLS], METRICS, judge=args.judge, store=store, show_progress=False)
+        result = ragsight.evaluate([*ROWS, *TOOLS], METRICS, judge=args.judge, store=store,
+                                   options=ragsight.RunOptions(show_progress=False))
         t_eval = time.perf_counter() - t0
         d = diagnose(result)
     got = {s.sample_id: s.primary for s in d.samples}

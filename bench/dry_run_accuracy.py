@@ -32,7 +32,7 @@ from _mock import started_mock  # noqa: E402
 from bench_vs_ragas import DEFAULT_KIT, SUITES  # noqa: E402
 
 import ragsight  # noqa: E402
-from ragsight.run._estimate import aestimate  # noqa: E402
+from ragsight.run import aestimate  # noqa: E402
 
 
 def main() -> int:
@@ -48,12 +48,12 @@ def main() -> int:
                                                              tiktoken_dir) as mock:
         store = Path(tmp) / "runs.db"
         mock.reset("dry", 0)
-        est = asyncio.run(aestimate(rows, metrics, judge="openai:gpt-4o-mini", base_url=mock.url + "/v1",
-                                    store=str(store)))
+        est = asyncio.run(aestimate(rows, metrics, store=str(store),
+                                    judge=ragsight.JudgeSpec("openai:gpt-4o-mini", base_url=mock.url + "/v1")))
         after_dry = mock.get("/stats")
         mock.reset("real", 0)
-        result = ragsight.evaluate(rows, metrics, judge="openai:gpt-4o-mini", base_url=mock.url + "/v1",
-                                   embedder="openai:text-embedding-3-small", store=str(store))
+        result = ragsight.evaluate(rows, metrics, embedder="openai:text-embedding-3-small", store=str(store),
+                                   judge=ragsight.JudgeSpec("openai:gpt-4o-mini", base_url=mock.url + "/v1"))
         real = mock.get("/stats")
     st = result.judge_stats
     calls_sent = int(real.get("chat_calls", 0)) - 1  # less the preflight ping

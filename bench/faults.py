@@ -69,8 +69,9 @@ def run_world(rate: float, faults: Sequence[str], n: int, seed: int) -> dict[str
     world = JudgeWorld(fault_rate=rate, faults=faults, seed=seed)
     with FakeOpenAIServer(handler=world) as srv:
         t0 = time.monotonic()
-        result = ragsight.evaluate(make_samples(n), CORE4, judge="openai:m", embedder="openai:e",
-                                   base_url=srv.url, policy=POLICY, cache=False)
+        result = ragsight.evaluate(make_samples(n), CORE4, embedder="openai:e",
+                                   judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                                   options=ragsight.RunOptions(policy=POLICY, cache=False))
         wall = time.monotonic() - t0
     return {"outcomes": outcome_counts(result), "calls": result.judge_stats["calls"],
             "retries": result.judge_stats["retries"], "reasks": result.judge_stats["reasks"],
@@ -119,8 +120,9 @@ def run_mock_once(mock: Mock, rate: float, kind: str, seed: int) -> dict[str, An
     provider: Any = DistinctQuestions(OpenAIProvider("gpt-4o-mini", base_url=url + "/v1", timeout=30))
     judge = Judge(provider, policy=POLICY)
     t0 = time.monotonic()
-    result = ragsight.evaluate(str(KIT / "airline_20.jsonl"), SEVEN, judge=judge,
-                               embedder="openai:text-embedding-3-small", base_url=url + "/v1", cache=False)
+    result = ragsight.evaluate(str(KIT / "airline_20.jsonl"), SEVEN, embedder="openai:text-embedding-3-small",
+                               judge=ragsight.JudgeSpec(judge, base_url=url + "/v1"),
+                               options=ragsight.RunOptions(cache=False))
     wall = time.monotonic() - t0
     st = mock.stats()
     return {"outcomes": outcome_counts(result), "calls": result.judge_stats["calls"],

@@ -95,9 +95,10 @@ def child(n: int, workdir: Path) -> dict[str, Any]:
     data_mb = peak_mb()
     held_mb = rss_mb()
     t0 = time.monotonic()
-    result = ragsight.evaluate(dataset, METRICS, judge=Judge(
+    result = ragsight.evaluate(dataset, METRICS,
+                               judge=Judge(
         {"extract_claims": _extract_claims, "verify_claims": _verify_claims}, model="memory-bench"),
-        store=str(store), show_progress=False)
+                               store=str(store), options=ragsight.RunOptions(show_progress=False))
     seconds = time.monotonic() - t0
     after_evaluate = peak_mb()
     summary = {k: (s.mean, dict(s.counts)) for k, s in result.summary.items()}

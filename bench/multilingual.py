@@ -121,7 +121,7 @@ def judged(rows: Sequence[Mapping[str, Any]], judge: str, n: int) -> dict[str, d
     for r in chosen:
         r.pop("group"), r.pop("lang")
     result = ragsight.evaluate(chosen, ["faithfulness", "answer_relevancy"], judge=judge, embedder="local",
-                               show_progress=False)
+                               options=ragsight.RunOptions(show_progress=False))
     out: dict[str, dict[str, float]] = defaultdict(dict)
     for sid, per in result.scores.items():
         for metric, score in per.items():

@@ -104,7 +104,8 @@ def judge_part(rows: list[dict[str, Any]], judge_spec: str, store: str) -> None:
     for name, settings in (("before", AnalysisSettings(nonanswers=False)), ("after", AnalysisSettings())):
         t0 = time.monotonic()
         res = ragsight.evaluate(data, ["faithfulness", "answer_relevancy"], judge=judge, embedder=embedder,
-                                settings=settings, store=store, show_progress=False)
+                                store=store,
+                                options=ragsight.RunOptions(settings=settings, show_progress=False))
         seconds = time.monotonic() - t0
         ar = {sid: s["answer_relevancy"] for sid, s in res.scores.items()}
         scored = [sid for sid, s in ar.items() if s.outcome is Outcome.SCORED and s.value is not None]

@@ -327,8 +327,8 @@ def cmd_run(limit: int | None, store: Path, explain: str) -> int:
     # A loaded 2-core machine: generous timeouts, so no call times out and is asked again.
     policy = RetryPolicy(call_timeout_s=1800.0, step_deadline_s=3600.0)
     res = ragsight.evaluate(samples_for(pairs), list(METRICS), judge="local", store=store,
-                            settings=AnalysisSettings(explain=explain), policy=policy,
-                            metadata={"set": "ragchecker_meta_dev", "pairs": len(pairs)})
+                            metadata={"set": "ragchecker_meta_dev", "pairs": len(pairs)},
+                            options=ragsight.RunOptions(settings=AnalysisSettings(explain=explain), policy=policy))
     print(f"run {res.run_id}: {len(res.samples)} responses of {len(pairs)} pairs; judge stats {res.judge_stats}")
     return 0
 

@@ -50,8 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = [r for r in rows if r["group"] in groups and r["lang"] in wanted]
     lang_of = {r["id"]: r["lang"] for r in chosen}
     data = [{k: v for k, v in r.items() if k not in ("group", "lang")} for r in chosen]
-    result = ragsight.evaluate(data, ["answer_relevancy"], judge=args.judge, cache=False,
-                               policy=RetryPolicy(call_timeout_s=args.timeout, step_deadline_s=2 * args.timeout), show_progress=False)
+    result = ragsight.evaluate(data, ["answer_relevancy"], judge=args.judge,
+                               options=ragsight.RunOptions(cache=False, policy=RetryPolicy(call_timeout_s=args.timeout, step_deadline_s=2 * args.timeout), show_progress=False))
     same: Counter[str] = Counter()
     total: Counter[str] = Counter()
     seen: Counter[tuple[str, str]] = Counter()

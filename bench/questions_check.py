@@ -71,9 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     values: dict[int, dict[str, float]] = {}
     for k in (3, 1):
         t0 = time.monotonic()
-        res = ragsight.evaluate(data, ["answer_relevancy"], judge=judge, embedder=embedder, cache=False,
-                                settings=AnalysisSettings(nonanswers=False, embedded_questions=k),
-                                show_progress=False)
+        res = ragsight.evaluate(data, ["answer_relevancy"], judge=judge, embedder=embedder,
+                                options=ragsight.RunOptions(cache=False, settings=AnalysisSettings(nonanswers=False, embedded_questions=k), show_progress=False))
         wall = time.monotonic() - t0
         scores = {sid: s["answer_relevancy"] for sid, s in res.scores.items()}
         values[k] = {sid: float(s.value) for sid, s in scores.items()

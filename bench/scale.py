@@ -74,10 +74,11 @@ def child(args: argparse.Namespace) -> None:
                                       "store": store_bytes(args.store), "run": p.run_id}) + "\n")
 
         progress = Progress(on_update=on_update)
-        res = asyncio.run(ragsight.aevaluate(
-            str(args.data) if not args.resume else None, SEVEN, judge="openai:mock",
-            embedder="openai:mock-embed", base_url=args.base_url, store=args.store, resume=args.resume,
-            progress=progress, preflight=False))
+        res = asyncio.run(ragsight.aevaluate(str(args.data) if not args.resume else None, SEVEN,
+                                             embedder="openai:mock-embed", store=args.store,
+                                             resume=args.resume,
+                                             judge=ragsight.JudgeSpec("openai:mock", base_url=args.base_url),
+                                             options=ragsight.RunOptions(progress=progress, preflight=False)))
         stats = res.judge_stats
         log.write(json.dumps({"event": "end", "status": res.status, "s": time.monotonic() - t0,
                               "cpu": time.process_time() - c0, "rss_mb": rss_mb(), "calls": stats.get("calls"),

@@ -58,8 +58,9 @@ def measure(n: int, base_url: str, keep: str | None) -> dict[str, Any]:
         if os.path.exists(path):
             os.remove(path)
         t0 = time.perf_counter()
-        res = ragsight.evaluate(rows(n, KIT), SEVEN, judge="openai:mock", embedder="openai:mock-embed",
-                                base_url=base_url, store=path, preflight=False)
+        res = ragsight.evaluate(rows(n, KIT), SEVEN, embedder="openai:mock-embed", store=path,
+                                judge=ragsight.JudgeSpec("openai:mock", base_url=base_url),
+                                options=ragsight.RunOptions(preflight=False))
         wall = time.perf_counter() - t0
         assert res.status == "completed", res.status
         con = sqlite3.connect(path)

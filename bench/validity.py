@@ -44,7 +44,7 @@ from _providers import JsonlCache  # noqa: E402
 
 from ragsight.analyses import contexts_block  # noqa: E402
 from ragsight.analyses._signals import best_sentences  # noqa: E402
-from ragsight.judge._judge import Judge, JudgeCall, step_key  # noqa: E402
+from ragsight.judge import Judge, JudgeCall, step_key  # noqa: E402
 from ragsight.prompts import Prompt, fence, load_prompt_file  # noqa: E402
 from ragsight.prompts import load_prompt as _load_packaged  # noqa: E402
 

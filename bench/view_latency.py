@@ -59,8 +59,8 @@ def build(store: Path, n: int) -> list[str]:
             data = Path(tmp) / "data.jsonl"
             make_data(n, data)
             t0 = time.perf_counter()
-            result = ragsight.evaluate(str(data), METRICS, judge=provider(), store=str(store), concurrency=32,
-                                       cache=False)
+            result = ragsight.evaluate(str(data), METRICS, judge=provider(), store=str(store),
+                                       options=ragsight.RunOptions(concurrency=32, cache=False))
             print(f"evaluated run {result.run_id}: {n:,} samples in {time.perf_counter() - t0:.0f} s")
             found.append(result.run_id)
     if len(found) < 2:

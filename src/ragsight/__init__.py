@@ -5,22 +5,26 @@ from ._version import __version__
 from .analyses import AnalysisSettings
 from .dataset import Dataset, Sample
 from .diagnosis import diagnose
-from .judge import Judge, RetryPolicy, ScriptedProvider
+from .embed import EmbedderSpec
+from .judge import Judge, JudgeSpec, RetryPolicy, ScriptedProvider
 from .metrics import metric_names
 from .result import EvaluationResult, MetricSummary
-from .run import aevaluate, evaluate
+from .run import RunOptions, aevaluate, evaluate
 from .store import Store
 
 __all__ = [
     "AnalysisSettings",
     "ClaimVerdict",
     "Dataset",
+    "EmbedderSpec",
     "EvaluationResult",
     "Evidence",
     "Judge",
+    "JudgeSpec",
     "MetricSummary",
     "Outcome",
     "RetryPolicy",
+    "RunOptions",
     "Sample",
     "Score",
     "ScriptedProvider",

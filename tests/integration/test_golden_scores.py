@@ -33,9 +33,9 @@ def golden_run(store: Path) -> dict[str, Any]:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HTTP_PROXY", "http_proxy"):
         os.environ.pop(name, None)
     with FakeOpenAIServer(handler=JudgeWorld()) as srv:
-        result = ragsight.evaluate(make_samples(8, seed=3), METRICS, judge="openai:m",
-                                   embedder="openai:e", base_url=srv.url, policy=POLICY,
-                                   store=store, concurrency=1)
+        result = ragsight.evaluate(make_samples(8, seed=3), METRICS, embedder="openai:e", store=store,
+                                   judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                                   options=ragsight.RunOptions(policy=POLICY, concurrency=1))
     scores = {
         sid: {k: [s.outcome.value, None if s.value is None else round(s.value, 9), s.reason]
               for k, s in sorted(per.items())}

@@ -84,8 +84,8 @@ def _scores(result: ragsight.EvaluationResult) -> dict[str, Any]:
 def unchanged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path = tmp_path_factory.mktemp("whole") / "big.jsonl"
     _write(path)
-    result = ragsight.evaluate(str(path), ["faithfulness"], judge=_judge([], None), concurrency=2,
-                               show_progress=False)
+    result = ragsight.evaluate(str(path), ["faithfulness"], judge=_judge([], None),
+                               options=ragsight.RunOptions(concurrency=2, show_progress=False))
     return _scores(result)
 
 
@@ -104,7 +104,7 @@ def test_an_input_changed_under_a_run_stops_it_naming_the_file_and_the_run_resum
     seen: list[str] = []
     with pytest.raises(InputError, match=r"big\.jsonl: the file changed while ragsight was reading it"):
         ragsight.evaluate(str(path), ["faithfulness"], judge=_judge(seen, change), store=str(store),
-                          concurrency=2, show_progress=False)
+                          options=ragsight.RunOptions(concurrency=2, show_progress=False))
     assert seen and not any("TOPIC" in t for t in seen)  # no claim made from the changed text
     assert len(seen) < ROWS
 
@@ -119,5 +119,5 @@ def test_an_input_changed_under_a_run_stops_it_naming_the_file_and_the_run_resum
         st.close()
 
     resumed = ragsight.evaluate(None, judge=_judge([], None), store=str(store), resume=info.id,
-                                concurrency=2, show_progress=False)
+                                options=ragsight.RunOptions(concurrency=2, show_progress=False))
     assert _scores(resumed) == unchanged

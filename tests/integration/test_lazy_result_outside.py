@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import ragsight
-import ragsight.run._evaluate
+import ragsight.run._execute
 from ragsight.cli import _common, main
 from tests.fakes import FakeOpenAIServer
 from tests.reliability.world import JudgeWorld
@@ -56,15 +56,15 @@ def test_the_readme_example_gives_the_same_on_a_result_read_from_the_store(
     _data(tmp_path / "data.jsonl")
 
     def readme(store: str) -> tuple[ragsight.EvaluationResult, str, Any]:
-        result = ragsight.evaluate("data.jsonl", ["faithfulness", "context_precision"],
-                                   judge="openai:fake-model", base_url=judge.url, store=store)
+        result = ragsight.evaluate("data.jsonl", ["faithfulness", "context_precision"], store=store,
+                                   judge=ragsight.JudgeSpec("openai:fake-model", base_url=judge.url))
         print(result.summary["faithfulness"])
         df = result.to_pandas()
         low = df[df.faithfulness < 0.5][["question", "contexts"]]
         return result, capsys.readouterr().out, low
 
     held, held_out, held_low = readme("held.db")
-    monkeypatch.setattr(ragsight.run._evaluate, "LAZY_FROM", 10)
+    monkeypatch.setattr(ragsight.run._execute, "LAZY_FROM", 10)
     lazy, lazy_out, lazy_low = readme("runs.db")
     assert not held.lazy and lazy.lazy
     assert lazy_out == held_out and "MetricSummary(metric='faithfulness'" in lazy_out
@@ -92,7 +92,7 @@ def test_the_command_line_prints_the_same_summary_from_a_result_read_from_the_st
         return _normalise(cap.out)
 
     held = cli("held.db")
-    monkeypatch.setattr(ragsight.run._evaluate, "LAZY_FROM", 10)
+    monkeypatch.setattr(ragsight.run._execute, "LAZY_FROM", 10)
     lazy = cli("runs.db")
     assert lazy == held
     assert "faithfulness" in lazy and "12 samples" in lazy

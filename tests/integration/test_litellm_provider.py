@@ -103,12 +103,12 @@ def test_anthropic_judge_evaluates_end_to_end_like_the_openai_judge(
     anthropic: FakeAnthropicServer, world: JudgeWorld, tmp_path: Path, rows: list[dict[str, str]]
 ) -> None:
     store = str(tmp_path / "runs.db")
-    result = ragsight.evaluate(rows, ["faithfulness"], judge="anthropic:claude-test",
-                               base_url=anthropic.root, store=store)
+    result = ragsight.evaluate(rows, ["faithfulness"], store=store,
+                               judge=ragsight.JudgeSpec("anthropic:claude-test", base_url=anthropic.root))
     # the same world answering through the OpenAI wire gives the same numbers
     with FakeOpenAIServer(handler=world) as oai:
-        reference = ragsight.evaluate(rows, ["faithfulness"], judge="openai:claude-test",
-                                      base_url=oai.url)
+        reference = ragsight.evaluate(rows, ["faithfulness"],
+                                      judge=ragsight.JudgeSpec("openai:claude-test", base_url=oai.url))
     assert _scores(result, "faithfulness") == _scores(reference, "faithfulness") == {"s1": 0.5, "s2": 1.0}
     claims = result.scores["s1"]["faithfulness"].evidence.claims
     assert [(c.claim, c.supported) for c in claims] == [
@@ -147,17 +147,20 @@ def test_anthropic_judge_evaluates_end_to_end_like_the_openai_judge(
 def test_the_cache_is_keyed_on_the_provider(anthropic: FakeAnthropicServer, world: JudgeWorld,
                                             tmp_path: Path) -> None:
     store = str(tmp_path / "runs.db")
-    ragsight.evaluate(ROWS, ["faithfulness"], judge="anthropic:claude-test", base_url=anthropic.root,
-                      store=store, preflight=False)
+    ragsight.evaluate(ROWS, ["faithfulness"], store=store,
+                      judge=ragsight.JudgeSpec("anthropic:claude-test", base_url=anthropic.root),
+                      options=ragsight.RunOptions(preflight=False))
     sent = len(anthropic.requests)
-    again = ragsight.evaluate(ROWS, ["faithfulness"], judge="anthropic:claude-test",
-                              base_url=anthropic.root, store=store, preflight=False)
+    again = ragsight.evaluate(ROWS, ["faithfulness"], store=store,
+                              judge=ragsight.JudgeSpec("anthropic:claude-test", base_url=anthropic.root),
+                              options=ragsight.RunOptions(preflight=False))
     assert len(anthropic.requests) == sent  # a second run is free
     assert again.judge_stats["calls"] == 0 and again.judge_stats["cache_hits"] > 0
     # the same model name behind another provider is another judge: nothing is reused
     with FakeOpenAIServer(handler=world) as oai:
-        other = ragsight.evaluate(ROWS, ["faithfulness"], judge="openai:claude-test", base_url=oai.url,
-                                  store=store, preflight=False)
+        other = ragsight.evaluate(ROWS, ["faithfulness"], store=store,
+                                  judge=ragsight.JudgeSpec("openai:claude-test", base_url=oai.url),
+                                  options=ragsight.RunOptions(preflight=False))
         assert other.judge_stats["cache_hits"] == 0 and len(oai.requests_to("/chat/completions")) > 0
 
 
@@ -222,8 +225,8 @@ async def test_a_provider_that_rejects_the_schema_gets_it_in_the_prompt_and_stay
 
 def test_azure_judge_sends_api_key_header_api_version_and_schema(world: JudgeWorld, tmp_path: Path) -> None:
     with FakeOpenAIServer(handler=azure(world)) as srv:
-        result = ragsight.evaluate(ROWS, ["faithfulness"], judge="azure:my-gpt4o", base_url=srv.root,
-                                   api_version="2024-10-21", store=str(tmp_path / "r.db"))
+        result = ragsight.evaluate(ROWS, ["faithfulness"], store=str(tmp_path / "r.db"),
+                                   judge=ragsight.JudgeSpec("azure:my-gpt4o", base_url=srv.root, api_version="2024-10-21"))
         posts = [r for r in srv.requests if r.method == "POST"]
     assert _scores(result, "faithfulness") == {"s1": 0.5, "s2": 1.0}
     # a judge step (the preflight ping goes on alongside the first steps, in either order)

@@ -87,7 +87,8 @@ def test_evaluate_with_logprob_verdicts_over_http(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with FakeOpenAIServer(handler=world) as srv:
         res = ragsight.evaluate([{"id": "s", "response": RESPONSE, "contexts": ["The tower stands in Paris."]}],
-                                ["faithfulness"], judge="openai-logprobs:big-model", base_url=srv.url)
+                                ["faithfulness"],
+                                judge=ragsight.JudgeSpec("openai-logprobs:big-model", base_url=srv.url))
         verdict_calls = [r for r in srv.requests if (r.json or {}).get("max_tokens") == 1]
     score = res.scores["s"]["faithfulness"]
     assert score.outcome is Outcome.SCORED

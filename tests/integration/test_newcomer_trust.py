@@ -445,8 +445,8 @@ def interrupt():  # Ctrl-C once two samples are saved
 
 async def main(url):  # a script's own async main calling the sync API
     threading.Thread(target=interrupt, daemon=True).start()
-    ragsight.evaluate(make_samples(40), ["faithfulness"], judge="openai:m", base_url=url, store=store,
-                      concurrency=2, show_progress=False)
+    ragsight.evaluate(make_samples(40), ["faithfulness"], judge=ragsight.JudgeSpec("openai:m", base_url=url),
+                      store=store, options=ragsight.RunOptions(concurrency=2, show_progress=False))
 
 with FakeOpenAIServer(handler=JudgeWorld(latency=0.2)) as srv:
     asyncio.run(main(srv.url))
@@ -493,8 +493,8 @@ def interrupt():  # Ctrl-C once two samples are saved
 
 async def main(url):  # a script's own async main awaiting the async API
     threading.Thread(target=interrupt, daemon=True).start()
-    await ragsight.aevaluate(make_samples(40), ["faithfulness"], judge="openai:m", base_url=url, store=store,
-                             concurrency=2, show_progress=False)
+    await ragsight.aevaluate(make_samples(40), ["faithfulness"], judge=ragsight.JudgeSpec("openai:m", base_url=url),
+                             store=store, options=ragsight.RunOptions(concurrency=2, show_progress=False))
     print("the script went on after the Ctrl-C")
 
 with FakeOpenAIServer(handler=JudgeWorld(latency=0.2)) as srv:
@@ -543,7 +543,9 @@ def test_an_interrupted_aevaluate_says_what_it_saved_and_how_to_resume(how: str,
         st.close()
     with FakeOpenAIServer(handler=JudgeWorld()) as srv:
         world = srv
-        result = ragsight.evaluate(None, resume=run_id, store=str(store), base_url=srv.url, show_progress=False)
+        result = ragsight.evaluate(None, resume=run_id, store=str(store),
+                                   judge=ragsight.JudgeSpec(base_url=srv.url),
+                                   options=ragsight.RunOptions(show_progress=False))
     assert result.status == "completed" and len(result.samples) == 40
     assert len(result.scores) == 40
     assert chat_calls(world) > 0

@@ -15,7 +15,6 @@ import asyncio
 import dataclasses
 import functools
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -39,7 +38,7 @@ from ragsight.engine._ray import import_ray, run_samples_ray  # noqa: E402
 from ragsight.errors import MissingExtraError  # noqa: E402
 from ragsight.judge import ScriptedProvider, UnexpectedPromptError, make_judge  # noqa: E402
 from ragsight.metrics import resolve_metrics  # noqa: E402
-from ragsight.run._evaluate import new_run_id  # noqa: E402
+from ragsight.run import new_run_id  # noqa: E402
 from ragsight.sample import Dataset  # noqa: E402
 from ragsight.store import SQLiteCallCache, Store  # noqa: E402
 from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply  # noqa: E402
@@ -255,8 +254,9 @@ class Run:
 
 
 async def local_run(path: Path, judge: Any, embedder: Any, base_url: str | None = None) -> Run:
-    result = await ragsight.aevaluate(rows(), METRICS, judge=judge, embedder=embedder, store=str(path),
-                                      base_url=base_url, preflight=False)
+    result = await ragsight.aevaluate(rows(), METRICS, embedder=embedder, store=str(path),
+                                      judge=ragsight.JudgeSpec(judge, base_url=base_url),
+                                      options=ragsight.RunOptions(preflight=False))
     return Run(Store(path), result.run_id, result.judge_stats)
 
 
@@ -420,12 +420,10 @@ def _without(prompt_id: str) -> ScriptedProvider:
 
 
 async def test_evaluate_with_backend_ray(ray_cluster: None, scripted_local: Run, tmp_path: Path) -> None:
-    if "backend" not in inspect.signature(ragsight.aevaluate).parameters:
-        pytest.skip("aevaluate has no backend parameter yet (the wiring in _evaluate.py is pending)")
     local = scripted_local
-    wiring: dict[str, Any] = {"backend": "ray"}
     result = await ragsight.aevaluate(rows(), METRICS, judge=scripted_provider(), embedder=TableEmbedder(),
-                                      store=str(tmp_path / "ray.db"), preflight=False, **wiring)
+                                      store=str(tmp_path / "ray.db"),
+                                      options=ragsight.RunOptions(preflight=False, backend="ray"))
     assert result.status == "completed"
     assert_same_scores(local, Run(Store(tmp_path / "ray.db"), result.run_id, result.judge_stats))
     assert result.judge_stats["calls"] == local.stats["calls"]
@@ -452,8 +450,8 @@ async def test_conversations_score_each_level_on_ray_as_in_process(ray_cluster: 
 
     samples = Dataset.load(CONVS).samples
     metrics = [*resolve_metrics(["exact_match"], samples), TurnsMade()]
-    local = await ragsight.aevaluate(CONVS, metrics, store=str(tmp_path / "local.db"), preflight=False,
-                                     show_progress=False)
+    local = await ragsight.aevaluate(CONVS, metrics, store=str(tmp_path / "local.db"),
+                                     options=ragsight.RunOptions(preflight=False, show_progress=False))
     st = Store(tmp_path / "ray.db")
     judge = make_judge(scripted_provider()).for_run(cache=None)
     run_id = new_run_id()

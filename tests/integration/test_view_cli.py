@@ -29,7 +29,8 @@ def example_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scripted judge instead of the embedded model)."""
     path = tmp_path_factory.mktemp("example") / "ragsight.db"
     for _ in range(2):
-        ragsight.evaluate(example_path(), METRICS, judge=provider(), store=str(path), cache=False)
+        ragsight.evaluate(example_path(), METRICS, judge=provider(), store=str(path),
+                          options=ragsight.RunOptions(cache=False))
     return path
 
 

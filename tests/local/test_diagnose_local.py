@@ -33,7 +33,7 @@ ROWS = [
 def test_planted_causes_with_the_embedded_judge(qwen_provider: object, tmp_path: Path) -> None:
     result = ragsight.evaluate(ROWS, ["faithfulness", "context_recall", "factual_correctness"],
                                judge=Judge(qwen_provider), store=str(tmp_path / "r.db"),  # type: ignore[arg-type]
-                               show_progress=False)
+                               options=ragsight.RunOptions(show_progress=False))
     d = diagnose(result, embedder="words")
     assert {s.sample_id: s.primary for s in d.samples} == {
         "miss": "retrieval", "contra": "unsupported", "declined": "decline", "no-claim": "judge"}

@@ -89,7 +89,8 @@ def test_short_answers_are_graded_with_the_question_and_every_alias(qwen_provide
          "response": "He was the mayor of Boston.", "reference": ["Chicago", "Windy City", "Chicago, Illinois"]},
     ]
     result = ragsight.evaluate(rows, ["factual_correctness"], judge=Judge(qwen_provider),  # type: ignore[arg-type]
-                               cache=False, settings=ragsight.analyses.AnalysisSettings(explain="none"))
+                               options=ragsight.RunOptions(
+                                   cache=False, settings=ragsight.analyses.AnalysisSettings(explain="none")))
     right, wrong = result.scores["right"]["factual_correctness"], result.scores["wrong"]["factual_correctness"]
     assert right.evidence.details["short_answer"] and wrong.evidence.details["short_answer"]
     assert right.value is not None and wrong.value is not None

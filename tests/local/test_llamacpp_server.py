@@ -74,8 +74,9 @@ def test_llamacpp_server_gives_per_claim_probabilities(server: str, monkeypatch:
          "contexts": ["The Eiffel Tower is a wrought-iron tower in Paris, France, completed in 1889."]},
     ]
     # no written reasons: SmolLM's prose is not what this test is about
-    res = ragsight.evaluate(rows, ["faithfulness"], judge="openai-logprobs:smollm2", base_url=server,
-                            settings=AnalysisSettings(explain="none"))
+    res = ragsight.evaluate(rows, ["faithfulness"],
+                            judge=ragsight.JudgeSpec("openai-logprobs:smollm2", base_url=server),
+                            options=ragsight.RunOptions(settings=AnalysisSettings(explain="none")))
     for sid in ("in", "out"):
         score = res.scores[sid]["faithfulness"]
         assert score.outcome is Outcome.SCORED, score.reason

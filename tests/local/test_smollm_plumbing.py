@@ -35,8 +35,7 @@ async def test_choices_are_probabilities(smollm_provider: object) -> None:
 async def test_a_timed_out_generation_stops_and_frees_the_model(smollm_provider: object) -> None:
     """The judge gives up on a call after its timeout; the thread running llama.cpp cannot be
     killed, so it is told to stop: it must not go on to max_tokens holding the model lock."""
-    from ragsight.judge import JudgeFailedError
-    from ragsight.judge._judge import RetryPolicy
+    from ragsight.judge import JudgeFailedError, RetryPolicy
     from ragsight.judge._local import LocalProvider
 
     provider = smollm_provider

@@ -31,12 +31,14 @@ def values(result: Any) -> dict[tuple[str, str], Any]:
     return {(sid, k): (s.outcome.value, s.value) for sid, per in result.scores.items() for k, s in per.items()}
 
 
-def run(gate: Capacity, samples: list[dict[str, Any]], judge: Any = "openai:m", **kw: Any) -> Any:
+def run(gate: Capacity, samples: list[dict[str, Any]], judge: Any = "openai:m",
+        judge_concurrency: int | None = None, store: Path | None = None) -> Any:
     with FakeOpenAIServer(handler=gate) as srv:
         if callable(judge):
             judge = judge(srv.url)
-        return ragsight.evaluate(samples, METRICS, judge=judge, embedder="openai:e", base_url=srv.url,
-                                 policy=POLICY, cache=False, **kw)
+        return ragsight.evaluate(samples, METRICS, embedder="openai:e", store=store,
+                                 judge=ragsight.JudgeSpec(judge, base_url=srv.url, concurrency=judge_concurrency),
+                                 options=ragsight.RunOptions(policy=POLICY, cache=False))
 
 
 def test_adaptive_limit_gets_far_fewer_refusals_than_a_fixed_one_with_the_same_scores() -> None:

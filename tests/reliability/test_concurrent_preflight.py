@@ -124,9 +124,10 @@ def test_ctrl_c_during_the_ping_keeps_nothing(tmp_path: Path) -> None:
     store = tmp_path / "r.db"
 
     async def main(url: str) -> None:
-        task = asyncio.ensure_future(ragsight.aevaluate(
-            str(_data(tmp_path)), ["faithfulness"], judge="openai:m", base_url=url, store=str(store),
-            show_progress=False))
+        task = asyncio.ensure_future(ragsight.aevaluate(str(_data(tmp_path)), ["faithfulness"],
+                                                        store=str(store),
+                                                        judge=ragsight.JudgeSpec("openai:m", base_url=url),
+                                                        options=ragsight.RunOptions(show_progress=False)))
         limit = time.monotonic() + 20
         while not world.judge_steps and time.monotonic() < limit:
             await asyncio.sleep(0.05)

@@ -26,8 +26,7 @@ import pytest
 
 import ragsight
 from ragsight import Outcome
-from ragsight.judge import JudgeRequest, Message
-from ragsight.judge._judge import step_key
+from ragsight.judge import JudgeRequest, Message, step_key
 from ragsight.prompts import load_prompt
 from ragsight.store import Store
 from tests.fakes import FakeOpenAIServer, RecordedRequest
@@ -124,8 +123,9 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(
     data = write_jsonl(tmp_path / "data.jsonl", samples)
 
     # the uninterrupted run
-    base = ragsight.evaluate(str(data), METRICS, judge="openai:m", embedder="openai:e",
-                             base_url=srv.url, store=tmp_path / "base.db", concurrency=4)
+    base = ragsight.evaluate(str(data), METRICS, embedder="openai:e", store=tmp_path / "base.db",
+                             judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                             options=ragsight.RunOptions(concurrency=4))
     expected = results_of(tmp_path / "base.db", base.run_id)
     n_steps = len(cache_keys(tmp_path / "base.db"))
 

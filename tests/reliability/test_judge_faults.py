@@ -70,7 +70,7 @@ async def _watch_loop(lags: list[tuple[float, float]], step: float = 0.02) -> No
 
 
 def run_world(world: JudgeWorld, samples: list[dict[str, Any]], store: Path,
-              metrics: list[str] = METRICS, **kw: Any) -> WorldRun:
+              metrics: list[str] = METRICS) -> WorldRun:
     """Evaluate ``samples`` against fake servers answering with ``world`` (the judge and the
     embedder each on their own server, so the judge's server sees judge traffic only), with a
     watcher of the event loop's lateness running beside the evaluation."""
@@ -78,15 +78,16 @@ def run_world(world: JudgeWorld, samples: list[dict[str, Any]], store: Path,
     # this test's own process, and on a loaded 2-core machine 64 calls at once (the adaptive
     # default's start) time out (1.5 s) more often; the checks below account for timeouts, but
     # a run where most calls time out tests little. Concurrency has tests of its own.
-    kw.setdefault("judge_concurrency", 16)
     lags: list[tuple[float, float]] = []
 
     async def evaluate(judge_url: str, embed_url: str) -> Any:
         watcher = asyncio.ensure_future(_watch_loop(lags))
         try:
             return await ragsight.aevaluate(
-                samples, metrics, judge="openai:m", embedder="openai:e", base_url=judge_url,
-                embedder_base_url=embed_url, policy=POLICY, store=store, **kw)
+                samples, metrics, store=store,
+                judge=ragsight.JudgeSpec("openai:m", base_url=judge_url, concurrency=16),
+                embedder=ragsight.EmbedderSpec("openai:e", base_url=embed_url),
+                options=ragsight.RunOptions(policy=POLICY))
         finally:
             watcher.cancel()
 
@@ -317,9 +318,9 @@ def test_server_that_never_answers_stops_the_run_in_bounded_time(tmp_path: Path)
     with FakeOpenAIServer(handler=lambda r: Reply.hang() if r.path.endswith("/chat/completions") else None) as srv:
         t0 = time.monotonic()
         with pytest.raises(JudgeUnavailableError, match="stopped answering"):
-            ragsight.evaluate(samples, ["faithfulness", "context_precision"], judge="openai:m",
-                              base_url=srv.url, policy=POLICY, store=tmp_path / "run.db",
-                              preflight=False)
+            ragsight.evaluate(samples, ["faithfulness", "context_precision"], store=tmp_path / "run.db",
+                              judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                              options=ragsight.RunOptions(policy=POLICY, preflight=False))
         wall = time.monotonic() - t0
     # at most one step's attempts: 4 attempts of 1.5 s plus backoff
     assert wall < POLICY.max_attempts * (POLICY.call_timeout_s + 3 * POLICY.backoff_max_s) + 5
@@ -332,8 +333,9 @@ def test_server_that_never_answers_stops_the_run_in_bounded_time(tmp_path: Path)
 async def test_preflight_against_a_server_that_never_answers_is_bounded(tmp_path: Path) -> None:
     with FakeOpenAIServer(handler=lambda r: Reply.hang()) as srv, pytest.raises(JudgeUnavailableError):
         await asyncio.wait_for(
-            ragsight.aevaluate(make_samples(1), ["faithfulness"], judge="openai:m",
-                               base_url=srv.url, policy=POLICY, store=tmp_path / "run.db"),
+            ragsight.aevaluate(make_samples(1), ["faithfulness"], store=tmp_path / "run.db",
+                               judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                               options=ragsight.RunOptions(policy=POLICY)),
             timeout=3 * POLICY.call_timeout_s + 4,
         )
 

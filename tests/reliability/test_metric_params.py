@@ -55,8 +55,8 @@ def test_the_api_refuses_them_too() -> None:
     with pytest.raises(ValueError, match="weights must be finite"):
         AnswerCorrectness(weights=(math.inf, 1.0))
     with pytest.raises(ConfigError, match="beta=nan is not a finite number"):
-        ragsight.evaluate(make_samples(1), ["factual_correctness(mode=fbeta,beta=nan)"], judge="openai:m",
-                          base_url="http://127.0.0.1:9/v1")
+        ragsight.evaluate(make_samples(1), ["factual_correctness(mode=fbeta,beta=nan)"],
+                          judge=ragsight.JudgeSpec("openai:m", base_url="http://127.0.0.1:9/v1"))
 
 
 def test_huge_equal_weights_are_half_and_half() -> None:

@@ -245,8 +245,8 @@ def test_resume_with_another_judge_or_embedder_is_refused(
 ) -> None:
     store = tmp_path / "runs.db"
     with FakeOpenAIServer(handler=JudgeWorld()) as srv:
-        run = ragsight.evaluate(make_samples(2), ["faithfulness", "answer_relevancy"], judge="openai:m",
-                                embedder="openai:e", base_url=srv.url, store=store)
+        run = ragsight.evaluate(make_samples(2), ["faithfulness", "answer_relevancy"], embedder="openai:e",
+                                store=store, judge=ragsight.JudgeSpec("openai:m", base_url=srv.url))
         before = len(srv.requests)
         for flags, expect in (
             (["--judge", "openai:m2"], f"run {run.run_id} was made with judge 'openai:m'; resuming it with judge "

@@ -124,8 +124,8 @@ def test_wal_holds_no_key_while_the_run_is_open(planted: None, tmp_path: Path) -
     store = Store(tmp_path / "open.db")
     try:
         with FakeOpenAIServer(handler=echoing_handler(JudgeWorld())) as srv:
-            asyncio.run(ragsight.aevaluate(make_samples(3), ["faithfulness"], judge="openai:m",
-                                           base_url=srv.url, store=store))
+            asyncio.run(ragsight.aevaluate(make_samples(3), ["faithfulness"], store=store,
+                                           judge=ragsight.JudgeSpec("openai:m", base_url=srv.url)))
         wal = tmp_path / "open.db-wal"
         assert wal.exists() and wal.stat().st_size > 0
         for path in tmp_path.iterdir():
@@ -242,8 +242,8 @@ def test_a_key_echoed_through_the_litellm_judge_is_never_stored(
 
     store = tmp_path / "runs.db"
     with FakeOpenAIServer(handler=azure) as srv:
-        result = ragsight.evaluate(make_samples(2), ["faithfulness"], judge="azure:dep", base_url=srv.root,
-                                   api_version="2024-10-21", store=str(store))
+        result = ragsight.evaluate(make_samples(2), ["faithfulness"], store=str(store),
+                                   judge=ragsight.JudgeSpec("azure:dep", base_url=srv.root, api_version="2024-10-21"))
         assert any(r.headers.get("api-key") == PLAIN for r in srv.requests)
     assert echo.injected["echo_key"] > 0
     assert all(s.outcome.value == "scored" for per in result.scores.values() for s in per.values())

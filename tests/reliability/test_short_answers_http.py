@@ -30,7 +30,9 @@ def rows() -> list[dict[str, object]]:
 def test_short_answers_over_http(fault_rate: float) -> None:
     world = JudgeWorld(fault_rate=fault_rate, seed=7, faults=("malformed", "prose", "truncated_stop", "500"))
     with FakeOpenAIServer(handler=world) as srv:
-        res = ragsight.evaluate(rows(), ["factual_correctness"], judge="openai:m", base_url=srv.url, cache=False)
+        res = ragsight.evaluate(rows(), ["factual_correctness"],
+                                judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                                options=ragsight.RunOptions(cache=False))
     assert world.answered["verify_claim_answer_json"] >= 6
     assert (sum(world.injected.values()) > 0) == (fault_rate > 0)  # the faults did happen
     for sid, scores in res.scores.items():

@@ -38,8 +38,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, list[Judge
     made: list[JudgeCall] = []
     with FakeOpenAIServer(handler=JudgeWorld()) as srv:
         judge = Judge(OpenAIProvider("m", base_url=srv.url), sink=made.append)
-        result = ragsight.evaluate(rows, SEVEN, judge=judge, embedder="openai:e", base_url=srv.url,
-                                   store=path, preflight=False)
+        result = ragsight.evaluate(rows, SEVEN, embedder="openai:e", store=path,
+                                   judge=ragsight.JudgeSpec(judge, base_url=srv.url),
+                                   options=ragsight.RunOptions(preflight=False))
     assert result.status == "completed"
     return path, result, made
 

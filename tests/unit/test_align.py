@@ -109,7 +109,7 @@ def test_worked_examples_are_judged_by_asking_the_judge_again(tmp_path: Path) ->
 
     # applied to a new run: the verdict prompt's variant is in the trail, the alignment in the record
     result = ragsight.evaluate(rows()[:6], ["faithfulness"], judge=judge, store=tmp_path / "new.db",
-                               settings=a.settings(AnalysisSettings()))
+                               options=ragsight.RunOptions(settings=a.settings(AnalysisSettings())))
     with Store(tmp_path / "new.db") as st:
         calls = st.judge_calls(result.run_id)
         settings = st.run(result.run_id).config["settings"]

@@ -54,7 +54,8 @@ def test_a_samples_longest_chain_of_calls_is_its_dependency_depth(metrics: list[
     judge = DepthJudge(world().handlers())
     row = {"id": "s", "question": "When do flights to Oslo leave, and which bag is free?", "contexts": CONTEXTS,
            "response": RESPONSE, "reference": REFERENCE}
-    result = ragsight.evaluate([row], metrics, judge=judge, embedder=TableEmbedder(), cache=False, preflight=False)
+    result = ragsight.evaluate([row], metrics, judge=judge, embedder=TableEmbedder(),
+                               options=ragsight.RunOptions(cache=False, preflight=False))
     outcomes = {m: s.outcome.value for m, s in result.scores["s"].items()}
     assert set(outcomes.values()) == {"scored"}, outcomes
     deepest = max(d for _, d in judge.depths)

@@ -57,7 +57,7 @@ def test_the_remote_judge_sees_the_same_prompt_whatever_the_ranking() -> None:
     s = script()
     judge = s.judge()
     ragsight.evaluate([sample(k, v) for k, v in RANKINGS.items()], ["context_precision"], judge=judge,
-                      cache=False)
+                      options=ragsight.RunOptions(cache=False))
     calls = judge.calls_for("chunk_relevance")
     assert len(calls) == 1  # the same messages: one call answered all three samples
     (call,) = calls
@@ -92,7 +92,7 @@ def test_a_chunk_gets_the_same_embedded_call_whatever_its_neighbours_and_rank() 
     s = script()
     judge = s.choice_judge()
     ragsight.evaluate([sample("a", [NEEDED, ON_TOPIC]), sample("b", [OTHER, ON_TOPIC, NEEDED])],
-                      ["context_precision"], judge=judge, cache=False)
+                      ["context_precision"], judge=judge, options=ragsight.RunOptions(cache=False))
     prompts = {tuple((m.role, m.content) for m in c.messages) for c in judge.calls_for("chunk_relevant")
                if c.variables["chunk_text"] == NEEDED}
     assert len(prompts) == 1
@@ -132,7 +132,7 @@ def test_a_relevant_chunk_well_above_the_threshold_gets_no_reason() -> None:
 def test_the_explanation_mode_decides_how_many_chunk_reasons(mode: str, explained: int) -> None:
     judge = script(on_topic=0.35).choice_judge()
     result = ragsight.evaluate([sample("a", [NEEDED, ON_TOPIC, OTHER])], ["context_precision"], judge=judge,
-                               settings=AnalysisSettings(explain=mode))
+                               options=ragsight.RunOptions(settings=AnalysisSettings(explain=mode)))
     chunks = result.scores["a"]["context_precision"].evidence.details["chunks"]
     assert sum(1 for c in chunks if c["reason"]) == explained
     assert len(judge.calls_for("explain_chunk")) == explained

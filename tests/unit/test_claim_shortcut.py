@@ -83,7 +83,8 @@ def test_the_shortcut_can_be_turned_off() -> None:
     s.verdicts[("It was completed in 1889.", "contexts")] = False
     judge = s.judge()
     res = ragsight.evaluate([{"id": "s", "contexts": [CONTEXT], "response": STATEMENT}], ["faithfulness"],
-                            judge=judge, settings=AnalysisSettings(own_claim=False))
+                            judge=judge,
+                            options=ragsight.RunOptions(settings=AnalysisSettings(own_claim=False)))
     assert res.scores["s"]["faithfulness"].value == 0.5
     assert [r.variables["raw_text"] for r in judge.calls_for("extract_claims")] == [STATEMENT]
 

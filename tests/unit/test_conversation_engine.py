@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import pytest
 
-from ragsight import Outcome, Score, Store, evaluate
+from ragsight import Outcome, RunOptions, Score, Store, evaluate
 from ragsight.analyses import SampleAnalyses
 from ragsight.conversation import Conversation, Turn
 from ragsight.metrics import REGISTRY, Metric, register
@@ -46,7 +46,8 @@ CONVS = [
 
 def test_each_level_scores_its_own_samples_and_the_counts_stay_honest(tmp_path: Path) -> None:
     data = [*CONVS, {"id": "single", "question": "Colour?", "response": "Blue.", "reference": "Blue."}]
-    res = evaluate(data, ["exact_match", TurnsMade()], store=tmp_path / "r.db", show_progress=False)
+    res = evaluate(data, ["exact_match", TurnsMade()], store=tmp_path / "r.db",
+                   options=RunOptions(show_progress=False))
     assert res.scores["a:0"]["exact_match"].value == 1.0 and "turns_made" not in res.scores["a:0"]
     assert res.scores["a"] == {"turns_made": res.scores["a"]["turns_made"]}
     assert res.scores["b"]["turns_made"].value == 0.5
@@ -79,7 +80,7 @@ def test_each_level_scores_its_own_samples_and_the_counts_stay_honest(tmp_path: 
 
 def test_a_single_turn_run_is_unchanged_by_conversations(tmp_path: Path) -> None:
     res = evaluate([{"id": "s", "question": "q", "response": "a", "reference": "a"}], ["exact_match"],
-                   store=tmp_path / "r.db", show_progress=False)
+                   store=tmp_path / "r.db", options=RunOptions(show_progress=False))
     assert res.conversations == {} and res.conversation_summary == {}
     assert res.describe_shape() == "1 sample"
     assert set(res.records()[0]) == {"id", "run_id", "scores", "evidence", "question", "contexts", "response",
@@ -91,12 +92,12 @@ def test_compare_pairs_turns_by_conversation_and_turn(tmp_path: Path) -> None:
     from ragsight.sample import Sample
 
     store = tmp_path / "r.db"
-    a = evaluate(CONVS, ["exact_match"], store=store, show_progress=False)
+    a = evaluate(CONVS, ["exact_match"], store=store, options=RunOptions(show_progress=False))
     # the same conversations under other sample ids, the second answer of 'a' now right
     other = [Sample(f"x{i}", question=s.question, response=s.response, reference=s.reference,
                     conversation_id=s.conversation_id, turn=s.turn, history=s.history) for i, s in enumerate(a.samples)]
     other[1] = Sample("x1", question="Size?", response="Small.", reference="Small.", conversation_id="a", turn=1)
-    b = evaluate(other, ["exact_match"], store=store, show_progress=False)
+    b = evaluate(other, ["exact_match"], store=store, options=RunOptions(show_progress=False))
     with Store(store) as st:
         cmp = compare_runs(st, [a.run_id, b.run_id], allow_poor_pairing=False)
     (row,) = cmp.paired
@@ -111,7 +112,7 @@ def test_compare_pairs_turns_by_conversation_and_turn(tmp_path: Path) -> None:
 def test_calibrate_takes_labels_per_turn(tmp_path: Path) -> None:
     from ragsight.report import calibrate
 
-    res = evaluate(CONVS, ["exact_match"], store=tmp_path / "r.db", show_progress=False)
+    res = evaluate(CONVS, ["exact_match"], store=tmp_path / "r.db", options=RunOptions(show_progress=False))
     labels = tmp_path / "labels.csv"
     labels.write_text("conversation_id,turn,label\na,0,1\na,1,0\nb,0,1\nb,1,0\nzz,0,1\n")
     report = calibrate(res, labels, metrics=["exact_match"], allow_poor_pairing=True)
@@ -124,14 +125,16 @@ def test_calibrate_takes_labels_per_turn(tmp_path: Path) -> None:
 
 def test_resume_scores_the_unfinished_turns_and_conversations_at_their_level(tmp_path: Path) -> None:
     store = tmp_path / "r.db"
-    first = evaluate(CONVS, ["exact_match", TurnsMade()], store=store, show_progress=False)
+    first = evaluate(CONVS, ["exact_match", TurnsMade()], store=store,
+                     options=RunOptions(show_progress=False))
     with Store(store) as st:  # as if the run had stopped before a:1 and the conversation b
         st.conn.execute("UPDATE samples SET finished=0 WHERE run_id=? AND sample_id IN ('a:1', 'b')",
                         (first.run_id,))
         st.conn.execute("DELETE FROM scores WHERE run_id=? AND sample_id IN ('a:1', 'b')", (first.run_id,))
         st.conn.execute("UPDATE runs SET status='interrupted', lock_owner=NULL WHERE id=?", (first.run_id,))
         st.conn.commit()
-    again = evaluate(CONVS, ["exact_match", TurnsMade()], store=store, resume=first.run_id, show_progress=False)
+    again = evaluate(CONVS, ["exact_match", TurnsMade()], store=store, resume=first.run_id,
+                     options=RunOptions(show_progress=False))
     assert again.run_id == first.run_id
     assert again.scores == first.scores  # each sample scored again with its own level's metrics only
     assert again.summary["exact_match"].counts == first.summary["exact_match"].counts
@@ -204,7 +207,7 @@ def test_a_csv_export_reloads_its_turns_and_conversations_and_names_an_old_expor
 
     from ragsight import Dataset
 
-    res = evaluate(CONVS, ["exact_match"], store=tmp_path / "r.db", show_progress=False)
+    res = evaluate(CONVS, ["exact_match"], store=tmp_path / "r.db", options=RunOptions(show_progress=False))
     with Store(tmp_path / "r.db") as st:
         export_run(st, res.run_id, "csv", tmp_path / "x.csv")
     ds = Dataset.load(tmp_path / "x.csv")

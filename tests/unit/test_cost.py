@@ -130,11 +130,13 @@ def test_the_dry_run_simulates_every_metrics_steps(judge: str, monkeypatch: pyte
     nothing is sent (the base URL is a closed port)."""
     import asyncio
 
+    from ragsight import JudgeSpec
     from ragsight.cli import example_path
-    from ragsight.run._estimate import aestimate
+    from ragsight.run import aestimate
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    est = asyncio.run(aestimate(example_path(), "all", judge=judge, base_url="http://127.0.0.1:9/v1"))
+    est = asyncio.run(aestimate(example_path(), "all",
+                                judge=JudgeSpec(judge, base_url="http://127.0.0.1:9/v1")))
     assert est.unsimulated == 0
     assert est.calls > 0 and est.prompt_tokens > 0
     judged = {"faithfulness", "answer_relevancy", "context_precision", "context_recall", "abstention",

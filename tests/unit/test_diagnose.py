@@ -47,7 +47,8 @@ from tests.fakes.embedder import TableEmbedder
 
 
 def evaluate(rows: list[dict[str, Any]], metrics: list[str] = METRICS, store: str = ":memory:") -> EvaluationResult:
-    return ragsight.evaluate(rows, metrics, judge=provider(), store=store, show_progress=False)
+    return ragsight.evaluate(rows, metrics, judge=provider(), store=store,
+                             options=ragsight.RunOptions(show_progress=False))
 
 
 @pytest.fixture(scope="module")
@@ -337,7 +338,8 @@ def test_span_metrics_alone_show_a_retrieval_miss_without_a_judge() -> None:
                                           {"doc_id": "h", "start": 22, "end": 50}]}},
     ]
     assert handbook[0:21] == "Refunds take 14 days." and handbook[22:50].startswith("Bikes")
-    run = ragsight.evaluate(rows, ["span_recall", "span_mrr"], judge="scripted", show_progress=False)
+    run = ragsight.evaluate(rows, ["span_recall", "span_mrr"], judge="scripted",
+                            options=ragsight.RunOptions(show_progress=False))
     d = diagnose(run, topics=False, thresholds={"span_mrr": 0.75})
     assert {s.sample_id: s.primary for s in d.samples} == {"missed": "retrieval", "low": "retrieval"}
     assert items(d, "missed")[0][:3] == ("missed_span", "Refunds take 14 days. (h characters 0-21)",
@@ -356,7 +358,8 @@ def test_span_precision_fails_only_when_asked_and_then_names_the_chunks_off_the_
                                             {"doc_id": "h", "start": 51, "end": 70},
                                             {"doc_id": "h", "start": 0, "end": 21},
                                             {"doc_id": "h", "start": 71, "end": 90}]}}
-    run = ragsight.evaluate([row], ["span_precision", "span_recall"], judge="scripted", show_progress=False)
+    run = ragsight.evaluate([row], ["span_precision", "span_recall"], judge="scripted",
+                            options=ragsight.RunOptions(show_progress=False))
     assert diagnose(run, topics=False).samples == ()  # right answer from its first chunk: not a failure
     d = diagnose(run, topics=False, thresholds={"span_precision": 0.5})
     assert [(k, t, c) for k, t, _, c, _ in items(d, "wide")] == [

@@ -71,7 +71,8 @@ def test_evaluate_without_cache_sends_a_shared_text_once() -> None:
     provider = ScriptedProvider({"extract_claims": extract}, choice_handlers={"verify_claim": lambda v: 0.9})
     rows = [{"id": f"s{i}", "question": "Where is Paris?", "response": "Paris is in France.",
              "contexts": ["Paris is the capital of France."]} for i in range(2)]
-    res = ragsight.evaluate(rows, ["faithfulness"], judge=Judge(provider), cache=False, store=":memory:")
+    res = ragsight.evaluate(rows, ["faithfulness"], judge=Judge(provider), store=":memory:",
+                            options=ragsight.RunOptions(cache=False))
     assert [res.scores[sid]["faithfulness"].value for sid in ("s0", "s1")] == [0.9, 0.9]  # mean P(supported)
     assert seen == ["Paris is in France."]
 

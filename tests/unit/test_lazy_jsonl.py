@@ -105,7 +105,8 @@ def test_a_run_over_a_large_file_scores_exactly_as_over_the_file_read_whole(
                                 "relevant_ids": [f"d{i}"]}) + "\n")
 
     def run(store: Path) -> dict[str, Any]:
-        result = ragsight.evaluate(str(path), METRICS, judge=_judge(), store=str(store), show_progress=False)
+        result = ragsight.evaluate(str(path), METRICS, judge=_judge(), store=str(store),
+                                   options=ragsight.RunOptions(show_progress=False))
         return {sid: [(m, s.value, s.outcome, s.evidence) for m, s in scores.items()]
                 for sid, scores in result.scores.items()}
 
@@ -128,7 +129,7 @@ def test_a_file_changed_under_a_run_stops_it_naming_the_file(tmp_path: Path, mon
     with pytest.raises(InputError, match=r"live\.jsonl: the file changed while ragsight was reading it"):
         list(ds)
     with pytest.raises(InputError, match="changed"):
-        ragsight.evaluate(ds, ["exact_match"], show_progress=False)
+        ragsight.evaluate(ds, ["exact_match"], options=ragsight.RunOptions(show_progress=False))
 
 
 def test_conversations_and_span_exports_are_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 import ragsight
 import ragsight.result._result
-import ragsight.run._evaluate
+import ragsight.run._execute
 from ragsight.conversation import Conversation, ToolCall, Turn
 from ragsight.errors import StoreError
 from ragsight.judge import ScriptedProvider
@@ -82,7 +82,8 @@ def _rows(n: int) -> list[dict[str, Any]]:
 
 def _run(tmp_path: Path, n: int = 30, name: str = "runs.db") -> tuple[EvaluationResult, Path]:
     db = tmp_path / name
-    result = ragsight.evaluate(_rows(n), METRICS, judge=_judge(), store=str(db), show_progress=False)
+    result = ragsight.evaluate(_rows(n), METRICS, judge=_judge(), store=str(db),
+                               options=ragsight.RunOptions(show_progress=False))
     return result, db
 
 
@@ -164,11 +165,12 @@ def test_a_lazy_result_equals_the_result_held_in_memory_field_by_field(
 def test_evaluate_returns_a_lazy_result_from_LAZY_FROM_samples_in_a_store_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ragsight.run._evaluate, "LAZY_FROM", 25)
+    monkeypatch.setattr(ragsight.run._execute, "LAZY_FROM", 25)
     small, _ = _run(tmp_path, n=24, name="small.db")
     large, db = _run(tmp_path, n=25)
     assert not small.lazy and large.lazy
-    mem = ragsight.evaluate(_rows(25), METRICS, judge=_judge(), show_progress=False)  # store in memory
+    mem = ragsight.evaluate(_rows(25), METRICS, judge=_judge(),
+                            options=ragsight.RunOptions(show_progress=False))  # store in memory
     assert not mem.lazy
     with Store(db) as st:
         _same(large, load_result(st, large.run_id, lazy=False))
@@ -190,7 +192,7 @@ def test_a_conversation_run_is_the_same_lazy_and_held(tmp_path: Path) -> None:
     db = tmp_path / "conv.db"
     result = ragsight.evaluate([*convs, {"id": "single", "question": "q", "response": "a b", "reference": "a"}],
                                ["token_f1", "exact_match", "conversation_tool_call_f1"], store=str(db),
-                               show_progress=False)
+                               options=ragsight.RunOptions(show_progress=False))
     assert result.conversations and result.shape["conversations"] == 4
     with Store(db) as st:
         eager = load_result(st, result.run_id, lazy=False)
@@ -234,9 +236,11 @@ def test_resuming_a_finished_large_run_gives_its_result_read_from_the_store(
 ) -> None:
     db = tmp_path / "runs.db"
     rows = [r for r in _rows(14) if "broken" not in r["response"]]  # nothing failed: nothing to ask again
-    result = ragsight.evaluate(rows, METRICS, judge=_judge(), store=str(db), show_progress=False)
+    result = ragsight.evaluate(rows, METRICS, judge=_judge(), store=str(db),
+                               options=ragsight.RunOptions(show_progress=False))
     assert not result.lazy
     monkeypatch.setattr(ragsight.result._result, "LAZY_FROM", len(rows))
-    again = ragsight.evaluate(None, resume=result.run_id, store=str(db), show_progress=False)
+    again = ragsight.evaluate(None, resume=result.run_id, store=str(db),
+                              options=ragsight.RunOptions(show_progress=False))
     assert again.lazy
     _same(again, result)

@@ -96,7 +96,8 @@ def test_without_sacrebleu_the_run_stops_before_any_work_naming_the_extra(
     assert "pip install 'ragsight[lexical]'" in str(info.value)
     assert "bleu, chrf" in str(info.value)
     # without the preflight (preflight=False), each of them ends failed, naming the extra
-    result = ragsight.evaluate(rows, ["bleu", "chrf", "rouge_l"], preflight=False)
+    result = ragsight.evaluate(rows, ["bleu", "chrf", "rouge_l"],
+                               options=ragsight.RunOptions(preflight=False))
     for name in ("bleu", "chrf"):
         score = result.scores["x"][name]
         assert score.outcome is Outcome.FAILED

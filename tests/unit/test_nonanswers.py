@@ -204,7 +204,8 @@ def test_nonanswers_off_keeps_the_behaviour_before() -> None:
     script = RagScript(claims={response: [INVENTED], "I don't know.": [INVENTED]})
     script.verdicts[(INVENTED, "contexts")] = False
     result = ragsight.evaluate([row("h", response), row("d", "I don't know.")], ["faithfulness"],
-                               judge=script.judge(), settings=AnalysisSettings(nonanswers=False))
+                               judge=script.judge(),
+                               options=ragsight.RunOptions(settings=AnalysisSettings(nonanswers=False)))
     for sid in ("h", "d"):
         score = result.scores[sid]["faithfulness"]
         assert score.value == 0.0 and [v.claim for v in score.evidence.claims] == [INVENTED]

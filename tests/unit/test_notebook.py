@@ -42,8 +42,10 @@ async def test_a_judged_run_inside_a_running_loop_and_awaited(monkeypatch: pytes
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-notebook")
     rows = make_samples(3)
     with FakeOpenAIServer(handler=JudgeWorld()) as srv:
-        called = ragsight.evaluate(rows, ["faithfulness"], judge="openai:m", base_url=srv.url)
-        awaited = await ragsight.aevaluate(rows, ["faithfulness"], judge="openai:m", base_url=srv.url)
+        called = ragsight.evaluate(rows, ["faithfulness"],
+                                   judge=ragsight.JudgeSpec("openai:m", base_url=srv.url))
+        awaited = await ragsight.aevaluate(rows, ["faithfulness"],
+                                           judge=ragsight.JudgeSpec("openai:m", base_url=srv.url))
     for result in (called, awaited):
         assert result.summary["faithfulness"].counts["scored"] == 3
     assert called.summary["faithfulness"].mean == awaited.summary["faithfulness"].mean
@@ -66,7 +68,7 @@ async def test_a_failure_inside_the_worker_reaches_the_caller() -> None:
 
 
 async def test_progress_shows_as_a_text_line_inside_a_running_loop(capsys: pytest.CaptureFixture[str]) -> None:
-    ragsight.evaluate(ROWS, ["token_f1"], show_progress=True)
+    ragsight.evaluate(ROWS, ["token_f1"], options=ragsight.RunOptions(show_progress=True))
     err = capsys.readouterr().err
     # standard error is not a terminal here, so rich cannot draw: the text line, rewritten in place
     assert "\revaluating: 2/2 samples, failed 0, skipped 0" in err and err.endswith("\n")
@@ -122,8 +124,9 @@ async def test_interrupting_the_kernel_stops_the_run_and_keeps_what_finished(
             timer = threading.Thread(target=interrupt_after_two)
             timer.start()
             with pytest.raises(KeyboardInterrupt):
-                ragsight.evaluate(make_samples(40), ["faithfulness"], judge="openai:m", base_url=srv.url,
-                                  store=store, concurrency=2)
+                ragsight.evaluate(make_samples(40), ["faithfulness"], store=store,
+                                  judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                                  options=ragsight.RunOptions(concurrency=2))
             timer.join()
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -57,8 +57,9 @@ async def test_an_interrupted_evaluate_says_what_is_saved_and_how_to_continue(
         with FakeOpenAIServer(handler=JudgeWorld(latency=0.1)) as srv:
             timer = when_finished(store, 2, lambda: os.kill(os.getpid(), signal.SIGINT))
             with pytest.raises(KeyboardInterrupt) as stop:
-                ragsight.evaluate(make_samples(40), ["faithfulness"], judge="openai:m", base_url=srv.url,
-                                  store=str(store), concurrency=2, show_progress=False)
+                ragsight.evaluate(make_samples(40), ["faithfulness"], store=str(store),
+                                  judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                                  options=ragsight.RunOptions(concurrency=2, show_progress=False))
             timer.join()
             text = str(stop.value)
             m = re.search(r"interrupted: (\d+) of 40 samples are saved in (\S+) \(run (\S+)\)", text)
@@ -69,7 +70,8 @@ async def test_an_interrupted_evaluate_says_what_is_saved_and_how_to_continue(
             hint = f"ragsight.evaluate(None, resume='{m.group(3)}', store='{store}')"
             assert hint in text
             # and the call it names finishes the run
-            done = ragsight.evaluate(None, resume=m.group(3), store=str(store), show_progress=False)
+            done = ragsight.evaluate(None, resume=m.group(3), store=str(store),
+                                     options=ragsight.RunOptions(show_progress=False))
     finally:
         signal.signal(signal.SIGINT, previous)
     assert done.status == "completed" and done.summary["faithfulness"].counts["scored"] == 40
@@ -103,8 +105,9 @@ async def test_an_interrupted_run_in_memory_says_that_nothing_is_kept(
             timer = threading.Thread(target=interrupt)
             timer.start()
             with pytest.raises(KeyboardInterrupt) as stop:  # the README's call: no store
-                ragsight.evaluate(make_samples(40), ["faithfulness"], judge="openai:m",
-                                  base_url=srv.url, concurrency=2, show_progress=False)
+                ragsight.evaluate(make_samples(40), ["faithfulness"],
+                                  judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                                  options=ragsight.RunOptions(concurrency=2, show_progress=False))
             timer.join()
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -119,9 +122,9 @@ async def test_a_cancelled_aevaluate_says_what_is_saved(tmp_path: Path,
     # `await aevaluate(...)` in a cell: interrupting the kernel cancels the cell's task
     store = tmp_path / "nb.db"
     with FakeOpenAIServer(handler=JudgeWorld(latency=0.1)) as srv:
-        task = asyncio.ensure_future(ragsight.aevaluate(
-            make_samples(40), ["faithfulness"], judge="openai:m", base_url=srv.url, store=str(store),
-            concurrency=2, show_progress=False))
+        task = asyncio.ensure_future(ragsight.aevaluate(make_samples(40), ["faithfulness"], store=str(store),
+                                                        judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
+                                                        options=ragsight.RunOptions(concurrency=2, show_progress=False)))
         while not task.done():
             await asyncio.sleep(0.1)
             if store.exists():

@@ -84,7 +84,8 @@ def test_the_tool_metrics_score_the_parquet_file_as_the_jsonl_file() -> None:
 
     def scores(name: str) -> dict[str, list[float]]:
         with pytest.warns(SampleWarning) if name.endswith(".parquet") else _no_warning():
-            result = ragsight.evaluate(str(PEERS / name), metrics=metrics, show_progress=False)
+            result = ragsight.evaluate(str(PEERS / name), metrics=metrics,
+                                       options=ragsight.RunOptions(show_progress=False))
         df = result.to_pandas()
         conv = df[df["turn"].isna()]
         return {m: [round(float(v), 3) for v in conv[m]] for m in metrics}
@@ -143,7 +144,7 @@ def test_the_tool_metrics_read_deepeval_test_cases() -> None:
 
     with pytest.warns(SampleWarning, match=ONE_EXCHANGE):
         result = ragsight.evaluate(str(PEERS / "deepeval_tools.csv"), metrics=["tool_call_accuracy", "tool_call_f1"],
-                                   show_progress=False)
+                                   options=ragsight.RunOptions(show_progress=False))
     df = result.to_pandas()
     turns = df[df["turn"] == 0].set_index("question")
     assert turns.loc["What's the weather in Paris?", "tool_call_accuracy"] == 1.0

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 import ragsight
-from ragsight.judge import Completion, Judge, ScriptedProvider
-from ragsight.judge._judge import JudgeFailedError
+from ragsight.judge import Completion, Judge, JudgeFailedError, ScriptedProvider
 from ragsight.judge._local import _looping
 from ragsight.judge._parse import close_repeating_list
 from ragsight.prompts import load_prompt
@@ -105,7 +104,8 @@ def test_evaluate_scores_a_sample_whose_extraction_looped(tmp_path: Any) -> None
     row = {"id": "s1", "question": "Where is Paris?", "response": "Paris is in France. Paris is in France.",
            "contexts": ["Paris is the capital of France."]}
     store = tmp_path / "run.db"
-    res = ragsight.evaluate([row], ["faithfulness"], judge=Judge(provider), cache=False, store=str(store))
+    res = ragsight.evaluate([row], ["faithfulness"], judge=Judge(provider), store=str(store),
+                            options=ragsight.RunOptions(cache=False))
     score = res.scores["s1"]["faithfulness"]
     assert score.value == 0.95  # the one claim's P(supported)
     assert [c.claim for c in score.evidence.claims] == ["Paris is in France."]

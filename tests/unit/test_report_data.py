@@ -171,15 +171,10 @@ async def scripted_runs(store: Store, variants: Sequence[str] = ("A", "B")) -> l
     }
     ids = []
     for v in variants:
-        result = await ragsight.aevaluate(
-            RAG_ROWS,
-            ["faithfulness", "context_precision"],
-            judge=rag_script("B" if v == "C" else v).judge(),
-            store=store,
-            metadata=configs[v],
-            run_id=f"run-{v}",
-            cache=False,
-        )  # B must not reuse A's cached verdicts
+        result = await ragsight.aevaluate(RAG_ROWS, ["faithfulness", "context_precision"],
+                                          judge=rag_script("B" if v == "C" else v).judge(), store=store,
+                                          metadata=configs[v], run_id=f"run-{v}",
+                                          options=ragsight.RunOptions(cache=False))  # B must not reuse A's cached verdicts
         ids.append(result.run_id)
     return ids
 

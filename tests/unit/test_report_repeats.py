@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from ragsight import Judge, Store
+from ragsight import Judge, RunOptions, Store
 from ragsight.errors import ConfigError
 from ragsight.judge import Completion, JudgeRequest, ScriptedProvider
 from ragsight.report import evaluate_repeats, print_repeats
@@ -105,7 +105,7 @@ async def test_a_judge_instance_is_not_mutated() -> None:
 
 async def test_refuses_cache_resume_and_zero_runs() -> None:
     with pytest.raises(ConfigError, match="cache off"):
-        await evaluate_repeats(DATA, 2, judge=SeedJudge(), cache=True)
+        await evaluate_repeats(DATA, 2, judge=SeedJudge(), options=RunOptions(cache=True))
     with pytest.raises(ConfigError, match="resume"):
         await evaluate_repeats(DATA, 2, judge=SeedJudge(), resume="last")
     with pytest.raises(ConfigError, match="at least 1"):

@@ -69,7 +69,8 @@ def test_only_the_compound_sentence_goes_to_the_judge_and_each_half_gets_its_ver
     judge = script().choice_judge()
     response = f"{COMPOUND} {PLAIN_2} {PLAIN_1}"
     res = ragsight.evaluate([{"id": "s", "contexts": [CONTEXT], "response": response}], ["faithfulness"],
-                            judge=judge, settings=AnalysisSettings(sentence_claims=True))
+                            judge=judge,
+                            options=ragsight.RunOptions(settings=AnalysisSettings(sentence_claims=True)))
     score = res.scores["s"]["faithfulness"]
     assert score.outcome is Outcome.SCORED
     # the judge's claims take the place of the sentence they come from
@@ -86,7 +87,8 @@ def test_only_the_compound_sentence_goes_to_the_judge_and_each_half_gets_its_ver
 def test_a_text_of_plain_sentences_needs_no_extraction_call() -> None:
     judge = script().choice_judge()
     res = ragsight.evaluate([{"id": "s", "contexts": [CONTEXT], "response": f"{PLAIN_1} {PLAIN_2}"}],
-                            ["faithfulness"], judge=judge, settings=AnalysisSettings(sentence_claims=True))
+                            ["faithfulness"], judge=judge,
+                            options=ragsight.RunOptions(settings=AnalysisSettings(sentence_claims=True)))
     score = res.scores["s"]["faithfulness"]
     assert [v.claim for v in score.evidence.claims] == [PLAIN_1, PLAIN_2]
     assert [v.supported for v in score.evidence.claims] == [True, True]
@@ -100,7 +102,8 @@ def test_a_text_with_no_plain_sentence_is_extracted_whole() -> None:
     s.verdicts[("gzip was released in 1992.", "contexts")] = False
     judge = s.choice_judge()
     res = ragsight.evaluate([{"id": "s", "contexts": [CONTEXT], "response": text}], ["faithfulness"],
-                            judge=judge, settings=AnalysisSettings(sentence_claims=True))
+                            judge=judge,
+                            options=ragsight.RunOptions(settings=AnalysisSettings(sentence_claims=True)))
     assert [v.supported for v in res.scores["s"]["faithfulness"].evidence.claims] == [True, False, False]
     assert len(judge.calls_for("extract_claims")) == 1 and judge.calls_for("extract_claims_part") == []
 
@@ -111,8 +114,8 @@ def test_a_text_not_in_english_is_extracted_whole() -> None:
     s.claims[text] = ["gzip ist ein Programm zur Kompression."]
     s.verdicts[("gzip ist ein Programm zur Kompression.", "contexts")] = True
     judge = s.choice_judge()
-    ragsight.evaluate([{"id": "s", "contexts": [CONTEXT], "response": text}], ["faithfulness"],
-                      judge=judge, settings=AnalysisSettings(sentence_claims=True))
+    ragsight.evaluate([{"id": "s", "contexts": [CONTEXT], "response": text}], ["faithfulness"], judge=judge,
+                      options=ragsight.RunOptions(settings=AnalysisSettings(sentence_claims=True)))
     assert len(judge.calls_for("extract_claims")) == 1 and judge.calls_for("extract_claims_part") == []
 
 
@@ -121,7 +124,8 @@ def test_an_invented_claim_from_the_split_is_dropped_and_listed() -> None:
     s.parts[COMPOUND] = [*HALVES, "bzip2 is faster than xz."]
     judge = s.choice_judge()
     res = ragsight.evaluate([{"id": "s", "contexts": [CONTEXT], "response": f"{COMPOUND} {PLAIN_1}"}],
-                            ["faithfulness"], judge=judge, settings=AnalysisSettings(sentence_claims=True))
+                            ["faithfulness"], judge=judge,
+                            options=ragsight.RunOptions(settings=AnalysisSettings(sentence_claims=True)))
     score = res.scores["s"]["faithfulness"]
     assert [v.claim for v in score.evidence.claims] == [*HALVES, PLAIN_1]
     assert score.evidence.details["dropped_claims"] == ["bzip2 is faster than xz."]

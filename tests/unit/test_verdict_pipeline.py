@@ -140,4 +140,4 @@ def test_short_answers_can_be_turned_off() -> None:
     provider = remote_grader(True)
     with pytest.raises(BaseException, match="extract_claims"):
         ragsight.evaluate([short_sample("Paris.")], ["factual_correctness"], judge=provider,
-                          settings=AnalysisSettings(short_answers=False))
+                          options=ragsight.RunOptions(settings=AnalysisSettings(short_answers=False)))

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..analyses import AnalysisSettings
 from ..calls import format_usd, parse_price_flags, prices_from_config
+from ..embed import EmbedderSpec
 from ..engine import Progress, ProgressDisplay
 from ..errors import (
     BudgetExceededError,
@@ -25,12 +26,13 @@ from ..errors import (
     MissingExtraError,
     RagsightError,
 )
-from ..judge import RetryPolicy
+from ..judge import JudgeSpec, RetryPolicy
 from ..report import count_noun as _count
 from ..report import print_repeats
 from ..result import EvaluationResult
 from ..run import (
     RunInterrupted,
+    RunOptions,
     aestimate,
     aevaluate,
     check_store_path,
@@ -241,14 +243,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             # the store file is created only once the preflight passed (a path, not a Store)
             with ProgressDisplay(progress, "off" if args.quiet else None, console=err):
                 result = run_sync(lambda: aevaluate(
-                    data, metrics, judge=args.judge, embedder=args.embedder, store=args.store,
-                    cache=not args.no_cache, resume=args.resume, concurrency=args.concurrency,
-                    settings=settings, policy=policy, metadata=_metadata(args.metadata),
-                    base_url=args.base_url, embedder_base_url=args.embedder_base_url,
-                    progress=progress, notice=notice, run_id=None if args.resume else run_id,
-                    backend=args.backend, ray_address=args.ray_address,
-                    judge_concurrency=args.judge_concurrency, api_version=args.api_version,
-                    prices=prices, max_cost=args.max_cost,
+                    data, metrics, store=args.store, resume=args.resume, metadata=_metadata(args.metadata),
+                    run_id=None if args.resume else run_id,
+                    judge=JudgeSpec(args.judge, base_url=args.base_url, api_version=args.api_version,
+                                    concurrency=args.judge_concurrency, prices=prices),
+                    embedder=EmbedderSpec(args.embedder, base_url=args.embedder_base_url),
+                    options=RunOptions(cache=not args.no_cache, concurrency=args.concurrency,
+                                       settings=settings, policy=policy, progress=progress, notice=notice,
+                                       backend=args.backend, ray_address=args.ray_address,
+                                       max_cost=args.max_cost),
                 ), sigterm=True)
         except BudgetExceededError as stop:
             say(err, f"stopped before exceeding --max-cost ${stop.limit:g}: {format_usd(stop.spent)} spent by "
@@ -313,9 +316,10 @@ def _dry_run(args: argparse.Namespace, data: Any, metrics: str | None, prices: d
         raise ConfigError("--dry-run estimates one run; leave out --repeats (N runs cost about N times it)")
     settings = AnalysisSettings(explain=args.explain, support_threshold=args.threshold)
     est = run_sync(lambda: aestimate(
-        data, metrics, judge=args.judge, store=args.store, cache=not args.no_cache, resume=args.resume,
-        settings=None if args.resume else settings, base_url=args.base_url, api_version=args.api_version,
-        prices=prices, concurrency=args.concurrency or 16))
+        data, metrics, store=args.store, resume=args.resume,
+        judge=JudgeSpec(args.judge, base_url=args.base_url, api_version=args.api_version, prices=prices),
+        options=RunOptions(cache=not args.no_cache, settings=None if args.resume else settings,
+                           concurrency=args.concurrency or 16)))
     out.print("Estimate (dry run: no judge or embedder was called, nothing was written)", markup=False)
     for line in est.lines():
         out.print(line, markup=False)
@@ -363,10 +367,10 @@ def _evaluate_repeats(args: argparse.Namespace, data: Any, metrics: str | None) 
     check_store_path(args.store)
     with Store(args.store) as store:
         report = run_sync(lambda: evaluate_repeats(
-            data, args.repeats, temperature=args.temperature, metrics=metrics, judge=args.judge,
-            embedder=args.embedder, store=store, base_url=args.base_url,
-            embedder_base_url=args.embedder_base_url, metadata=_metadata(args.metadata),
-            concurrency=args.concurrency,
+            data, args.repeats, temperature=args.temperature, metrics=metrics,
+            judge=JudgeSpec(args.judge, base_url=args.base_url),
+            embedder=EmbedderSpec(args.embedder, base_url=args.embedder_base_url), store=store,
+            metadata=_metadata(args.metadata), options=RunOptions(cache=False, concurrency=args.concurrency),
         ))
     print_repeats(report, out)
     return EXIT_OK

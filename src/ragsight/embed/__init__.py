@@ -1,4 +1,5 @@
-"""Embedders: the protocol and providers (OpenAI-compatible, local)."""
+"""Embedders: the protocol, the providers (OpenAI-compatible, local) and the spec that names a
+run's embedder (:class:`EmbedderSpec`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._protocol import Embedder, checked_vectors, cosine
+from ._spec import EmbedderSpec
 
-__all__ = ["Embedder", "checked_vectors", "cosine", "local_embedder", "make_embedder"]
+__all__ = ["Embedder", "EmbedderSpec", "checked_vectors", "cosine", "local_embedder", "make_embedder"]
 
 DEFAULT_LOCAL = "e5-small"
 

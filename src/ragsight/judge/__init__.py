@@ -1,10 +1,10 @@
-"""The judge layer: the provider protocol, the Judge wrapper, and the providers."""
+"""The judge layer: the provider protocol, the Judge wrapper, the providers, and the spec that
+names a run's judge (:class:`JudgeSpec`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
 from ._catalogue import (
     BUILTIN_EMBEDDERS,
     BUILTIN_JUDGES,
@@ -13,28 +13,27 @@ from ._catalogue import (
     agreement_notice,
 )
 from ._estimate import ESTIMATE_RULES, EstimatingProvider
-from ._judge import (
+from ._judge import Judge
+from ._keys import provider_identity, step_key
+from ._litellm import LiteLLMProvider
+from ._local import LocalProvider
+from ._model_files import DEFAULT_MODEL
+from ._openai import OpenAIProvider
+from ._parse import OutputError
+from ._policy import RetryPolicy, SpendLimit
+from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
+from ._records import (
     Answer,
     CallCache,
-    Judge,
     JudgeCall,
     JudgeFailedError,
     JudgeRejectedError,
     JudgeStats,
     MemoryCallCache,
-    RetryPolicy,
-    SpendLimit,
-    provider_identity,
     record_calls,
-    step_key,
 )
-from ._litellm import LITELLM_KINDS, LiteLLMProvider, litellm_model
-from ._local import LocalProvider
-from ._model_files import DEFAULT_MODEL
-from ._openai import OpenAIProvider
-from ._parse import OutputError
-from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
 from ._scripted import ScriptedProvider, UnexpectedPromptError
+from ._spec import JudgeSpec, make_judge
 
 __all__ = [
     "BUILTIN_EMBEDDERS",
@@ -54,6 +53,7 @@ __all__ = [
     "JudgeProvider",
     "JudgeRejectedError",
     "JudgeRequest",
+    "JudgeSpec",
     "JudgeStats",
     "LiteLLMProvider",
     "LocalProvider",
@@ -72,63 +72,6 @@ __all__ = [
     "record_calls",
     "step_key",
 ]
-
-DEFAULT_NOTICE = "No judge configured. "  # then the embedded judge's agreement line (_catalogue.py)
-
-
-def _say(notice: Any, text: str) -> None:
-    if notice is not None:
-        notice(text)
-
-
-def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPolicy | None = None,
-               notice: Any = None, max_concurrency: int | None = None,
-               api_version: str | None = None) -> Judge:
-    """A Judge from a spec: ``"openai:MODEL"``, ``"local"``, ``"local:NAME"``,
-    ``"local:PATH.gguf"``, ``"anthropic:MODEL"``, ``"gemini:MODEL"``, ``"bedrock:MODEL"``,
-    ``"azure:DEPLOYMENT"``, ``"vertex_ai:MODEL"``, ``"mistral:MODEL"``,
-    ``"litellm:PROVIDER/MODEL"`` (those through LiteLLM, ``ragsight[litellm]``), a provider, or a
-    Judge (returned as is). None means the embedded judge. ``max_concurrency`` is the
-    ceiling of calls in flight to a remote judge (default the provider's, 256 for ``openai:``);
-    below it the limit adapts to what the server accepts. ``api_version`` is Azure OpenAI's."""
-    if isinstance(spec, Judge):
-        return spec
-    if spec is not None and not isinstance(spec, str):
-        if isinstance(spec, JudgeProvider):
-            return Judge(spec, policy=policy, max_concurrency=max_concurrency)
-        raise ConfigError(f"cannot use {type(spec).__name__} as a judge")
-    text = (spec or "local").strip()
-    kind, _, rest = text.partition(":")
-    if kind in ("openai", "openai-logprobs"):
-        if not rest:
-            raise ConfigError(f"--judge {kind} needs a model name: {kind}:MODEL, e.g. openai:gpt-4o-mini")
-        timeout = policy.call_timeout_s if policy is not None else 60.0
-        remote = (OpenAIProvider(rest, base_url=base_url, timeout=timeout, max_concurrency=max_concurrency,
-                                 notice=notice, choices=kind == "openai-logprobs")
-                  if max_concurrency else OpenAIProvider(rest, base_url=base_url, timeout=timeout, notice=notice,
-                                           choices=kind == "openai-logprobs"))
-        return Judge(remote, policy=policy)
-    if kind in LITELLM_KINDS:
-        if not rest or (kind == "litellm" and "/" not in rest):
-            example = "litellm:PROVIDER/MODEL" if kind == "litellm" else f"{kind}:MODEL"
-            raise ConfigError(f"--judge {kind} needs a model name: {example}")
-        timeout = policy.call_timeout_s if policy is not None else 60.0
-        return Judge(LiteLLMProvider(litellm_model(kind, rest), api_base=base_url, api_version=api_version,
-                                     name=text, timeout=timeout, max_concurrency=max_concurrency or 256),
-                     policy=policy)
-    if kind == "local":
-        provider = LocalProvider(rest or None)  # an unknown name stops here, before the notice
-        _say(notice, (DEFAULT_NOTICE if spec is None else "") + agreement_notice(provider.model))
-        return Judge(provider, policy=policy)
-    raise ConfigError(
-        f"unknown judge '{text}'. Use openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp, LiteLLM), "
-        "openai-logprobs:MODEL (yes/no verdicts from log-probabilities), "
-        "anthropic:MODEL, gemini:MODEL, bedrock:MODEL, azure:DEPLOYMENT, litellm:PROVIDER/MODEL "
-        "(pip install 'ragsight[litellm]'), local (the embedded judge), local:qwen2.5-coder-0.5b, "
-        "or local:PATH.gguf."
-    )
-
-
 
 # The providers' old names, kept for one release: ``Judge(ScriptedJudge(...))`` read as a judge
 # inside a judge. Each use warns.

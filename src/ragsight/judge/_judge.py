@@ -4,53 +4,39 @@ parsing with re-asking, and a record of every call.
 Analyses call :meth:`Judge.ask` (structured JSON output, validated) or :meth:`Judge.choose`
 (probabilities of a closed set of answers, for judges that expose log-probabilities). Both return
 an :class:`Answer` holding the value and the calls behind it, or raise :class:`JudgeFailedError`
-holding the calls that were tried.
+holding the calls that were tried. This module holds the wrapper and its transport loop; what a
+step does between its calls is in ``_steps.py``, the records in ``_records.py``, the cache keys in
+``_keys.py``, the retry policy and money limit in ``_policy.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
-import hashlib
-import json
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
 
-from ..calls import (
-    OVERLOAD_BUDGET_S,
-    Backoff,
-    Failure,
-    Limiter,
-    LimiterStats,
-    Permit,
-    Price,
-    classify,
-    display_url,
-    may_try_again,
-)
-from ..errors import BudgetExceededError, ConfigError, JudgeError, JudgeUnavailableError
+from ..calls import Backoff, Failure, Limiter, Permit, classify, display_url, may_try_again
+from ..errors import JudgeUnavailableError
 from ..prompts import Prompt
-from ._parse import OutputError, close_repeating_list, extract_json_object
-from ._protocol import ChoiceScores, Completion, JudgeProvider, JudgeRequest, Message, ProviderError
+from ._keys import provider_identity, step_key
+from ._policy import RetryPolicy, SpendLimit
+from ._protocol import JudgeProvider, JudgeRequest, ProviderError
+from ._records import (
+    Answer,
+    CallCache,
+    CallSink,
+    JudgeCall,
+    JudgeRejectedError,
+    JudgeStats,
+    current_recorder,
+)
+from ._steps import ask_step, choose_step
 
-__all__ = [
-    "Answer",
-    "CallCache",
-    "CallSink",
-    "Judge",
-    "JudgeCall",
-    "JudgeFailedError",
-    "JudgeStats",
-    "MemoryCallCache",
-    "RetryPolicy",
-    "SpendLimit",
-    "record_calls",
-]
+__all__ = ["MEMO_SIZE", "Judge"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -60,293 +46,9 @@ R = TypeVar("R")
 MEMO_SIZE = 4096
 
 
-@dataclass(frozen=True)
-class JudgeCall:
-    """One round trip to the model (or one cache hit), as recorded in the store.
-
-    ``step`` is the cache key of the logical step the call belongs to; a step may take several
-    calls (retries after transport errors, re-asks after unusable output). ``attempt`` numbers
-    them from 1.
-    """
-
-    step: str
-    attempt: int
-    prompt_id: str
-    prompt_version: str
-    prompt_hash: str
-    judge: str
-    model: str
-    messages: tuple[Message, ...]
-    raw_output: str | None
-    parsed: Any
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    cached: bool
-    error: str | None
-    started_at: float
-    structured: str = ""
-    kind: str = "json"  # "json" | "choices"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "attempt": self.attempt,
-            "prompt_id": self.prompt_id,
-            "prompt_version": self.prompt_version,
-            "prompt_hash": self.prompt_hash,
-            "judge": self.judge,
-            "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
-            "raw_output": self.raw_output,
-            "parsed": self.parsed,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "latency_s": self.latency_s,
-            "cached": self.cached,
-            "error": self.error,
-            "started_at": self.started_at,
-            "structured": self.structured,
-            "kind": self.kind,
-        }
-
-
-@dataclass(frozen=True)
-class Answer(Generic[T]):
-    value: T
-    step: str
-    calls: tuple[JudgeCall, ...]
-    prompt_id: str
-    prompt_version: str
-
-    @property
-    def cached(self) -> bool:
-        return bool(self.calls) and all(c.cached for c in self.calls)
-
-
-class JudgeFailedError(JudgeError):
-    """A judge step produced no usable result after its retries and re-asks."""
-
-    def __init__(self, message: str, step: str, calls: Sequence[JudgeCall]) -> None:
-        super().__init__(message)
-        self.step = step
-        self.calls = tuple(calls)
-
-
-class JudgeRejectedError(JudgeFailedError, JudgeUnavailableError):
-    """A judge call met a failure no retry or wait can help: the key is rejected (HTTP 401/403),
-    the model is unknown (404), the quota is exhausted, the host does not resolve. It stops the
-    run at once, as the preflight would have (finished samples are saved; ``--resume``
-    continues once it is fixed); the Judge sends no further call. A JudgeFailedError for the
-    step that met it (``step``, ``calls``), and a JudgeUnavailableError for the run."""
-
-
-class CallCache(Protocol):
-    """Content-addressed store of finished judge steps: key -> (parsed value, raw output, calls).
-
-    Async, so that a cache across processes (the Ray backend's cache actor) is awaited like any
-    other I/O and the Judge needs no subclass to prefetch from it."""
-
-    async def get(self, key: str) -> dict[str, Any] | None: ...
-
-    async def put(self, key: str, entry: dict[str, Any]) -> None: ...
-
-
-class MemoryCallCache:
-    """An in-process cache (for tests and one-off use)."""
-
-    def __init__(self) -> None:
-        self._d: dict[str, dict[str, Any]] = {}
-
-    async def get(self, key: str) -> dict[str, Any] | None:
-        return self._d.get(key)
-
-    async def put(self, key: str, entry: dict[str, Any]) -> None:
-        self._d[key] = entry
-
-    def __len__(self) -> int:
-        return len(self._d)
-
-
-CallSink = Callable[[JudgeCall], None]
-
-# Where the calls made in the current task go besides the Judge's own sink: set by
-# :func:`record_calls` around one sample's work, so each call lands in that sample's trail while
-# one Judge serves every sample of a run. Tasks started inside inherit it (contextvars).
-_recorder: contextvars.ContextVar[CallSink | None] = contextvars.ContextVar("ragsight_calls", default=None)
-
-
-@contextlib.contextmanager
-def record_calls(sink: CallSink) -> Iterator[None]:
-    """Send every judge call made inside the block (and in tasks it starts) to ``sink``."""
-    token = _recorder.set(sink)
-    try:
-        yield
-    finally:
-        _recorder.reset(token)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounds on how hard one step tries.
-
-    ``max_attempts``: transport attempts per model call (429, 5xx, timeouts, resets).
-    ``max_reasks``: extra calls after an unusable output, each telling the judge what was wrong.
-    A re-ask costs a call only when an output was unusable; with 3, a judge that breaks 20% of
-    its outputs fails 0.2^4 = 0.16% of steps (0.8% with 2).
-    ``step_deadline_s``: wall-time cap for a whole step, retries and waits included.
-    ``overload_budget_s``: refusals for overload (429, 503, 529) without Retry-After are tried
-    again beyond ``max_attempts`` while this much of the step's time is not spent (a burst of
-    refusals costs waits, not scores); see ``ragsight._retry.may_try_again``.
-    """
-
-    max_attempts: int = 4
-    max_reasks: int = 3
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 20.0
-    call_timeout_s: float = 120.0
-    step_deadline_s: float = 300.0
-    overload_budget_s: float = OVERLOAD_BUDGET_S
-
-    def __post_init__(self) -> None:
-        problems = []
-        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
-            problems.append(f"max_attempts must be at least 1 (the CLI's --max-retries + 1), got {self.max_attempts!r}")
-        if not isinstance(self.max_reasks, int) or self.max_reasks < 0:
-            problems.append(f"max_reasks must be 0 or more, got {self.max_reasks!r}")
-        for name in ("call_timeout_s", "step_deadline_s"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not value > 0 or value != value:
-                flag = " (the CLI's --timeout)" if name == "call_timeout_s" else ""
-                problems.append(f"{name} must be a positive number of seconds{flag}, got {value!r}")
-        for name in ("backoff_base_s", "backoff_max_s", "overload_budget_s"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not value >= 0:
-                problems.append(f"{name} must be 0 or more seconds, got {value!r}")
-        if problems:
-            raise ConfigError("invalid retry policy: " + "; ".join(problems))
-
-
-class SpendLimit:
-    """A run's money limit (``--max-cost``): no call is sent that could take the spend past it.
-
-    Before each call its worst cost is reserved: the prompt counted at one token per
-    :data:`BYTES_PER_TOKEN` bytes of its text (more tokens than common tokenizers make of
-    English, about one per character of Chinese or Japanese) and the whole ``max_tokens`` reply.
-    When the spend so far, the reservations of the calls in flight and this reservation exceed
-    the limit, :class:`BudgetExceededError` is raised instead of the call. A finished call
-    replaces its reservation by its reported cost. ``spent`` counts this process's calls only.
-    """
-
-    BYTES_PER_TOKEN = 3
-
-    def __init__(self, limit_usd: float, price: Price) -> None:
-        self.limit = float(limit_usd)
-        self.price = price
-        self.spent = 0.0
-        self.reserved = 0.0
-
-    def worst_cost(self, request: JudgeRequest) -> float:
-        size = sum(len(m.content.encode("utf-8")) for m in request.messages)
-        prompt = -(-size // self.BYTES_PER_TOKEN) + 4 * len(request.messages)
-        return self.price.cost(prompt, request.max_tokens)
-
-    def admit(self, request: JudgeRequest) -> float:
-        worst = self.worst_cost(request)
-        if self.spent + self.reserved + worst > self.limit:
-            raise BudgetExceededError(
-                f"the next judge call could cost up to ${worst:.4f}, and ${self.spent:.4f} is spent "
-                f"(${self.reserved:.4f} more in flight) of the ${self.limit:g} limit (--max-cost)",
-                spent=self.spent, limit=self.limit)
-        self.reserved += worst
-        return worst
-
-    def settle(self, reservation: float, used: tuple[int, int] | None) -> None:
-        """Replace a call's reservation by its cost: ``used`` (prompt, completion tokens) as
-        reported, or None for a call that may have been billed unseen (counted at its worst)."""
-        self.reserved = max(0.0, self.reserved - reservation)
-        self.spent += reservation if used is None else self.price.cost(*used)
-
-
-@dataclass
-class JudgeStats:
-    steps: int = 0
-    calls: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    reasks: int = 0
-    failed_steps: int = 0
-    answers_too_large: int = 0  # answers cut at the provider's size cap and not used
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    by_prompt: dict[str, int] = field(default_factory=dict)
-    # the concurrency limit's figures (ragsight._limiter), live: the progress line reads them
-    limiter: LimiterStats | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        extra = {"concurrency": self.limiter.to_dict()} if self.limiter is not None else {}
-        return {
-            "steps": self.steps,
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-            "retries": self.retries,
-            "reasks": self.reasks,
-            "failed_steps": self.failed_steps,
-            "answers_too_large": self.answers_too_large,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "latency_s": round(self.latency_s, 3),
-            "by_prompt": dict(self.by_prompt),
-            **extra,
-        }
-
-
 class _DeadlineReached(Exception):
     """The step's deadline passed while the call waited for a concurrency slot."""
 
-
-def provider_identity(provider: Any) -> dict[str, Any]:
-    """What of a provider changes its answers, for the cache key and the run's record: the
-    provider's own ``identity`` mapping when it has one (the embedded judge: its model file; a
-    wrapping provider: its inner one's), else its name, model, server (``base_url`` or
-    ``api_base``, without user info or query) and ``api_version``."""
-    own = getattr(provider, "identity", None)
-    if callable(own):
-        own = own()
-    if isinstance(own, Mapping):
-        return {str(k): v for k, v in own.items()}
-    ident: dict[str, Any] = {"provider": provider.name, "model": provider.model}
-    for attr in ("base_url", "api_base"):  # OpenAI-compatible servers; LiteLLM's endpoint
-        base = getattr(provider, attr, None)
-        if isinstance(base, str) and base:
-            ident["base_url"] = display_url(base)
-            break
-    version = getattr(provider, "api_version", None)
-    if isinstance(version, str) and version:
-        ident["api_version"] = version
-    return ident
-
-
-def step_key(
-    judge_model: str, request: JudgeRequest, prompt_hash: str, kind: str, extra: Any = None,
-    identity: Mapping[str, Any] | None = None,
-) -> str:
-    """The cache key of one judge step: the provider's identity (server, model, model file:
-    :func:`provider_identity`), the prompt and its hash, the rendered messages, the output
-    schema, the sampling settings and the kind of step. Two servers that serve different models
-    under one name therefore never share an answer."""
-    basis = {
-        "model": judge_model,
-        "provider": dict(identity) if identity is not None else None,
-        "prompt": [request.prompt_id, request.prompt_version, prompt_hash],
-        "messages": [[m.role, m.content] for m in request.messages],
-        "schema": request.schema,
-        "settings": [request.max_tokens, request.temperature, request.seed],
-        "kind": kind,
-        "extra": extra,
-    }
-    return hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
 class Judge:
@@ -455,7 +157,7 @@ class Judge:
             st.by_prompt[call.prompt_id] = st.by_prompt.get(call.prompt_id, 0) + 1
         if self.sink is not None:
             self.sink(call)
-        recorder = _recorder.get()
+        recorder = current_recorder()
         if recorder is not None:
             recorder(call)
 
@@ -491,7 +193,7 @@ class Judge:
         which returns the value or raises OutputError (ValueError) saying what is wrong."""
         request = self.request(prompt, values, count=count, max_tokens=max_tokens)
         key = step_key(self.model, request, prompt.hash, "json", identity=self.identity)
-        return await self._dedup(key, lambda: self._ask(prompt, request, key, validate, use_cache))
+        return await self._dedup(key, lambda: ask_step(self, prompt, request, key, validate, use_cache))
 
     def _reuse(self, result: Any) -> Any:
         # A step answered by another caller's call is recorded as a cache hit of that call.
@@ -531,102 +233,6 @@ class Judge:
             return result
         finally:
             del self._inflight[key]
-
-    async def _ask(
-        self, prompt: Prompt, request: JudgeRequest, key: str,
-        validate: Callable[[dict[str, Any]], T], use_cache: bool,
-    ) -> Answer[T]:
-        self.stats.steps += 1
-        if use_cache and self.cache is not None:
-            hit = await self.cache.get(key)
-            if hit is not None:
-                try:
-                    cached_value = validate(hit["parsed"])
-                except (OutputError, ValueError, KeyError, TypeError):
-                    pass  # a stale entry that no longer validates: ask again
-                else:
-                    call = self._cached_call(prompt, request, key, hit, "json")
-                    self._emit(call)
-                    return Answer(cached_value, key, (call,), prompt.id, prompt.version)
-        calls: list[JudgeCall] = []
-        deadline = time.monotonic() + self.policy.step_deadline_s
-        messages = request.messages
-        max_tokens = request.max_tokens
-        problem = ""
-        repeats = 0
-        for reask in range(self.policy.max_reasks + 1):
-            if reask:
-                self.stats.reasks += 1
-            req = replace(request, messages=messages, max_tokens=max_tokens)
-            completion, attempt_calls = await self._complete(prompt, req, key, deadline, len(calls))
-            calls.extend(attempt_calls)
-            if completion is None:
-                problem = calls[-1].error or "the judge did not answer"
-                break
-            try:
-                if completion.finish_reason in ("length", "repeat"):
-                    # A reply cut off while the judge repeated its list loses only repeats: closed
-                    # as it is (the repair is noted in the parsed output). Anything else: re-ask.
-                    repaired = close_repeating_list(completion.text)
-                    if repaired is None and completion.finish_reason == "repeat":
-                        # the embedded judge stopped itself: more room would only repeat more
-                        repeats += 1
-                        raise OutputError(f"the judge repeated itself and was stopped after "
-                                          f"{completion.completion_tokens} tokens")
-                    if repaired is None:
-                        max_tokens = min(max_tokens * 2, 4096)
-                        raise OutputError(f"the reply was cut off at {req.max_tokens} tokens")
-                    parsed = repaired
-                else:
-                    parsed = extract_json_object(completion.text)
-                value = validate(parsed)
-            except (OutputError, ValueError, KeyError, TypeError) as exc:
-                problem = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OutputError) else str(exc)
-                calls[-1] = replace(calls[-1], error=f"unusable output: {problem}")
-                self._emit(calls[-1])
-                if time.monotonic() >= deadline or repeats >= 2:
-                    break  # twice in a loop: asked again, a greedy judge loops again
-                messages = (
-                    *request.messages,
-                    Message("assistant", completion.text[:4000]),
-                    Message("user", f"Your reply could not be used: {problem}. Reply again with only "
-                            "the JSON object, complete, as asked."),
-                )
-                continue
-            calls[-1] = replace(calls[-1], parsed=parsed)
-            self._emit(calls[-1])
-            if use_cache and self.cache is not None:
-                await self.cache.put(key, {
-                    "parsed": parsed, "raw_output": completion.text,
-                    "prompt_tokens": sum(c.prompt_tokens for c in calls),
-                    "completion_tokens": sum(c.completion_tokens for c in calls),
-                    "model": self.model, "prompt_id": prompt.id, "prompt_version": prompt.version,
-                })
-            return Answer(value, key, tuple(calls), prompt.id, prompt.version)
-        self.stats.failed_steps += 1
-        raise JudgeFailedError(
-            f"{prompt.id}: no usable output after {len(calls)} call(s): {problem}", key, calls
-        )
-
-    async def _complete(
-        self, prompt: Prompt, request: JudgeRequest, key: str, deadline: float, offset: int
-    ) -> tuple[Completion | None, list[JudgeCall]]:
-        """Transport-level retries. Returns the completion (its call not yet emitted) or None."""
-        completion, calls, latency, started = await self._attempts(
-            prompt, request, key, deadline, offset, self.provider.complete,
-        )
-        if completion is None:
-            return None, calls
-        calls.append(JudgeCall(
-            step=key, attempt=offset + len(calls) + 1, prompt_id=prompt.id,
-            prompt_version=prompt.version, prompt_hash=prompt.hash, judge=self.name,
-            model=completion.model or self.model, messages=request.messages,
-            raw_output=completion.text, parsed=None, prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens, latency_s=latency, cached=False,
-            error=None, started_at=started, structured=completion.structured,
-        ))
-        return completion, calls
-
     async def _attempts(
         self, prompt: Prompt, request: JudgeRequest, key: str, deadline: float, offset: int,
         send: Callable[[JudgeRequest], Awaitable[R]], *, also_retry: tuple[type[Exception], ...] = (),
@@ -764,68 +370,8 @@ class Judge:
         """P(choice) for each choice, from next-token log-probabilities (embedded judge)."""
         request = self.request(prompt, values, max_tokens=1, schema=False)
         key = step_key(self.model, request, prompt.hash, "choices", list(choices), identity=self.identity)
-        return await self._dedup(key, lambda: self._choose(prompt, request, key, choices, use_cache))
-
-    async def _choose(
-        self, prompt: Prompt, request: JudgeRequest, key: str, choices: Sequence[str], use_cache: bool
-    ) -> Answer[dict[str, float]]:
-        self.stats.steps += 1
-        if use_cache and self.cache is not None:
-            hit = await self.cache.get(key)
-            if hit is not None and _probabilities(hit.get("parsed"), choices) is not None:
-                call = self._cached_call(prompt, request, key, hit, "choices")
-                self._emit(call)
-                return Answer(dict(hit["parsed"]), key, (call,), prompt.id, prompt.version)
-        deadline = time.monotonic() + self.policy.step_deadline_s
-
-        async def send(req: JudgeRequest) -> ChoiceScores:
-            return await self.provider.score_choices(req, choices)
-
-        # RuntimeError: the embedded model's own failures are worth another attempt
-        scores, calls, latency, started = await self._attempts(
-            prompt, request, key, deadline, 0, send, also_retry=(RuntimeError,),
-        )
-        probs_read = None if scores is None else _probabilities(scores.probs, choices)
-        if scores is not None and probs_read is None:
-            # a provider's non-finite or out-of-range probability is never stored or used
-            calls.append(self._error_call(
-                prompt, request, key, len(calls) + 1, started, latency,
-                f"the judge gave probabilities that are not numbers in [0, 1]: {dict(scores.probs)!r}"))
-            self._emit(calls[-1])
-        if scores is not None and probs_read is not None:
-            probs = probs_read
-            call = JudgeCall(
-                step=key, attempt=len(calls) + 1, prompt_id=prompt.id, prompt_version=prompt.version,
-                prompt_hash=prompt.hash, judge=self.name, model=self.model,
-                messages=request.messages, raw_output=json.dumps(dict(scores.raw_logprobs)),
-                parsed=probs, prompt_tokens=scores.prompt_tokens, completion_tokens=0,
-                latency_s=latency, cached=False, error=None, started_at=started,
-                structured="logprobs", kind="choices",
-            )
-            calls.append(call)
-            self._emit(call)
-            if use_cache and self.cache is not None:
-                await self.cache.put(key, {"parsed": probs, "raw_output": call.raw_output,
-                                           "prompt_tokens": call.prompt_tokens, "completion_tokens": 0,
-                                           "model": self.model, "prompt_id": prompt.id,
-                                           "prompt_version": prompt.version})
-            return Answer(probs, key, tuple(calls), prompt.id, prompt.version)
-        self.stats.failed_steps += 1
-        raise JudgeFailedError(f"{prompt.id}: {calls[-1].error if calls else 'no answer'}", key, calls)
+        return await self._dedup(key, lambda: choose_step(self, prompt, request, key, choices, use_cache))
 
     async def aclose(self) -> None:
         await self.provider.aclose()
 
-
-def _probabilities(value: Any, choices: Sequence[str]) -> dict[str, float] | None:
-    """{choice: probability} when ``value`` holds a finite probability in [0, 1] for every
-    choice (a cached answer or a provider's); None otherwise (never NaN downstream)."""
-    if not isinstance(value, Mapping):
-        return None
-    out: dict[str, float] = {}
-    for c in choices:
-        p = value.get(c, 0.0)
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) <= 1.0:
-            return None
-        out[c] = float(p)
-    return out

@@ -34,10 +34,10 @@ from ..analyses import AnalysisSettings
 from ..calls import display_url
 from ..dataset import Dataset, Sample, atomic_write, strict_json
 from ..errors import ConfigError, InputError
-from ..judge import Judge, JudgeProvider
+from ..judge import Judge, JudgeProvider, JudgeSpec
 from ..prompts import fence
 from ..result import load_result
-from ..run import aevaluate, run_sync
+from ..run import RunOptions, aevaluate, run_sync
 from ..store import ANY_METRIC, Store, claim_key
 from ._evidence import best_matching_sentence
 
@@ -406,9 +406,10 @@ def _rejudge(samples: list[Sample], metric: str, judge: str | JudgeProvider | Ju
     settings = AnalysisSettings(support_threshold=threshold, verdict_examples=examples_block(examples),
                                 verdict_examples_tag=_tag(threshold, examples))
     with tempfile.TemporaryDirectory(prefix="ragsight-align-") as tmp:
-        result = run_sync(lambda: aevaluate(Dataset(samples), [metric], judge=judge,
-                                            store=os.path.join(tmp, "fold.db"), settings=settings,
-                                            base_url=base_url, show_progress=False, preflight=False))
+        result = run_sync(lambda: aevaluate(
+            Dataset(samples), [metric], judge=JudgeSpec(judge, base_url=base_url),
+            store=os.path.join(tmp, "fold.db"),
+            options=RunOptions(settings=settings, show_progress=False, preflight=False)))
     out: dict[tuple[str, str], bool] = {}
     failed: dict[str, str] = {}
     for sid, per in result.scores.items():

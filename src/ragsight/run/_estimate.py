@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -31,14 +31,16 @@ from ..judge import (
     EstimatingProvider,
     Judge,
     JudgeCall,
+    JudgeProvider,
+    JudgeSpec,
     RetryPolicy,
-    make_judge,
     record_calls,
 )
 from ..metrics import Metric, resolve_metrics
 from ..result import UNATTRIBUTED, metric_tokens
 from ..store import SQLiteCallCache, Store
-from ._evaluate import RunOptions, _metrics
+from ._options import RunOptions, refuse_moved
+from ._preflight import chosen_metrics
 
 __all__ = ["Estimate", "aestimate"]
 
@@ -157,27 +159,25 @@ async def aestimate(
     data: Any,
     metrics: Sequence[str | Metric] | str | None = None,
     *,
-    judge: Any = None,
+    judge: str | JudgeSpec | JudgeProvider | Judge | None = None,
     store: str | os.PathLike[str] | None = None,
-    cache: bool = True,
     resume: str | None = None,
-    settings: AnalysisSettings | None = None,
-    base_url: str | None = None,
-    api_version: str | None = None,
-    prices: Mapping[str, Sequence[Any]] | None = None,
-    concurrency: int = 16,
+    options: RunOptions | None = None,
+    **moved: NoReturn,
 ) -> Estimate:
     """Estimate the judge calls, tokens and dollars of ``evaluate(data, metrics, judge=...)``
-    (or of the rest of the stored run ``resume``) without calling the judge or the embedder."""
+    (or of the rest of the stored run ``resume``) without calling the judge or the embedder.
+    The judge's server and prices come from ``judge`` (a :class:`~ragsight.JudgeSpec`); of
+    ``options``, ``cache``, ``settings`` and ``concurrency`` (samples simulated at once, 16 by
+    default) are read."""
+    refuse_moved("aestimate", moved, ("judge", "store", "resume", "options"), judge=judge)
+    opts = options if options is not None else RunOptions()
+    cache, concurrency = opts.cache, opts.concurrency or 16
     st = Store(store) if store is not None and str(store) != ":memory:" and Path(store).exists() else None
     try:
-        samples, chosen, judge_spec, base_url, settings = _what(data, metrics, judge, st, resume, settings,
-                                                                base_url)
-        opts = RunOptions(judge=judge_spec, base_url=base_url, api_version=api_version,
-                          prices={k: tuple(v) for k, v in (prices or {}).items()})
+        samples, chosen, spec, settings = _what(data, metrics, JudgeSpec.of(judge), st, resume, opts.settings)
         need_judge = any(m.needs_judge for m in chosen)
-        real = (make_judge(judge_spec, base_url=base_url, api_version=api_version,
-                           policy=RetryPolicy(max_attempts=1, max_reasks=0)) if need_judge else None)
+        real = spec.make(policy=RetryPolicy(max_attempts=1, max_reasks=0)) if need_judge else None
         provider = EstimatingProvider(real.provider) if real is not None else None
         reader = _ReadOnlyCache(SQLiteCallCache(st)) if (st is not None and cache) else None
         jd = (Judge(provider, cache=reader, policy=RetryPolicy(max_attempts=1, max_reasks=0))
@@ -206,7 +206,7 @@ async def aestimate(
         finally:
             if jd is not None:
                 await jd.aclose()
-        price = price_for(jd.name, jd.model, opts.price_table) if jd is not None else None
+        price = price_for(jd.name, jd.model, spec.price_table) if jd is not None else None
         basis = _basis(len(samples), jd, provider, reader, st, cache, emb)
         stats = jd.stats if jd is not None else None
         order = [m.key for m in chosen if m.key in tokens] + ([UNATTRIBUTED] if UNATTRIBUTED in tokens else [])
@@ -225,15 +225,15 @@ async def aestimate(
 
 
 def _what(
-    data: Any, metrics: Any, judge: Any, st: Store | None, resume: str | None,
-    settings: AnalysisSettings | None, base_url: str | None,
-) -> tuple[list[Sample], list[Metric], Any, str | None, AnalysisSettings]:
+    data: Any, metrics: Any, judge: JudgeSpec, st: Store | None, resume: str | None,
+    settings: AnalysisSettings | None,
+) -> tuple[list[Sample], list[Metric], JudgeSpec, AnalysisSettings]:
     """The samples and metrics to estimate: the data's, or what a stored run has left to do."""
     if resume is None:
         ds = Dataset.load(data)
         if not ds.samples:
             raise ConfigError(f"no usable sample in {ds.source}")
-        return list(ds.samples), _metrics(metrics, ds.samples), judge, base_url, settings or AnalysisSettings()
+        return list(ds.samples), chosen_metrics(metrics, ds.samples), judge, settings or AnalysisSettings()
     if st is None:
         raise ConfigError("--dry-run --resume needs the store that holds the run (--store)")
     run_id = st.resolve_run(resume)
@@ -243,8 +243,9 @@ def _what(
     chosen = resolve_metrics([m["key"] for m in info.metrics], samples)
     stored = info.config.get("settings", {})
     kept = AnalysisSettings(**{k: v for k, v in stored.items() if k in AnalysisSettings.__dataclass_fields__})
-    return (samples, chosen, judge if judge is not None else info.config.get("judge_spec"),
-            base_url or info.config.get("base_url"), kept)
+    run_judge = replace(judge, model=judge.model if judge.model is not None else info.config.get("judge_spec"),
+                        base_url=judge.base_url or info.config.get("base_url"))
+    return samples, chosen, run_judge, kept
 
 
 def _basis(n: int, jd: Judge | None, provider: EstimatingProvider | None, reader: _ReadOnlyCache | None,

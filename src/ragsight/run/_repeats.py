@@ -11,15 +11,16 @@ Pass ``temperature=0.7`` (for example) to measure the judge's sampling noise.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._stats import RunSpread, run_spread
 from ..dataset import Dataset
 from ..errors import ConfigError
-from ..judge import Judge, make_judge
+from ..judge import Judge, JudgeSpec, RetryPolicy
 from ..result import EvaluationResult
 from ._evaluate import aevaluate
+from ._options import RunOptions
 
 __all__ = ["RepeatReport", "evaluate_repeats"]
 
@@ -46,12 +47,9 @@ class RepeatReport:
         return [r.summary[metric].mean if metric in r.summary else None for r in self.results]
 
 
-def _judge_for(
-    spec: Any, seed: int, temperature: float | None, base_url: str | None, policy: Any
-) -> Judge:
+def _judge_for(spec: JudgeSpec, seed: int, temperature: float | None, policy: RetryPolicy | None) -> Judge:
     # A fresh Judge on the same provider: its own seed and stats, no shared in-flight calls.
-    base = spec if isinstance(spec, Judge) else make_judge(spec, base_url=base_url, policy=policy)
-    return base.for_run(seed=seed, temperature=temperature)
+    return spec.make(policy=policy).for_run(seed=seed, temperature=temperature)
 
 
 async def evaluate_repeats(
@@ -68,17 +66,20 @@ async def evaluate_repeats(
     every run identical). ``temperature`` sets the judge's sampling temperature for every run;
     by default the judge's own (0 unless you built the Judge otherwise), in which case only the
     seed varies. Other keyword arguments go to :func:`ragsight.aevaluate` (``metrics``,
-    ``judge``, ``store``, ``metadata``...); each run's metadata gets ``repeat`` (1..n) and
-    ``judge_seed``, and a given ``run_id`` becomes ``<run_id>-r<i>``.
+    ``judge``, ``store``, ``metadata``, ``options``...); each run's metadata gets ``repeat``
+    (1..n) and ``judge_seed``, and a given ``run_id`` becomes ``<run_id>-r<i>``. The runs read
+    no cache: ``options``, when given, says ``cache=False``.
     """
     if n < 1:
         raise ConfigError(f"repeats must be at least 1, got {n}")
-    if evaluate_kwargs.get("cache"):
-        raise ConfigError("repeated runs need the cache off (a cached answer repeats itself)")
+    options = evaluate_kwargs.pop("options", None) or RunOptions(cache=False)
+    if options.cache:
+        raise ConfigError("repeated runs need the cache off (a cached answer repeats itself): "
+                          "options=ragsight.RunOptions(cache=False, ...)")
     if evaluate_kwargs.get("resume") is not None:
         raise ConfigError("repeated runs cannot resume a run")
-    kwargs = {k: v for k, v in evaluate_kwargs.items() if k not in ("cache", "resume")}
-    spec = kwargs.pop("judge", None)
+    kwargs = {k: v for k, v in evaluate_kwargs.items() if k != "resume"}
+    spec = JudgeSpec.of(kwargs.pop("judge", None))
     metadata = dict(kwargs.pop("metadata", None) or {})
     run_id = kwargs.pop("run_id", None)
     dataset = Dataset.load(data)  # once: an iterator of rows would be empty the second time
@@ -87,12 +88,12 @@ async def evaluate_repeats(
     used_temperature = 0.0
     for i in range(n):
         seed = base_seed + i
-        judge = _judge_for(spec, seed, temperature, kwargs.get("base_url"), kwargs.get("policy"))
+        judge = _judge_for(spec, seed, temperature, options.policy)
         used_temperature = judge.temperature
         result = await aevaluate(
             dataset,
-            judge=judge,
-            cache=False,
+            judge=replace(spec, model=judge),
+            options=options,
             metadata={**metadata, "repeat": i + 1, "judge_seed": seed},
             run_id=f"{run_id}-r{i + 1}" if run_id else None,
             **kwargs,

@@ -23,11 +23,11 @@ from typing import Any
 from ..embed import make_embedder
 from ..engine import Progress
 from ..errors import ConfigError
-from ..judge import Judge, make_judge
+from ..judge import Judge, JudgeSpec, make_judge
 from ..metrics import resolve_metrics
 from ..pipeline import RagPipeline
 from ..result import load_result
-from ..run import aevaluate
+from ..run import RunOptions, aevaluate
 from ..store import Store
 from ..testset import load_corpus
 from ._answer import ConfigRun, _answer_factory, _answer_reference, _answer_target
@@ -173,10 +173,11 @@ async def asweep(
                     "baseline": i == spec.baseline_index, **dict(config.params)}
             # a Ray cluster's workers build their own judge and embedder from the specs
             on_ray = backend == "ray"
-            common: dict[str, Any] = dict(judge=judge_spec if on_ray else eval_judge,
-                                          embedder=emb_spec if on_ray else shared_emb, store=st, backend=backend,
-                                          ray_address=ray_address, progress=eval_progress, notice=notice,
-                                          preflight=preflight, base_url=spec.base_url)
+            common: dict[str, Any] = dict(
+                judge=JudgeSpec(judge_spec if on_ray else eval_judge, base_url=spec.base_url),
+                embedder=emb_spec if on_ray else shared_emb, store=st,
+                options=RunOptions(backend=backend, ray_address=ray_address, progress=eval_progress,
+                                   notice=notice, preflight=preflight))
             if known.get(run.run_id) == "completed":
                 run.status = "reused"
                 run.result = load_result(st, run.run_id)

@@ -15,11 +15,11 @@ from typing import Any
 
 from ..dataset import Dataset, Sample, check_writable_target, metric_level, sample_level
 from ..errors import ConfigError, InputError
-from ..judge import Judge, JudgeProvider, make_judge
+from ..judge import Judge, JudgeProvider, JudgeSpec, make_judge
 from ..metrics import Metric, check_threshold, resolve_metrics
 from ..report import RunData, render_report, save_html
 from ..result import EvaluationResult
-from ..run import aevaluate
+from ..run import RunOptions, aevaluate
 
 __all__ = [
     "PLUGIN_MODULE",
@@ -336,9 +336,9 @@ async def _evaluate_and_check(
         raise InputError(
             f"assert_scores: {len(unusable)} row(s) of {dataset.source} cannot be used, so the check "
             f"would pass on the rest unseen. Fix or remove them: {shown}")
-    result = await aevaluate(dataset, list(wanted), judge=chosen_judge, embedder=embedder,
-                             store=store_path, metadata=meta, base_url=base_url, preflight=False,
-                             concurrency=concurrency)
+    result = await aevaluate(dataset, list(wanted), judge=JudgeSpec(chosen_judge, base_url=base_url),
+                             embedder=embedder, store=store_path, metadata=meta,
+                             options=RunOptions(preflight=False, concurrency=concurrency))
     failures = _failures(result, wanted, mode)
     lower = {k: result.summary[k].lower_is_better for k in wanted}
     if plugin is not None:
