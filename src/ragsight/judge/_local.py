@@ -66,6 +66,14 @@ _MAX_STATE_BYTES = 512 * 1024 * 1024
 # evaluation therefore starts at a multiple of _ROW_GROUP, and only rows computed inside a full
 # group are reused: the numbers are then those of evaluating the prompt from its start.
 _ROW_GROUP = 4
+# ... provided each batch of prompt rows holds at least this many: a batch of fewer rows goes
+# through other kernels again (measured on the AVX-512 build: a prompt's last logits after a
+# cached prefix equal those of a fresh evaluation when the tail evaluated is 8 rows or more, and
+# differ by up to 0.5 with a tail of 1-7 rows, so the same prompt sent twice, as a call retried
+# after a time-out is, came back with other numbers and at times another greedy reply). So a
+# tail is never shorter than this, and a prompt is split into batches of n_batch rows with the
+# last batch never shorter than this either.
+_MIN_BATCH = 8
 # Prompt-lookup drafts: match the last 3 (else 2) tokens, propose up to this many that followed.
 _DRAFT_NGRAM = (3, 2)
 _DRAFT_MAX = 8
@@ -341,21 +349,35 @@ class LocalProvider:
             prefix = n_saved
         elif i >= 0 and n_saved - prefix >= _MIN_RESTORE_GAIN:
             prefix = 0  # the restore failed and cleared the cache
-        prefix = min(prefix, len(tokens) - 1, int(llm.n_tokens))
+        prefix = max(0, min(prefix, len(tokens) - _MIN_BATCH, int(llm.n_tokens)))
         prefix -= prefix % _ROW_GROUP
         # the rows evaluated next are reusable up to the last full group of the prompt
-        llm._ragsight_reusable = len(tokens) - len(tokens) % _ROW_GROUP
+        llm._ragsight_reusable = len(tokens) - len(tokens) % _ROW_GROUP if len(tokens) >= _MIN_BATCH else 0
         llm.n_tokens = prefix
         llm._ctx.kv_cache_seq_rm(0, prefix, -1)
         llm._requires_eval = True
         return prefix
+
+    def _eval_tail(self, llm: Any, tokens: list[int], prefix: int) -> None:
+        """Evaluate ``tokens[prefix:]`` after the kept prefix, in batches of at most n_batch rows
+        whose last holds at least _MIN_BATCH rows (the one before it gives up _MIN_BATCH rows
+        when needed), each starting at a multiple of _ROW_GROUP: the rows get the numbers of a
+        fresh evaluation whatever the prefix kept."""
+        step = max(_MIN_BATCH, int(llm.n_batch) - int(llm.n_batch) % _ROW_GROUP)
+        start, end = prefix, len(tokens)
+        while start < end:
+            stop = min(end, start + step)
+            if 0 < end - stop < _MIN_BATCH:
+                stop -= _MIN_BATCH
+            llm.eval(tokens[start:stop])
+            start = stop
 
     def _eval_reusing_prefix(self, llm: Any, tokens: list[int]) -> Any:
         import numpy as np
 
         llama_cpp = _import_llama()
         prefix = self._reuse_prefix(llm, tokens)
-        llm.eval(tokens[prefix:])
+        self._eval_tail(llm, tokens, prefix)
         self._count_prompt(llm, len(tokens), prefix)
         ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float64)
@@ -485,7 +507,7 @@ class LocalProvider:
         vocab = llm._model.vocab
         n_vocab = llm.n_vocab()
         prefix = self._reuse_prefix(llm, tokens)
-        llm.eval(tokens[prefix:])
+        self._eval_tail(llm, tokens, prefix)
         self._count_prompt(llm, len(tokens), prefix)
         grammar = None
         if gbnf is not None:
