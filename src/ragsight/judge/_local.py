@@ -15,6 +15,11 @@ Two kinds of call:
   that followed the latest n-gram of the output in the prompt, checked in one batch) are built
   but off by default: they do not pay on a 2-core CPU (docs/benchmarks.md).
 
+A greedy generation given up on by its caller (a time-out on a busy machine) keeps its state: the
+tokens generated so far and their KV cache, saved once the thread stops. When the call is sent
+again (same prompt, grammar and settings), it goes on from there instead of starting over, and
+gives the reply an uninterrupted call gives (the same rows, computed the same way).
+
 llama.cpp keeps the KV cache of the last prompt only. A few saved cache states (a small LRU) keep
 the long prefixes of earlier prompts too, so calls of different kinds can alternate without
 re-evaluating each other's prefixes (e.g. the contexts shared by claim verdicts, chunk relevance
@@ -77,6 +82,8 @@ _MIN_BATCH = 8
 # Prompt-lookup drafts: match the last 3 (else 2) tokens, propose up to this many that followed.
 _DRAFT_NGRAM = (3, 2)
 _DRAFT_MAX = 8
+# Abandoned greedy generations kept for their retries (each holds its KV rows: about 30 kB a token).
+_MAX_SUSPENDED = 4
 
 
 @atexit.register
@@ -155,6 +162,19 @@ class _PrefixStates:
         llm._requires_eval = True
         self.restores += 1
         return True
+
+
+class _Suspended:
+    """A greedy generation stopped because its caller gave up: where it stood, to go on from."""
+
+    def __init__(self, key: tuple[Any, ...], out: list[int], tok: int, next_check: int,
+                 n_rows: int, state: Any) -> None:
+        self.key = key  # (prompt tokens, grammar, prompt-lookup setting)
+        self.out = out  # tokens generated and evaluated (their rows follow the prompt's)
+        self.tok = tok  # the next token, chosen and accepted by the grammar, not yet evaluated
+        self.next_check = next_check  # when the loop check runs next
+        self.n_rows = n_rows  # rows of the saved sequence: the prompt's and out's
+        self.state = state  # llama_state_seq_get_data of sequence 0
 
 
 # A greedy output that ends with three copies of the same block of tokens (12 to 200 tokens
@@ -262,6 +282,8 @@ class LocalProvider:
         self.tokens_drafted = 0  # prompt-lookup draft tokens evaluated in those passes
         self.drafts_accepted = 0  # ... of which the greedy decoding kept
         self.loops_stopped = 0  # greedy outputs stopped early because they repeated themselves
+        self.generations_resumed = 0  # abandoned greedy generations taken up again by their retry
+        self._suspended: list[_Suspended] = []  # most recent last, at most _MAX_SUSPENDED
         if self.spec in WEAK_MODELS:
             import warnings
 
@@ -506,14 +528,22 @@ class LocalProvider:
         ctx = llm._ctx.ctx
         vocab = llm._model.vocab
         n_vocab = llm.n_vocab()
-        prefix = self._reuse_prefix(llm, tokens)
-        self._eval_tail(llm, tokens, prefix)
-        self._count_prompt(llm, len(tokens), prefix)
+        key = (tuple(tokens), gbnf, self.prompt_lookup)
+        resumed = self._resume(llm, key, max_tokens)
+        if resumed is None:
+            prefix = self._reuse_prefix(llm, tokens)
+            self._eval_tail(llm, tokens, prefix)
+            self._count_prompt(llm, len(tokens), prefix)
+        else:
+            self.tokens_prompted += len(tokens)
         grammar = None
         if gbnf is not None:
             grammar = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode("utf-8"), b"root")
             if not grammar:
                 raise ProviderError("the JSON grammar for the embedded judge did not compile", retryable=False)
+            if resumed is not None:
+                for t in (*resumed.out, resumed.tok):
+                    llama_cpp.llama_sampler_accept(grammar, t)
         one = (llama_cpp.llama_token_data * 1)()
         one_arr = llama_cpp.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
         full: Any = None
@@ -544,15 +574,19 @@ class LocalProvider:
         def stops(tok: int) -> bool:
             return bool(llama_cpp.llama_vocab_is_eog(vocab, tok))
 
-        out: list[int] = []
-        history = list(tokens)
+        out: list[int] = list(resumed.out) if resumed is not None else []
+        history = [*tokens, *out]
         finish = "length"
-        next_check = 4
+        next_check = resumed.next_check if resumed is not None else 4
         try:
-            tok = pick(-1)
-            self.decode_passes += 1
+            if resumed is not None:
+                tok = resumed.tok
+            else:
+                tok = pick(-1)
+                self.decode_passes += 1
             while True:
                 if cancel is not None and cancel.is_set():
+                    self._suspend(llm, key, out, tok, next_check)
                     raise self._abandoned("generation stopped")
                 if stops(tok):
                     finish = "stop"
@@ -604,6 +638,45 @@ class LocalProvider:
             llm._requires_eval = True
         self.tokens_generated += len(out)
         return out, finish
+
+    def _suspend(self, llm: Any, key: tuple[Any, ...], out: list[int], tok: int, next_check: int) -> None:
+        """Keep an abandoned greedy generation (the KV rows of its prompt and output) for its retry."""
+        import ctypes
+
+        llama_cpp = _import_llama()
+        self._suspended = [held for held in self._suspended if held.key != key]
+        size = int(llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0))
+        buf = (ctypes.c_uint8 * size)()
+        if int(llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buf, size, 0)) == size:
+            self._suspended.append(_Suspended(key, list(out), tok, next_check, int(llm.n_tokens), buf))
+            del self._suspended[:-_MAX_SUSPENDED]
+
+    def _resume(self, llm: Any, key: tuple[Any, ...], max_tokens: int) -> _Suspended | None:
+        """The suspended generation of this very request, its rows restored into the KV cache, or
+        None (nothing suspended for it, or the restore failed: then the cache is empty)."""
+        # the others are kept: other calls (other abandoned ones too) may come between an
+        # abandoned call and its retry
+        found = [held for held in self._suspended if held.key == key]
+        if not found:
+            return None
+        held = found[0]
+        self._suspended.remove(held)
+        if len(held.out) >= max_tokens:
+            return None
+        llama_cpp = _import_llama()
+        tokens = key[0]
+        llm._ctx.kv_cache_seq_rm(0, 0, -1)
+        if int(llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, held.state, len(held.state), 0)) == 0:
+            llm._ctx.kv_cache_seq_rm(0, 0, -1)
+            llm.n_tokens = 0
+            llm._ragsight_reusable = 0
+            return None
+        llm.input_ids[: held.n_rows] = [*tokens, *held.out]
+        llm.n_tokens = held.n_rows
+        # the prompt's full groups are reusable, as after evaluating it (see _reuse_prefix)
+        llm._ragsight_reusable = len(tokens) - len(tokens) % _ROW_GROUP if len(tokens) >= _MIN_BATCH else 0
+        self.generations_resumed += 1
+        return held
 
     async def complete(self, request: JudgeRequest) -> Completion:
         cancel = threading.Event()
