@@ -98,3 +98,30 @@ def test_a_generation_given_up_on_goes_on_when_asked_again(smollm_provider: obje
     # the retry makes only the passes the abandoned call had not made
     assert 0 < passes_given_up < passes_whole
     assert prov.decode_passes - passes == passes_whole - passes_given_up
+
+
+def test_a_run_keeps_the_speeds_it_measured_for_the_dry_run(smollm_provider: object, tmp_path: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from ragsight.judge import _estimate, _model_files
+
+    prov: Any = smollm_provider
+    judge = Judge(prov)
+    prov._load()  # before the cache directory moves
+    monkeypatch.setattr(_model_files, "default_cache_dir", lambda: tmp_path)
+    before = (prov.tokens_timed_prompt, prov.tokens_timed_generated)
+    for i in range(40):  # until the run has done enough to be measured
+        if (prov.tokens_timed_prompt - before[0] >= _estimate.MIN_MEASURED_PROMPT
+                and prov.tokens_timed_generated - before[1] >= _estimate.MIN_MEASURED_GENERATED):
+            break
+        text = f"Model {i} of the Larkspur range. " + TEXT
+        req = judge.request(load_prompt("extract_claims"), {"question": "", "text": fence("response", text)},
+                            max_tokens=96)
+        prov._complete_sync(req)
+    assert prov.tokens_timed_prompt - before[0] > 0 and prov.tokens_timed_generated - before[1] > 0
+    asyncio.run(prov.aclose())
+    speed = _estimate.read_local_speed(prov.model, prov.n_threads)
+    assert speed.measured_at is not None
+    assert speed.prompt_per_s == pytest.approx(prov.tokens_timed_prompt / prov.seconds_prompt, rel=0.01)
+    assert speed.generated_per_s == pytest.approx(prov.tokens_timed_generated / prov.seconds_generating, rel=0.01)

@@ -38,6 +38,7 @@ import json
 import math
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -283,6 +284,12 @@ class LocalProvider:
         self.drafts_accepted = 0  # ... of which the greedy decoding kept
         self.loops_stopped = 0  # greedy outputs stopped early because they repeated themselves
         self.generations_resumed = 0  # abandoned greedy generations taken up again by their retry
+        # for the speeds kept at the end (aclose): prompt tokens evaluated by _eval_tail and the
+        # seconds it took; tokens of greedy generation and the seconds it took (sampled aside)
+        self.tokens_timed_prompt = 0
+        self.seconds_prompt = 0.0
+        self.tokens_timed_generated = 0
+        self.seconds_generating = 0.0
         self._suspended: list[_Suspended] = []  # most recent last, at most _MAX_SUSPENDED
         if self.spec in WEAK_MODELS:
             import warnings
@@ -385,6 +392,7 @@ class LocalProvider:
         whose last holds at least _MIN_BATCH rows (the one before it gives up _MIN_BATCH rows
         when needed), each starting at a multiple of _ROW_GROUP: the rows get the numbers of a
         fresh evaluation whatever the prefix kept."""
+        t0 = time.perf_counter()
         step = max(_MIN_BATCH, int(llm.n_batch) - int(llm.n_batch) % _ROW_GROUP)
         start, end = prefix, len(tokens)
         while start < end:
@@ -393,6 +401,8 @@ class LocalProvider:
                 stop -= _MIN_BATCH
             llm.eval(tokens[start:stop])
             start = stop
+        self.seconds_prompt += time.perf_counter() - t0
+        self.tokens_timed_prompt += len(tokens) - prefix
 
     def _eval_reusing_prefix(self, llm: Any, tokens: list[int]) -> Any:
         import numpy as np
@@ -574,7 +584,9 @@ class LocalProvider:
         def stops(tok: int) -> bool:
             return bool(llama_cpp.llama_vocab_is_eog(vocab, tok))
 
+        t_gen = time.perf_counter()
         out: list[int] = list(resumed.out) if resumed is not None else []
+        n_resumed = len(out)
         history = [*tokens, *out]
         finish = "length"
         next_check = resumed.next_check if resumed is not None else 4
@@ -636,6 +648,8 @@ class LocalProvider:
             if grammar is not None:
                 llama_cpp.llama_sampler_free(grammar)
             llm._requires_eval = True
+            self.seconds_generating += time.perf_counter() - t_gen
+            self.tokens_timed_generated += len(out) - n_resumed
         self.tokens_generated += len(out)
         return out, finish
 
@@ -690,4 +704,9 @@ class LocalProvider:
         await asyncio.to_thread(self._load)
 
     async def aclose(self) -> None:
-        return None
+        """Keep the speeds this provider measured (prompt tokens evaluated and tokens generated per
+        second) for the dry run's time estimate, when it did enough work to tell."""
+        from ._estimate import record_local_speed
+
+        record_local_speed(self.model, self.n_threads, self.tokens_timed_prompt, self.seconds_prompt,
+                           self.tokens_timed_generated, self.seconds_generating)
