@@ -121,3 +121,8 @@ def test_the_dry_run_of_the_embedded_judge_estimates_its_time(tmp_path: Path, mo
     # the contexts are shared by a sample's verdicts: far fewer tokens evaluated than sent
     assert 0 < prov.evaluated_tokens < result.prompt_tokens / 2
     assert prov.seconds is not None and prov.seconds > 0
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(40, "40 s"), (149, "2.5 min"), (1500, "25 min"), (9000, "2.5 h")])
+def test_durations_read_as_a_person_says_them(seconds: float, text: str) -> None:
+    assert est._duration(seconds) == text

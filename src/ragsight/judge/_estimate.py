@@ -167,6 +167,8 @@ def _shared_chars(a: str, b: str) -> int:
 def _duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
+    if seconds < 600:
+        return f"{seconds / 60:.1f} min"
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
