@@ -13,7 +13,8 @@ Two kinds of call:
   loop (a small model repeating its list): it is stopped there and returned as cut off, and the
   Judge closes a repeating list (judge/_parse.py) or asks again. Prompt-lookup drafts (the tokens
   that followed the latest n-gram of the output in the prompt, checked in one batch) are built
-  but off by default: they do not pay on a 2-core CPU (docs/benchmarks.md).
+  but off by default: checked in a batch, a token's logits differ from a one-token pass, and
+  some replies change (figures at ``prompt_lookup`` below).
 
 A greedy generation given up on by its caller (a time-out on a busy machine) keeps its state: the
 tokens generated so far and their KV cache, saved once the thread stops. When the call is sent
@@ -270,10 +271,12 @@ class LocalProvider:
         self._lock = threading.Lock()  # replaced by the loaded model's lock
         self._template: Any = None
         self._states = _PrefixStates()
-        # Prompt-lookup drafts in greedy decoding: off by default. Measured on 4 airline claim
-        # extractions on this CPU: 29-39 s with drafts vs 20-21 s without (a pass checking 8 draft
-        # tokens costs more than the tokens it saves at a 43% acceptance rate), and the batched
-        # logits can differ in the last bits, so the greedy path may diverge (328 vs 308 tokens).
+        # Prompt-lookup drafts in greedy decoding: off by default, as they change replies. A batch
+        # of 2 or more rows goes through other kernels than a one-token pass (logits up to 0.6
+        # apart on the AVX-512 build), so the greedy path can diverge: on the 15 generations of 3
+        # airline samples x 4 metrics, drafts of up to 8 tokens made 358 passes instead of 795
+        # (48% of drafts kept) and generated in 46 s instead of 66 s, but 4 of the 15 replies
+        # differed (drafts of up to 2: 474 passes, 50 s, 1 differed).
         self.prompt_lookup = False
         self.tokens_evaluated = 0  # prompt tokens actually processed (after prefix reuse)
         self.calls_abandoned = 0  # generations stopped early because the caller gave up (timeout)
