@@ -13,7 +13,13 @@ Two kinds of call:
   loop (a small model repeating its list): it is stopped there and returned as cut off, and the
   Judge closes a repeating list (judge/_parse.py) or asks again. Prompt-lookup drafts (the tokens
   that followed the latest n-gram of the output in the prompt, checked in one batch) are built
-  but off by default: they do not pay on a 2-core CPU (docs/benchmarks.md).
+  but off by default: checked in a batch, a token's logits differ from a one-token pass, and
+  some replies change (figures at ``prompt_lookup`` below).
+
+A greedy generation given up on by its caller (a time-out on a busy machine) keeps its state: the
+tokens generated so far and their KV cache, saved once the thread stops. When the call is sent
+again (same prompt, grammar and settings), it goes on from there instead of starting over, and
+gives the reply an uninterrupted call gives (the same rows, computed the same way).
 
 llama.cpp keeps the KV cache of the last prompt only. A few saved cache states (a small LRU) keep
 the long prefixes of earlier prompts too, so calls of different kinds can alternate without
@@ -33,6 +39,7 @@ import json
 import math
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,9 +73,19 @@ _MAX_STATE_BYTES = 512 * 1024 * 1024
 # evaluation therefore starts at a multiple of _ROW_GROUP, and only rows computed inside a full
 # group are reused: the numbers are then those of evaluating the prompt from its start.
 _ROW_GROUP = 4
+# ... provided each batch of prompt rows holds at least this many: a batch of fewer rows goes
+# through other kernels again (measured on the AVX-512 build: a prompt's last logits after a
+# cached prefix equal those of a fresh evaluation when the tail evaluated is 8 rows or more, and
+# differ by up to 0.5 with a tail of 1-7 rows, so the same prompt sent twice, as a call retried
+# after a time-out is, came back with other numbers and at times another greedy reply). So a
+# tail is never shorter than this, and a prompt is split into batches of n_batch rows with the
+# last batch never shorter than this either.
+_MIN_BATCH = 8
 # Prompt-lookup drafts: match the last 3 (else 2) tokens, propose up to this many that followed.
 _DRAFT_NGRAM = (3, 2)
 _DRAFT_MAX = 8
+# Abandoned greedy generations kept for their retries (each holds its KV rows: about 30 kB a token).
+_MAX_SUSPENDED = 4
 
 
 @atexit.register
@@ -147,6 +164,19 @@ class _PrefixStates:
         llm._requires_eval = True
         self.restores += 1
         return True
+
+
+class _Suspended:
+    """A greedy generation stopped because its caller gave up: where it stood, to go on from."""
+
+    def __init__(self, key: tuple[Any, ...], out: list[int], tok: int, next_check: int,
+                 n_rows: int, state: Any) -> None:
+        self.key = key  # (prompt tokens, grammar, prompt-lookup setting)
+        self.out = out  # tokens generated and evaluated (their rows follow the prompt's)
+        self.tok = tok  # the next token, chosen and accepted by the grammar, not yet evaluated
+        self.next_check = next_check  # when the loop check runs next
+        self.n_rows = n_rows  # rows of the saved sequence: the prompt's and out's
+        self.state = state  # llama_state_seq_get_data of sequence 0
 
 
 # A greedy output that ends with three copies of the same block of tokens (12 to 200 tokens
@@ -241,10 +271,12 @@ class LocalProvider:
         self._lock = threading.Lock()  # replaced by the loaded model's lock
         self._template: Any = None
         self._states = _PrefixStates()
-        # Prompt-lookup drafts in greedy decoding: off by default. Measured on 4 airline claim
-        # extractions on this CPU: 29-39 s with drafts vs 20-21 s without (a pass checking 8 draft
-        # tokens costs more than the tokens it saves at a 43% acceptance rate), and the batched
-        # logits can differ in the last bits, so the greedy path may diverge (328 vs 308 tokens).
+        # Prompt-lookup drafts in greedy decoding: off by default, as they change replies. A batch
+        # of 2 or more rows goes through other kernels than a one-token pass (logits up to 0.6
+        # apart on the AVX-512 build), so the greedy path can diverge: on the 15 generations of 3
+        # airline samples x 4 metrics, drafts of up to 8 tokens made 358 passes instead of 795
+        # (48% of drafts kept) and generated in 46 s instead of 66 s, but 4 of the 15 replies
+        # differed (drafts of up to 2: 474 passes, 50 s, 1 differed).
         self.prompt_lookup = False
         self.tokens_evaluated = 0  # prompt tokens actually processed (after prefix reuse)
         self.calls_abandoned = 0  # generations stopped early because the caller gave up (timeout)
@@ -254,6 +286,14 @@ class LocalProvider:
         self.tokens_drafted = 0  # prompt-lookup draft tokens evaluated in those passes
         self.drafts_accepted = 0  # ... of which the greedy decoding kept
         self.loops_stopped = 0  # greedy outputs stopped early because they repeated themselves
+        self.generations_resumed = 0  # abandoned greedy generations taken up again by their retry
+        # for the speeds kept at the end (aclose): prompt tokens evaluated by _eval_tail and the
+        # seconds it took; tokens of greedy generation and the seconds it took (sampled aside)
+        self.tokens_timed_prompt = 0
+        self.seconds_prompt = 0.0
+        self.tokens_timed_generated = 0
+        self.seconds_generating = 0.0
+        self._suspended: list[_Suspended] = []  # most recent last, at most _MAX_SUSPENDED
         if self.spec in WEAK_MODELS:
             import warnings
 
@@ -341,21 +381,38 @@ class LocalProvider:
             prefix = n_saved
         elif i >= 0 and n_saved - prefix >= _MIN_RESTORE_GAIN:
             prefix = 0  # the restore failed and cleared the cache
-        prefix = min(prefix, len(tokens) - 1, int(llm.n_tokens))
+        prefix = max(0, min(prefix, len(tokens) - _MIN_BATCH, int(llm.n_tokens)))
         prefix -= prefix % _ROW_GROUP
         # the rows evaluated next are reusable up to the last full group of the prompt
-        llm._ragsight_reusable = len(tokens) - len(tokens) % _ROW_GROUP
+        llm._ragsight_reusable = len(tokens) - len(tokens) % _ROW_GROUP if len(tokens) >= _MIN_BATCH else 0
         llm.n_tokens = prefix
         llm._ctx.kv_cache_seq_rm(0, prefix, -1)
         llm._requires_eval = True
         return prefix
+
+    def _eval_tail(self, llm: Any, tokens: list[int], prefix: int) -> None:
+        """Evaluate ``tokens[prefix:]`` after the kept prefix, in batches of at most n_batch rows
+        whose last holds at least _MIN_BATCH rows (the one before it gives up _MIN_BATCH rows
+        when needed), each starting at a multiple of _ROW_GROUP: the rows get the numbers of a
+        fresh evaluation whatever the prefix kept."""
+        t0 = time.perf_counter()
+        step = max(_MIN_BATCH, int(llm.n_batch) - int(llm.n_batch) % _ROW_GROUP)
+        start, end = prefix, len(tokens)
+        while start < end:
+            stop = min(end, start + step)
+            if 0 < end - stop < _MIN_BATCH:
+                stop -= _MIN_BATCH
+            llm.eval(tokens[start:stop])
+            start = stop
+        self.seconds_prompt += time.perf_counter() - t0
+        self.tokens_timed_prompt += len(tokens) - prefix
 
     def _eval_reusing_prefix(self, llm: Any, tokens: list[int]) -> Any:
         import numpy as np
 
         llama_cpp = _import_llama()
         prefix = self._reuse_prefix(llm, tokens)
-        llm.eval(tokens[prefix:])
+        self._eval_tail(llm, tokens, prefix)
         self._count_prompt(llm, len(tokens), prefix)
         ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float64)
@@ -484,14 +541,22 @@ class LocalProvider:
         ctx = llm._ctx.ctx
         vocab = llm._model.vocab
         n_vocab = llm.n_vocab()
-        prefix = self._reuse_prefix(llm, tokens)
-        llm.eval(tokens[prefix:])
-        self._count_prompt(llm, len(tokens), prefix)
+        key = (tuple(tokens), gbnf, self.prompt_lookup)
+        resumed = self._resume(llm, key, max_tokens)
+        if resumed is None:
+            prefix = self._reuse_prefix(llm, tokens)
+            self._eval_tail(llm, tokens, prefix)
+            self._count_prompt(llm, len(tokens), prefix)
+        else:
+            self.tokens_prompted += len(tokens)
         grammar = None
         if gbnf is not None:
             grammar = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode("utf-8"), b"root")
             if not grammar:
                 raise ProviderError("the JSON grammar for the embedded judge did not compile", retryable=False)
+            if resumed is not None:
+                for t in (*resumed.out, resumed.tok):
+                    llama_cpp.llama_sampler_accept(grammar, t)
         one = (llama_cpp.llama_token_data * 1)()
         one_arr = llama_cpp.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
         full: Any = None
@@ -522,15 +587,21 @@ class LocalProvider:
         def stops(tok: int) -> bool:
             return bool(llama_cpp.llama_vocab_is_eog(vocab, tok))
 
-        out: list[int] = []
-        history = list(tokens)
+        t_gen = time.perf_counter()
+        out: list[int] = list(resumed.out) if resumed is not None else []
+        n_resumed = len(out)
+        history = [*tokens, *out]
         finish = "length"
-        next_check = 4
+        next_check = resumed.next_check if resumed is not None else 4
         try:
-            tok = pick(-1)
-            self.decode_passes += 1
+            if resumed is not None:
+                tok = resumed.tok
+            else:
+                tok = pick(-1)
+                self.decode_passes += 1
             while True:
                 if cancel is not None and cancel.is_set():
+                    self._suspend(llm, key, out, tok, next_check)
                     raise self._abandoned("generation stopped")
                 if stops(tok):
                     finish = "stop"
@@ -580,8 +651,49 @@ class LocalProvider:
             if grammar is not None:
                 llama_cpp.llama_sampler_free(grammar)
             llm._requires_eval = True
+            self.seconds_generating += time.perf_counter() - t_gen
+            self.tokens_timed_generated += len(out) - n_resumed
         self.tokens_generated += len(out)
         return out, finish
+
+    def _suspend(self, llm: Any, key: tuple[Any, ...], out: list[int], tok: int, next_check: int) -> None:
+        """Keep an abandoned greedy generation (the KV rows of its prompt and output) for its retry."""
+        import ctypes
+
+        llama_cpp = _import_llama()
+        self._suspended = [held for held in self._suspended if held.key != key]
+        size = int(llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0))
+        buf = (ctypes.c_uint8 * size)()
+        if int(llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buf, size, 0)) == size:
+            self._suspended.append(_Suspended(key, list(out), tok, next_check, int(llm.n_tokens), buf))
+            del self._suspended[:-_MAX_SUSPENDED]
+
+    def _resume(self, llm: Any, key: tuple[Any, ...], max_tokens: int) -> _Suspended | None:
+        """The suspended generation of this very request, its rows restored into the KV cache, or
+        None (nothing suspended for it, or the restore failed: then the cache is empty)."""
+        # the others are kept: other calls (other abandoned ones too) may come between an
+        # abandoned call and its retry
+        found = [held for held in self._suspended if held.key == key]
+        if not found:
+            return None
+        held = found[0]
+        self._suspended.remove(held)
+        if len(held.out) >= max_tokens:
+            return None
+        llama_cpp = _import_llama()
+        tokens = key[0]
+        llm._ctx.kv_cache_seq_rm(0, 0, -1)
+        if int(llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, held.state, len(held.state), 0)) == 0:
+            llm._ctx.kv_cache_seq_rm(0, 0, -1)
+            llm.n_tokens = 0
+            llm._ragsight_reusable = 0
+            return None
+        llm.input_ids[: held.n_rows] = [*tokens, *held.out]
+        llm.n_tokens = held.n_rows
+        # the prompt's full groups are reusable, as after evaluating it (see _reuse_prefix)
+        llm._ragsight_reusable = len(tokens) - len(tokens) % _ROW_GROUP if len(tokens) >= _MIN_BATCH else 0
+        self.generations_resumed += 1
+        return held
 
     async def complete(self, request: JudgeRequest) -> Completion:
         cancel = threading.Event()
@@ -595,4 +707,9 @@ class LocalProvider:
         await asyncio.to_thread(self._load)
 
     async def aclose(self) -> None:
-        return None
+        """Keep the speeds this provider measured (prompt tokens evaluated and tokens generated per
+        second) for the dry run's time estimate, when it did enough work to tell."""
+        from ._estimate import record_local_speed
+
+        record_local_speed(self.model, self.n_threads, self.tokens_timed_prompt, self.seconds_prompt,
+                           self.tokens_timed_generated, self.seconds_generating)
