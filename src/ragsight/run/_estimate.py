@@ -263,6 +263,8 @@ def _basis(n: int, jd: Judge | None, provider: EstimatingProvider | None, reader
     out.append("replies not in the cache: by rule (docs/cost.md): " + ESTIMATE_RULES)
     out.append(_token_rule(provider))
     out.append("no retries or re-asks assumed (a real run pays for each)")
+    if (time_line := provider.time_line()) is not None:
+        out.append(time_line)
     if emb is not None:
         out.append("embeddings: counted, not priced")
     return tuple(out)
