@@ -451,7 +451,7 @@ def test_the_comparison_pairs_turns_of_a_conversation_as_compare_does(tmp_path: 
         expected = compare(load_runs(store, ["turns-a", "turns-b"]))
     assert expected.pairing[0].paired == 6  # the ids differ; conversation and turn pair them
     _, page = get(app_of(path), "/compare?run=turns-a&run=turns-b")
-    assert "Pairing: 6 of 6 samples paired" in page
+    assert "Pairing: 6 of 6 turns paired" in page
     assert f"<td>{expected.paired[0].difference.n} of 6</td><td>+0.125</td>" in page
     changed = re.findall(r'<a href="/run/turns-b/sample/(b\d)">b\d</a> <a class="muted" href="/run/turns-a/sample/(a\d)"',
                          page)
