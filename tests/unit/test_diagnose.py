@@ -263,7 +263,7 @@ def test_poor_pairing_is_refused_unless_asked_for(result: EvaluationResult) -> N
         diagnose_change(a, b)
     change = diagnose_change(a, b, allow_poor_pairing=True)
     assert change.poor and change.paired == 2
-    assert change_lines(change)[1].startswith("WARNING: only 2 of 13 samples paired")
+    assert change_lines(change)[1].startswith("WARNING: only 2 of 11 samples, 0 of 1 turns, 0 of 1 conversations paired")
 
 
 def test_text_and_json_forms(diagnosis: Diagnosis) -> None:

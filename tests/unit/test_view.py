@@ -380,7 +380,27 @@ def test_the_run_page_shows_the_mean_corrected_by_the_labels_as_calibrate_does(
     assert row, page.split('id="corrected"')[1][:600]
     assert int(row[1]) == faith["n_labels"] == 3 and row[2] == "0.889"
     assert row[3] == f"{faith['corrected_mean']:.3f}" and (row[5], row[6]) == (f"{low:.3f}", f"{high:.3f}")
-    assert row[4] == " !" and "fewer than 10 labels" in page  # three labels are too few, and it says so
+    assert row[4] == " !" and "faithfulness rests on 3 (fewer than 10)" in page  # three labels are too few
+
+
+def test_unanimous_labels_are_called_too_few_for_that_reason_as_calibrate_says(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragsight.cli import main
+
+    path = tmp_path / "same.db"
+    with Store(path) as store:
+        put_run(store, "same", {"faithfulness": {f"s{i:02d}": 0.2 + (i % 4) / 5 for i in range(16)}})
+    app = app_of(path)
+    for i in range(12):  # twelve labels, every one a pass: more than ten, but their spread is unknown
+        assert post(app, {"run": "same", "sample": f"s{i:02d}", "metric": "faithfulness", "claim": None,
+                          "value": 1, "who": "ana"})[0] == 200
+    _, page = get(app, "/run/same")
+    warning = page.split('id="too-few">', 1)[1].split("</p>", 1)[0]
+    assert "fewer than 10" not in page
+    assert "faithfulness rests on 12 labels all alike (their spread cannot be measured)" in warning
+    assert main(["calibrate", "same", "--label", "human", "--store", str(path)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "too few labels: faithfulness rests on 12 labels all alike (their spread cannot be measured)." in said
 
 
 def test_imported_labels_of_the_whole_sample_are_shown(db: Path) -> None:
@@ -451,7 +471,7 @@ def test_the_comparison_pairs_turns_of_a_conversation_as_compare_does(tmp_path: 
         expected = compare(load_runs(store, ["turns-a", "turns-b"]))
     assert expected.pairing[0].paired == 6  # the ids differ; conversation and turn pair them
     _, page = get(app_of(path), "/compare?run=turns-a&run=turns-b")
-    assert "Pairing: 6 of 6 samples paired" in page
+    assert "Pairing: 6 of 6 turns paired" in page
     assert f"<td>{expected.paired[0].difference.n} of 6</td><td>+0.125</td>" in page
     changed = re.findall(r'<a href="/run/turns-b/sample/(b\d)">b\d</a> <a class="muted" href="/run/turns-a/sample/(a\d)"',
                          page)

@@ -35,7 +35,14 @@ from ._agreement import (
     threshold_metrics,
 )
 from ._corrected import MIN_LABELS, CorrectedEstimate, corrected_estimate, ppi_mean
-from ._paired import MIN_PAIRED_SHARE, PairedDifference, Pairing, paired_difference, pairs_to_detect
+from ._paired import (
+    MIN_PAIRED_SHARE,
+    LevelPairing,
+    PairedDifference,
+    Pairing,
+    paired_difference,
+    pairs_to_detect,
+)
 from ._summaries import RunSpread, Summary, harmonic_mean, overall_score, run_spread, summarize
 
 __all__ = [
@@ -48,6 +55,7 @@ __all__ = [
     "Correlations",
     "GroupComparison",
     "GroupStats",
+    "LevelPairing",
     "PairedDifference",
     "Pairing",
     "RunSpread",

@@ -4,7 +4,9 @@ the fewest pairs that can show a difference."""
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -19,9 +21,11 @@ from ._common import (
     _same_length,
 )
 
-__all__ = ["EXACT_PERMUTATION_MAX", "MIN_PAIRED_SHARE", "PairedDifference", "Pairing", "paired_difference",
-           "pairs_to_detect"]
+__all__ = ["EXACT_PERMUTATION_MAX", "MIN_PAIRED_SHARE", "LevelPairing", "PairedDifference", "Pairing",
+           "paired_difference", "pairs_to_detect"]
 
+
+_Key = TypeVar("_Key", bound=Hashable)
 
 EXACT_PERMUTATION_MAX = 16
 """The permutation test enumerates all sign flips when at most this many pairs differ."""
@@ -218,19 +222,56 @@ MIN_PAIRED_SHARE = 0.8
 
 
 @dataclass(frozen=True)
+class LevelPairing:
+    """One level's part of a :class:`Pairing`: the rows of one kind (``unit``: "sample" for data
+    without conversations, "turn" or "conversation") in each run, and those paired."""
+
+    unit: str
+    n_baseline: int
+    n_other: int
+    paired: int
+
+    @property
+    def most(self) -> int:
+        return max(self.n_baseline, self.n_other)
+
+
+def _count(n: int, unit: str) -> str:
+    return f"{n} {unit}{'' if n == 1 else 's'}"
+
+
+@dataclass(frozen=True)
 class Pairing:
     """How one run's samples pair with the baseline's, by sample id.
 
     ``share`` is the paired samples over the larger of the two runs; below
     :data:`MIN_PAIRED_SHARE` the pairing is ``poor``: the paired differences then speak for a
     part of the data only (the usual cause: rows without ids whose question or reference text
-    differs between the runs, or two different data sets)."""
+    differs between the runs, or two different data sets). ``levels``: the same counts per
+    level (turns and conversations of a conversation data set, each paired on its own), which
+    :meth:`describe` states; see :meth:`of`."""
 
     baseline: str
     other: str
     n_baseline: int
     n_other: int
     paired: int
+    levels: tuple[LevelPairing, ...] = ()
+
+    @classmethod
+    def of(cls, baseline: str, other: str, keys_baseline: Mapping[_Key, str],
+           keys_other: Mapping[_Key, str]) -> Pairing:
+        """The pairing of two runs from their pairing keys, each mapped to the unit of its level
+        ("sample", "turn", "conversation"): a key pairs with the same key of the other run. The
+        levels come in the order the runs first name them."""
+        units = list(dict.fromkeys([*keys_baseline.values(), *keys_other.values()]))
+        levels = tuple(
+            LevelPairing(unit, sum(1 for u in keys_baseline.values() if u == unit),
+                         sum(1 for u in keys_other.values() if u == unit),
+                         sum(1 for k, u in keys_baseline.items() if u == unit and k in keys_other))
+            for unit in units)
+        return cls(baseline, other, len(keys_baseline), len(keys_other),
+                   sum(1 for k in keys_baseline if k in keys_other), levels)
 
     @property
     def share(self) -> float:
@@ -247,7 +288,20 @@ class Pairing:
         return self.paired < max(self.n_baseline, self.n_other)
 
     def describe(self) -> str:
-        text = (f"{self.paired} of {max(self.n_baseline, self.n_other)} samples paired between "
+        """Says "20 of 20 samples paired between A (20) and B (20)"; for a conversation data set,
+        each level on its own: "12 of 12 turns, 5 of 5 conversations paired between A and B",
+        then what is unpaired ("; unpaired in A: 2 turns, 1 conversation")."""
+        if len(self.levels) > 1:
+            paired = ", ".join(f"{lv.paired} of {lv.most} {lv.unit}s" for lv in self.levels)
+            text = f"{paired} paired between {self.baseline} and {self.other}"
+            unpaired = []
+            for run, counts in ((self.baseline, [(lv.n_baseline - lv.paired, lv.unit) for lv in self.levels]),
+                                (self.other, [(lv.n_other - lv.paired, lv.unit) for lv in self.levels])):
+                if any(n for n, _ in counts):
+                    unpaired.append(f"in {run}: {', '.join(_count(n, unit) for n, unit in counts if n)}")
+            return text + (f"; unpaired {'; '.join(unpaired)}" if unpaired else "")
+        unit = self.levels[0].unit if self.levels else "sample"
+        text = (f"{self.paired} of {max(self.n_baseline, self.n_other)} {unit}s paired between "
                 f"{self.baseline} ({self.n_baseline}) and {self.other} ({self.n_other})")
         unpaired_a, unpaired_b = self.n_baseline - self.paired, self.n_other - self.paired
         if unpaired_a or unpaired_b:

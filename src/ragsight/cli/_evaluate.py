@@ -16,7 +16,7 @@ from typing import Any
 from rich.text import Text
 
 from ..analyses import AnalysisSettings
-from ..calls import format_usd, parse_price_flags, prices_from_config
+from ..calls import format_limit, format_usd, parse_price_flags, prices_from_config
 from ..embed import EmbedderSpec
 from ..engine import Progress, ProgressDisplay
 from ..errors import (
@@ -254,8 +254,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                        max_cost=args.max_cost),
                 ), sigterm=True)
         except BudgetExceededError as stop:
-            say(err, f"stopped before exceeding --max-cost ${stop.limit:g}: {format_usd(stop.spent)} spent by "
-                     f"this command; {stop.done} of {stop.total} samples are saved in {args.store} (run "
+            say(err, f"stopped before exceeding --max-cost {format_limit(stop.limit)}: {format_usd(stop.spent)} "
+                     f"spent by this command; {stop.done} of {stop.total} samples are saved in {args.store} (run "
                      f"{stop.run_id}). Continue with a new budget (--dry-run estimates the rest):",
                 markup=False)
             err.print(f"  {_resume_command(stop.run_id, args.store)} --max-cost USD", soft_wrap=True, markup=False)
@@ -326,13 +326,14 @@ def _dry_run(args: argparse.Namespace, data: Any, metrics: str | None, prices: d
     if args.max_cost is not None:
         usd = est.usd
         if usd is None:
-            say(out, f"--max-cost ${args.max_cost:g}: cannot be checked, the price is unknown", markup=False)
+            say(out, f"--max-cost {format_limit(args.max_cost)}: cannot be checked, the price is unknown",
+                markup=False)
         elif usd > args.max_cost:
             say(out, Text(f"OVER BUDGET: the estimate {format_usd(usd)} is above --max-cost "
-                          f"${args.max_cost:g}: the run would stop before its end", style="bold red"))
+                          f"{format_limit(args.max_cost)}: the run would stop before its end", style="bold red"))
             return EXIT_BUDGET
         else:
-            say(out, f"within --max-cost ${args.max_cost:g}", markup=False)
+            say(out, f"within --max-cost {format_limit(args.max_cost)}", markup=False)
     return EXIT_OK
 
 

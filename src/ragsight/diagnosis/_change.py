@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._stats import MIN_PAIRED_SHARE, Pairing, paired_difference
+from .._stats import MIN_PAIRED_SHARE, LevelPairing, Pairing, paired_difference
 from ._model import (
     CAUSES,
     DIAGNOSIS_FORMAT,
@@ -24,6 +24,7 @@ from ._model import (
     SampleDiagnosis,
     UnpairedRunsError,
 )
+from ._samples import pair_unit
 
 __all__ = ["MIN_PAIRED_SHARE", "PASSING", "CauseChange", "DiagnosisChange", "SampleChange", "diagnose_change"]
 
@@ -81,11 +82,13 @@ class DiagnosisChange:
     changed: tuple[SampleChange, ...]
     now_passing: int
     now_failing: int
+    levels: tuple[LevelPairing, ...] = ()
+    """The pairing per level (turns and conversations of a conversation data set)."""
 
     @property
     def pairing(self) -> Pairing:
         """The pairing as ``ragsight compare`` states it (share, poor, partial, describe)."""
-        return Pairing(self.run_a, self.run_b, self.n_a, self.n_b, self.paired)
+        return Pairing(self.run_a, self.run_b, self.n_a, self.n_b, self.paired, self.levels)
 
     @property
     def share(self) -> float:
@@ -116,11 +119,10 @@ def diagnose_change(a: Diagnosis, b: Diagnosis, *, seed: int = 0, allow_poor_pai
     :class:`UnpairedRunsError` when fewer than :data:`MIN_PAIRED_SHARE` of the samples pair,
     unless ``allow_poor_pairing``."""
     paired = [k for k in a.keys if k in b.keys]
-    most = max(len(a.keys), len(b.keys))
-    if (len(paired) / most if most else 0.0) < MIN_PAIRED_SHARE and not allow_poor_pairing:
+    pairing = Pairing.of(a.run_id, b.run_id, {k: pair_unit(k) for k in a.keys}, {k: pair_unit(k) for k in b.keys})
+    if pairing.poor and not allow_poor_pairing:
         raise UnpairedRunsError(
-            f"the runs share too few samples to compare their causes ({len(paired)} of "
-            f"{most} paired between {a.run_id} and {b.run_id}). Rows without an id are "
+            f"the runs share too few samples to compare their causes ({pairing.describe()}). Rows without an id are "
             "matched by their question and reference: check that both runs evaluated the same questions, or "
             "give the rows ids. To compare the paired part anyway, pass --allow-poor-pairing "
             "(allow_poor_pairing=True).")
@@ -163,4 +165,4 @@ def diagnose_change(a: Diagnosis, b: Diagnosis, *, seed: int = 0, allow_poor_pai
         run_a=a.run_id, run_b=b.run_id, n_a=len(a.keys), n_b=len(b.keys), paired=len(rows), causes=tuple(out),
         changed=changed,
         now_passing=sum(1 for _, sa, sb in rows if sa is not None and sb is None),
-        now_failing=sum(1 for _, sa, sb in rows if sa is None and sb is not None))
+        now_failing=sum(1 for _, sa, sb in rows if sa is None and sb is not None), levels=pairing.levels)

@@ -55,7 +55,7 @@ from ._model import (
 )
 
 __all__ = ["EXPLAINED_BY", "best_sentence", "diagnose_sample", "failing_metrics", "metric_name", "pair_key",
-           "question_text"]
+           "pair_unit", "question_text"]
 
 IR_METRICS = frozenset({"hit_rate", "precision_at_k", "recall_at_k", "mrr", "ndcg", "map"})
 # span metrics whose failure means a reference passage was missed or ranked low (span_precision
@@ -124,6 +124,14 @@ def pair_key(sample: Sample) -> tuple[str, ...]:
     if sample.conversation_id is not None:
         return ("turn", sample.conversation_id, "" if sample.turn is None else str(sample.turn))
     return ("id", sample.id)
+
+
+def pair_unit(key: tuple[str, ...]) -> str:
+    """The unit a pairing line counts a :func:`pair_key` in: "sample" for a sample outside
+    conversations, "turn" for a turn, "conversation" for a conversation's own sample."""
+    if key[0] == "id":
+        return "sample"
+    return "conversation" if key[2] == "" else "turn"
 
 
 def question_text(sample: Sample) -> str:

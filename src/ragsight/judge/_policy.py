@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..calls import OVERLOAD_BUDGET_S, Price
+from ..calls import OVERLOAD_BUDGET_S, Price, format_limit, format_usd
 from ..errors import BudgetExceededError, ConfigError
 from ._protocol import JudgeRequest
 
@@ -81,8 +81,9 @@ class SpendLimit:
         worst = self.worst_cost(request)
         if self.spent + self.reserved + worst > self.limit:
             raise BudgetExceededError(
-                f"the next judge call could cost up to ${worst:.4f}, and ${self.spent:.4f} is spent "
-                f"(${self.reserved:.4f} more in flight) of the ${self.limit:g} limit (--max-cost)",
+                f"the next judge call could cost up to {format_usd(worst)}, and {format_usd(self.spent)} is "
+                f"spent ({format_usd(self.reserved)} more in flight) of the {format_limit(self.limit)} limit "
+                "(--max-cost)",
                 spent=self.spent, limit=self.limit)
         self.reserved += worst
         return worst

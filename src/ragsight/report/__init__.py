@@ -11,6 +11,7 @@ from .._stats import (
     Correlations,
     GroupComparison,
     GroupStats,
+    LevelPairing,
     PairedDifference,
     RunSpread,
     Summary,
@@ -33,7 +34,13 @@ from .._stats import (
 )
 from ..run import RepeatReport, evaluate_repeats
 from ._align import Agreement, Alignment, AlignmentExample, align, count_examples, load_alignment
-from ._calibrate import CalibrationReport, MetricCalibration, PairConcordance, calibrate
+from ._calibrate import (
+    CalibrationReport,
+    MetricCalibration,
+    PairConcordance,
+    calibrate,
+    too_few_labels_text,
+)
 from ._calibrate_view import print_calibration
 from ._compare import (
     Comparison,
@@ -79,6 +86,7 @@ __all__ = [
     "GroupComparison",
     "GroupStats",
     "LabelImport",
+    "LevelPairing",
     "Marks",
     "MetricCalibration",
     "MetricRow",
@@ -144,5 +152,6 @@ __all__ = [
     "store_labels",
     "summarize",
     "threshold_metrics",
+    "too_few_labels_text",
     "write_report",
 ]

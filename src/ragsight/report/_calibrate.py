@@ -55,6 +55,7 @@ __all__ = [
     "MetricCalibration",
     "PairConcordance",
     "calibrate",
+    "too_few_labels_text",
 ]
 
 DEFAULT_PAIR = ("faithfulness", "factual_correctness")
@@ -105,12 +106,19 @@ class MetricCalibration:
     """Every label the corrected mean rests on is the same (all pass or all fail)."""
 
     def too_few_text(self) -> str:
-        """Why the labels are too few: "faithfulness rests on 6 (fewer than 10)", or "faithfulness
-        rests on 12 labels all alike (their spread cannot be measured)"."""
-        if self.labels_unanimous:
-            return (f"{self.metric} rests on {self.n_labels} label{'s' if self.n_labels != 1 else ''} all alike "
-                    "(their spread cannot be measured)")
-        return f"{self.metric} rests on {self.n_labels} (fewer than {MIN_LABELS})"
+        """Why the labels are too few (:func:`too_few_labels_text`)."""
+        return too_few_labels_text(self.metric, self.n_labels, self.labels_unanimous)
+
+
+def too_few_labels_text(metric: str, n_labels: int, unanimous: bool) -> str:
+    """Why a metric's labels are too few for its corrected mean, as calibrate, the report and the
+    viewer say it: "faithfulness rests on 6 (fewer than 10)", or, when every label is the same
+    (``unanimous``), "faithfulness rests on 12 labels all alike (their spread cannot be
+    measured)"."""
+    if unanimous:
+        return (f"{metric} rests on {n_labels} label{'s' if n_labels != 1 else ''} all alike "
+                "(their spread cannot be measured)")
+    return f"{metric} rests on {n_labels} (fewer than {MIN_LABELS})"
 
 
 @dataclass(frozen=True)

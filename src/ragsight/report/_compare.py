@@ -175,6 +175,12 @@ def _pair_keys(result: EvaluationResult) -> dict[tuple[str, ...], str]:
     return out
 
 
+def _units(keys: Mapping[tuple[str, ...], str]) -> dict[tuple[str, ...], str]:
+    """Each pairing key (:func:`_pair_keys`) -> the unit the pairing line counts it in: "sample"
+    for data without conversations, else its level ("turn" or "conversation")."""
+    return {k: "sample" if k[0] == "id" else k[-1] for k in keys}
+
+
 def _configuration(d: RunData) -> dict[str, Any]:
     """A run's configuration as the comparison shows it: its own (metadata, judge, embedder,
     data set), then the judge settings it stored (claim threshold, alignment) that it does not
@@ -266,10 +272,7 @@ def compare(
     keyed = [_pair_keys(d.result) for d in data]  # pairing key -> sample id, per run
     pairing: list[Pairing] = []
     for j in range(1, len(data)):
-        pairing.append(Pairing(
-            columns[0].label, columns[j].label, len(base.result.samples), len(keyed[j]),
-            sum(1 for k in keyed[0] if k in keyed[j]),
-        ))
+        pairing.append(Pairing.of(columns[0].label, columns[j].label, _units(keyed[0]), _units(keyed[j])))
     poor = [pr for pr in pairing if pr.poor]
     if poor and not allow_poor_pairing:
         lines = "; ".join(pr.describe() for pr in poor)

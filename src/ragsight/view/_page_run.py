@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..report import MIN_LABELS, corrected_estimate, fmt, fmt_ci
+from ..report import corrected_estimate, fmt, fmt_ci, too_few_labels_text
 from ._assets import e, t, url
 from ._model import OUTCOMES, SORTS, Filter, RunTable
 from ._parts import LabelView, _arrow, _date
@@ -124,11 +124,12 @@ def corrected_table(table: RunTable, general: Mapping[str, float], own: Mapping[
                     field_name: str) -> str:
     """Each metric's raw judge mean beside its mean corrected by the labels (prediction-powered
     inference: ``ragsight.report.corrected_estimate``, as ``calibrate`` reports it), with the
-    count of labels it rests on, and a warning where they are too few."""
+    count of labels it rests on, and a warning where they are too few, worded as ``calibrate``
+    words it (``ragsight.report.too_few_labels_text``)."""
     if not general and not own:
         return ""
     rows = []
-    few = False
+    few: list[str] = []
     for m in table.metrics:
         labels = {**general, **own.get(m, {})}  # a metric's own label before the whole sample's
         if not labels:
@@ -145,7 +146,8 @@ def corrected_table(table: RunTable, general: Mapping[str, float], own: Mapping[
             continue
         est = corrected_estimate(judged, labels, lower_is_better=table.lower.get(m, False))
         mark = " !" if est.too_few else ""
-        few = few or est.too_few
+        if est.too_few:
+            few.append(too_few_labels_text(m, est.n_labels, est.unanimous))
         rows.append(f'<tr><td class="l">{t(m)} {_arrow(table.lower.get(m, False))}</td><td>{est.n_labels}</td>'
                     f"<td>{fmt(est.judge_mean)}</td><td><b>{fmt(est.corrected_mean)}</b>{mark}</td>"
                     f"<td>{fmt_ci(*est.corrected_ci) if est.corrected_ci else '–'}</td></tr>")
@@ -158,8 +160,8 @@ def corrected_table(table: RunTable, general: Mapping[str, float], own: Mapping[
            "corrected by its error on the labelled ones; the same estimate as <code>ragsight calibrate RUN "
            f"--label {t(field_name)}</code>.</p>"]
     if few:
-        out.append(f'<p class="warn"><strong>!</strong> fewer than {MIN_LABELS} labels: the corrected mean rests on '
-                   "too few to be trusted; its interval may not cover the true mean.</p>")
+        out.append(f'<p class="warn" id="too-few"><strong>!</strong> too few labels: {t("; ".join(few))}. Those '
+                   "corrected means (marked !) are rough: their interval may not cover the true mean.</p>")
     return "".join(out)
 
 
