@@ -31,6 +31,10 @@ class RagScript:
     entities: dict[str, list[str]] = field(default_factory=dict)  # raw text -> entities
     sentence_relevance: Callable[[str], bool] | None = None
     probabilities: dict[tuple[str, str], float] = field(default_factory=dict)
+    # (claim, chunk text) -> P(Yes) of the embedded judge for a claim against one chunk alone
+    # (context_precision through the reference's claims); without it, the chunk's entry in
+    # chunk_probabilities answers for every claim
+    claim_in_chunk: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def _verdict(self, claim: str, target: str) -> bool:
         try:
@@ -111,6 +115,13 @@ class RagScript:
         def verify_claim(v: Mapping[str, Any]) -> float:
             claim = v["claim_text"]
             target = v["target"]
+            if target == "chunk":  # one chunk alone, whatever its rank
+                chunk = v["chunk_text"]
+                if (claim, chunk) in self.claim_in_chunk:
+                    return self.claim_in_chunk[(claim, chunk)]
+                if chunk in self.chunk_probabilities:
+                    return self.chunk_probabilities[chunk]
+                raise AssertionError(f"script has no verdict for {claim!r} against the chunk {chunk!r}")
             if target.startswith("chunk:") and (claim, target) not in self.verdicts:
                 return 0.1
             if (claim, target) in self.probabilities:

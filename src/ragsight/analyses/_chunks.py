@@ -1,11 +1,19 @@
 """Chunk relevance (context precision): whether each retrieved chunk holds information that the
 reference (or the response) needs, not merely whether it is on the same topic.
 
-- embedded judge: one yes/no call per chunk (``chunk_relevant``) with that chunk alone: the
-  question and the answer first (evaluated once for all the chunks of a sample), the chunk last.
-  Neither the other chunks nor the rank is shown, so a chunk's verdict cannot depend on its
-  neighbours or its place. A verdict of not relevant or near the threshold (or every verdict, with
-  explain="all") gets a short reason (``explain_chunk``);
+- embedded judge, against the reference (:func:`_by_claims`): a chunk is relevant when it
+  supports at least one of the reference's claims (RAGChecker's claim-level definition): each
+  claim is checked against each chunk alone (``verify_claim``, the claim verdict of
+  context_recall, with its number and word guards). The claims are the ones context recall
+  extracts, so in a run with context recall nothing is generated for this step, and the reason
+  names the claim a chunk supports (or the closest one) without a generated explanation. A
+  reference with no claims falls back to the chunk step below;
+- embedded judge, against the response (or a claimless reference): one yes/no call per chunk
+  (``chunk_relevant``) with that chunk alone: the question and the answer first (evaluated once
+  for all the chunks of a sample), the chunk last. A verdict of not relevant or near the
+  threshold (or every verdict, with explain="all") gets a short reason (``explain_chunk``).
+  Either way neither the other chunks nor the rank is shown, so a chunk's verdict cannot depend
+  on its neighbours or its place;
 - remote judge: one JSON step with every chunk fenced and numbered and a reason for each
   (``chunk_relevance``). One call per sample keeps the call budget; the chunks are shown in an
   order fixed by their text, so the same chunks make the same prompt whatever their ranking
@@ -23,9 +31,10 @@ from ..calls import FENCE_TOKENS, fit_for_judge
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError
 from ..prompts import fence, load_prompt
-from ._calibrated import combine
+from ._calibrated import PRIOR_SOURCE, assess_claim, combine, needs_prior
 from ._signals import compute_signals
-from ._types import ChunkJudgement, lenient_bool, refs, verdict_items
+from ._types import ChunkJudgement, contexts_block, lenient_bool, refs, verdict_items
+from ._verdicts import aligned_prompt
 
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
@@ -89,6 +98,10 @@ async def relevance(sa: SampleAnalyses, against: str) -> ChunkJudgement:
     if not contexts:
         return ChunkJudgement(against, (), (), (), ())
     if judge.supports_choices:
+        if against == "reference":
+            claims = (await sa.reference_claims()).claims
+            if claims:
+                return await _by_claims(sa, judge, list(claims), answer_text or "", contexts)
         return await _by_choices(sa, judge, against, question, answer, answer_text or "", contexts)
     n = len(contexts)
     order = shown_order(contexts)
@@ -117,6 +130,73 @@ async def relevance(sa: SampleAnalyses, against: str) -> ChunkJudgement:
             by_rank[i] = (True, _stated_reason(against, stated))
     return ChunkJudgement(against, tuple(r for r, _ in by_rank), tuple(x for _, x in by_rank),
                           tuple(None for _ in by_rank), refs(ans))
+
+
+async def _by_claims(
+    sa: SampleAnalyses, judge: Judge, claims: list[str], answer_text: str, contexts: list[str]
+) -> ChunkJudgement:
+    """Each reference claim against each chunk alone; a chunk is relevant when its best claim's
+    P(supported) reaches the threshold. The chunk is shown as a one-chunk contexts block, so its
+    calls are the same whatever its rank (and, for a sample of one chunk, the same as context
+    recall's). The calls of a chunk run back to back: the chunk is the shared prefix."""
+    prompt = aligned_prompt(sa, "verify_claim")
+    thr = sa.settings.support_threshold
+    calibrated = sa.settings.calibrated
+    use_cache = sa.settings.use_cache
+    question = sa.sample.question or ""
+    prior_answers: list[Answer[dict[str, float]]] = []
+    answers: list[Answer[dict[str, float]]] = []
+    table: list[list[float]] = []  # chunk x claim
+    async with sa.batch:
+        if calibrated and needs_prior(judge.model):  # the same calls as context recall's priors
+            for c in claims:
+                prior_answers.append(await judge.choose(
+                    prompt, {"source": PRIOR_SOURCE, "claim": fence("claim", c), "claim_text": c,
+                             "target": "prior"},
+                    use_cache=use_cache,
+                ))
+        priors: list[float | None] = [a.value["Yes"] for a in prior_answers] or [None] * len(claims)
+        for chunk in contexts:
+            source = contexts_block([chunk])
+            row: list[float] = []
+            for c, prior in zip(claims, priors):
+                a = await judge.choose(
+                    prompt, {"source": source, "claim": fence("claim", c), "claim_text": c,
+                             "chunk_text": chunk, "target": "chunk"},
+                    use_cache=use_cache,
+                )
+                answers.append(a)
+                p = a.value["Yes"]
+                if calibrated:
+                    combined, _ = assess_claim(c, source, p, prior, model=judge.model, question=question)
+                    assert combined is not None  # a judge probability was given
+                    p = combined
+                row.append(p)
+            table.append(row)
+    relevant: list[bool] = []
+    reasons: list[str] = []
+    probs: list[float] = []
+    supports: list[tuple[int, ...]] = []
+    for chunk, row in zip(contexts, table):
+        best = max(range(len(row)), key=lambda i: (row[i], -i))
+        held = tuple(i + 1 for i, p in enumerate(row) if p >= thr)
+        p = row[best]
+        if held:
+            listed = ", ".join(f"{i} (P {row[i - 1]:.2f})" for i in held)
+            why = (f"supports reference claim{'s' if len(held) > 1 else ''} {listed}: "
+                   f"\"{claims[held[0] - 1]}\"" + (" and more" if len(held) > 1 else ""))
+        elif (stated := states_the_answer(answer_text, chunk)) is not None:
+            p = max(p, stated)
+            why = _stated_reason("reference", stated)
+        else:
+            why = (f"supports none of the {len(claims)} reference claim{'s' if len(claims) != 1 else ''}; "
+                   f"closest: claim {best + 1} (P {p:.2f}) \"{claims[best]}\"")
+        relevant.append(p >= thr)
+        reasons.append(why)
+        probs.append(p)
+        supports.append(held)
+    return ChunkJudgement("reference", tuple(relevant), tuple(reasons), tuple(probs),
+                          refs(*prior_answers, *answers), claims=tuple(claims), supports=tuple(supports))
 
 
 async def _by_choices(

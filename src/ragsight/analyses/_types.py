@@ -136,6 +136,10 @@ class ChunkJudgement:
     reasons: tuple[str, ...]
     probabilities: tuple[float | None, ...]
     refs: tuple[JudgeCallRef, ...] = ()
+    # judged through the reference's claims (embedded judge): the claims, and per chunk the
+    # 1-based numbers of the claims it supports; empty when judged chunk by chunk
+    claims: tuple[str, ...] = ()
+    supports: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True)

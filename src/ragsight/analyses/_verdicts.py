@@ -39,7 +39,7 @@ from ._types import (
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["against_contexts", "explain", "reference_vs_response", "response_vs_reference", "verify"]
+__all__ = ["against_contexts", "aligned_prompt", "explain", "reference_vs_response", "response_vs_reference", "verify"]
 
 
 Checked: TypeAlias = "VerdictList | Exception | None"
@@ -154,7 +154,7 @@ async def _by_json(
         return out
 
     ans = await judge.ask(
-        _aligned(sa, "verify_claims"),
+        aligned_prompt(sa, "verify_claims"),
         {"source": source, "claims": numbered("claims", claims), "claim_list": list(claims),
          "target": target},
         validate, count=n, max_tokens=64 + 60 * n, use_cache=sa.settings.use_cache,
@@ -169,7 +169,7 @@ async def _by_json(
     return VerdictList(target, verdicts, support, refs(ans))
 
 
-def _aligned(sa: SampleAnalyses, prompt_id: str) -> Prompt:
+def aligned_prompt(sa: SampleAnalyses, prompt_id: str) -> Prompt:
     """The claim-verdict prompt, with an alignment's worked examples when the run has one."""
     prompt = load_prompt(prompt_id)
     s = sa.settings
@@ -187,7 +187,7 @@ async def _by_choices(
     chunks: list[str] | None, want_reasons: bool = True,
 ) -> VerdictList:
     """Every input of the verdict is recorded in ``ClaimVerdict.signals``."""
-    prompt = _aligned(sa, "verify_claim")
+    prompt = aligned_prompt(sa, "verify_claim")
     thr = sa.settings.support_threshold
     calibrated = sa.settings.calibrated
     use_cache = sa.settings.use_cache

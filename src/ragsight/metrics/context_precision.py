@@ -1,6 +1,8 @@
 """context_precision: rank-aware share of relevant chunks.
 
 score = sum_k (precision@k * v_k) / (number of relevant chunks), 0 when none is relevant.
+With the embedded judge and a reference, a chunk is relevant when it supports at least one of
+the reference's claims (analyses/_chunks.py).
 ``context_precision`` judges relevance against the reference; ``context_precision_without_reference``
 against the response. Two names, so one mean never mixes the two.
 """
@@ -38,13 +40,16 @@ class ContextPrecision(Metric):
     async def compute(self, ctx: SampleAnalyses) -> Score:
         j = await ctx.chunk_relevance(self.against)
         value = average_precision_of(j.relevant)
-        details = {
-            "against": self.against,
-            "chunks": [
-                {"rank": k, "relevant": r, "probability": p, "reason": why}
-                for k, (r, p, why) in enumerate(zip(j.relevant, j.probabilities, j.reasons), start=1)
-            ],
-        }
+        chunks: list[dict[str, object]] = [
+            {"rank": k, "relevant": r, "probability": p, "reason": why}
+            for k, (r, p, why) in enumerate(zip(j.relevant, j.probabilities, j.reasons), start=1)
+        ]
+        details: dict[str, object] = {"against": self.against, "chunks": chunks}
+        if j.claims:  # judged through the reference's claims: which claims each chunk supports
+            details["by"] = "reference claims"
+            details["claims"] = list(j.claims)
+            for chunk, held in zip(chunks, j.supports):
+                chunk["supports"] = list(held)
         n_rel = sum(j.relevant)
         reason = f"{n_rel} of {len(j.relevant)} chunks relevant; ranks {[k for k, r in enumerate(j.relevant, 1) if r]}"
         total = len(ctx.sample.contexts or ())
