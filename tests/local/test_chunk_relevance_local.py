@@ -6,10 +6,10 @@ Slow: the embedded model, a few dozen short yes/no calls and one claim extractio
 
 from __future__ import annotations
 
+import pytest
+
 import ragsight
 from ragsight.judge import Judge
-
-import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.local]
 

@@ -265,3 +265,15 @@ def test_a_claimless_reference_falls_back_to_the_chunk_step() -> None:
     details = result.scores["a"]["context_precision"].evidence.details
     assert "by" not in details and [c["relevant"] for c in details["chunks"]] == [True, False]
     assert len(judge.calls_for("chunk_relevant")) == 2
+
+
+def test_a_chunk_supporting_two_claims_names_both() -> None:
+    c1, c2 = FERRY_CLAIMS
+    both = SUNDAY + " " + PRICE
+    s = ferry_script()
+    s.claim_in_chunk.update({(c1, both): 0.9, (c2, both): 0.8})
+    result = ragsight.evaluate([ferry("f", [both, WEEKDAYS])], ["context_precision"], judge=s.choice_judge(),
+                               options=BARE)
+    chunk = result.scores["f"]["context_precision"].evidence.details["chunks"][0]
+    assert chunk["supports"] == [1, 2]
+    assert chunk["reason"] == f'supports reference claims 1 (P 0.90) and 2 (P 0.80); claim 1: "{c1}"'

@@ -182,9 +182,12 @@ async def _by_claims(
         held = tuple(i + 1 for i, p in enumerate(row) if p >= thr)
         p = row[best]
         if held:
-            listed = ", ".join(f"{i} (P {row[i - 1]:.2f})" for i in held)
-            why = (f"supports reference claim{'s' if len(held) > 1 else ''} {listed}: "
-                   f"\"{claims[held[0] - 1]}\"" + (" and more" if len(held) > 1 else ""))
+            listed = [f"{i} (P {row[i - 1]:.2f})" for i in held]
+            if len(held) == 1:
+                why = f"supports reference claim {listed[0]}: \"{claims[held[0] - 1]}\""
+            else:
+                why = (f"supports reference claims {', '.join(listed[:-1])} and {listed[-1]}; "
+                       f"claim {held[0]}: \"{claims[held[0] - 1]}\"")
         elif (stated := states_the_answer(answer_text, chunk)) is not None:
             p = max(p, stated)
             why = _stated_reason("reference", stated)
