@@ -57,6 +57,9 @@ def test_moving_the_needed_chunk_down_lowers_context_precision(embedded: bool) -
     for k, contexts in RANKINGS.items():
         chunks = result.scores[k]["context_precision"].evidence.details["chunks"]
         assert [c["relevant"] for c in chunks] == [c == NEEDED for c in contexts]
+        if embedded:  # the reference is one claim: the reason does not repeat it for each chunk
+            assert [c["reason"].startswith("does not support the reference's one claim (P ")
+                    for c in chunks] == [c != NEEDED for c in contexts]
 
 
 def test_the_remote_judge_sees_the_same_prompt_whatever_the_ranking() -> None:

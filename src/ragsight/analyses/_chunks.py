@@ -191,8 +191,10 @@ async def _by_claims(
         elif (stated := states_the_answer(answer_text, chunk)) is not None:
             p = max(p, stated)
             why = _stated_reason("reference", stated)
+        elif len(claims) == 1:
+            why = f"does not support the reference's one claim (P {p:.2f})"
         else:
-            why = (f"supports none of the {len(claims)} reference claim{'s' if len(claims) != 1 else ''}; "
+            why = (f"supports none of the {len(claims)} reference claims; "
                    f"closest: claim {best + 1} (P {p:.2f}) \"{claims[best]}\"")
         relevant.append(p >= thr)
         reasons.append(why)
