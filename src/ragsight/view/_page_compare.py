@@ -24,7 +24,7 @@ from ..report import (
 )
 from ..result import EvaluationResult
 from ._assets import e, t, url
-from ._model import RunTable
+from ._model import NOT_APPLICABLE, RunTable
 from ._parts import _arrow
 
 __all__ = ["compare_body", "comparison", "light_run"]
@@ -40,7 +40,7 @@ def light_run(table: RunTable) -> RunData:
     for m in table.metrics:
         outs, vals, why = table.outcomes[m], table.values[m], table.reasons.get(m, {})
         for i, sid in enumerate(table.ids):
-            if outs[i] == "missing":
+            if outs[i] in ("missing", NOT_APPLICABLE):  # not scored, or a metric of the other level
                 continue
             scores.setdefault(sid, {})[m] = Score(m, Outcome(outs[i]), vals[i], why.get(i, ""))
     info = table.info
