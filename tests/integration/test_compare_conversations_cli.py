@@ -73,5 +73,6 @@ def test_what_is_unpaired_is_counted_per_level_too(
         judge_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store, run_a, run_b = _runs(tmp_path, judge_url, (5, 4))  # run B lacks the last conversation
     out = _printed(capsys, "compare", run_a, run_b, "--store", str(store))
-    assert ("WARNING: only 10 of 12 turns, 4 of 5 conversations paired between A and B; "
-            "unpaired in A: 2 turns, 1 conversation (82%).") in out, out
+    # each level with its own share, the worst first: not 14 of 17 rows (82%) together
+    assert ("WARNING: only 4 of 5 conversations (80%), 10 of 12 turns (83%) paired between A and B; "
+            "unpaired in A: 2 turns, 1 conversation. The differences below") in out, out

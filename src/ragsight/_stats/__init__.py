@@ -42,6 +42,7 @@ from ._paired import (
     Pairing,
     paired_difference,
     pairs_to_detect,
+    too_few_paired,
 )
 from ._summaries import RunSpread, Summary, harmonic_mean, overall_score, run_spread, summarize
 
@@ -76,4 +77,5 @@ __all__ = [
     "run_spread",
     "summarize",
     "threshold_metrics",
+    "too_few_paired",
 ]

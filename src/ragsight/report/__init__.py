@@ -31,6 +31,7 @@ from .._stats import (
     run_spread,
     summarize,
     threshold_metrics,
+    too_few_paired,
 )
 from ..run import RepeatReport, evaluate_repeats
 from ._align import Agreement, Alignment, AlignmentExample, align, count_examples, load_alignment
@@ -153,5 +154,6 @@ __all__ = [
     "summarize",
     "threshold_metrics",
     "too_few_labels_text",
+    "too_few_paired",
     "write_report",
 ]

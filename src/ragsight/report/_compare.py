@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._stats import PairedDifference, Pairing, paired_difference, pairs_to_detect
+from .._stats import PairedDifference, Pairing, paired_difference, pairs_to_detect, too_few_paired
 from ..dataset import sample_level
 from ..errors import ConfigError
 from ..result import EvaluationResult, overall_of
@@ -205,7 +205,8 @@ def compare(
     across every comparison made, and a verdict that respects lower-is-better metrics.
 
     Raises :class:`PoorPairingError` when a run pairs fewer than :data:`MIN_PAIRED_SHARE` of
-    its samples with the baseline, unless ``allow_poor_pairing`` (then ``pairing`` says so).
+    its samples with the baseline, each level on its own (of a conversation data set: of its
+    turns, or of its conversations), unless ``allow_poor_pairing`` (then ``pairing`` says so).
     """
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs")
@@ -273,11 +274,10 @@ def compare(
     pairing: list[Pairing] = []
     for j in range(1, len(data)):
         pairing.append(Pairing.of(columns[0].label, columns[j].label, _units(keyed[0]), _units(keyed[j])))
-    poor = [pr for pr in pairing if pr.poor]
-    if poor and not allow_poor_pairing:
-        lines = "; ".join(pr.describe() for pr in poor)
+    if any(pr.poor for pr in pairing) and not allow_poor_pairing:
+        units, lines = too_few_paired(pairing)
         raise PoorPairingError(
-            f"the runs share too few samples to compare ({lines}). Rows without an id are "
+            f"the runs share too few {units} to compare ({lines}). Rows without an id are "
             "matched by their question and reference: check that both runs evaluated the same "
             "questions, or give the rows ids. To compare the paired part anyway, pass "
             "--allow-poor-pairing (allow_poor_pairing=True)."

@@ -34,7 +34,7 @@ def comparison_section(cmp: Comparison) -> str:
     parts.append("</tbody></table>")
     for pr in cmp.pairing:
         if pr.partial:
-            parts.append(f'<p class="warn"><strong>Only {e(pr.describe())} ({pr.share:.0%}).</strong> '
+            parts.append(f'<p class="warn"><strong>Only {e(pr.shortfall())}.</strong> '
                          "The differences below speak for the paired samples only.</p>")
         else:
             parts.append(f'<p class="muted">Pairing: {e(pr.describe())}.</p>')

@@ -96,8 +96,10 @@ def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str 
         return "".join(parts)
     assert cmp is not None
     for pr in cmp.pairing:
-        cls = "warn" if pr.partial else "muted"
-        parts.append(f'<p class="{cls}">{"Only " if pr.partial else "Pairing: "}{t(pr.describe())} ({pr.share:.0%}).</p>')
+        if pr.partial:
+            parts.append(f'<p class="warn">Only {t(pr.shortfall())}.</p>')
+        else:
+            parts.append(f'<p class="muted">Pairing: {t(pr.describe())} ({pr.share:.0%}).</p>')
     parts.append('<h2>Means</h2><div class="scroll"><table><thead><tr><th class="l">metric</th>'
                  + "".join(f"<th>{r.label}</th>" for r in cmp.runs) + "</tr></thead><tbody>")
     for row in cmp.table:
