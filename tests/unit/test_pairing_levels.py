@@ -3,7 +3,7 @@ worst deciding, and the text names that level; data without conversations reads 
 
 from __future__ import annotations
 
-from ragsight._stats import LevelPairing, Pairing, too_few_paired
+from ragsight._stats import LevelPairing, Pairing, count_units, describe_counts, too_few_paired
 
 
 def keys(conversations: int, turns_each: int) -> dict[tuple[str, ...], str]:
@@ -47,3 +47,9 @@ def test_data_without_conversations_reads_as_before() -> None:
     bare = Pairing("A", "B", 20, 14, 14)  # built without levels: all its rows are one level
     assert (bare.share, bare.poor, bare.shortfall()) == (0.7, True, pr.shortfall())
 
+
+def test_a_run_counts_its_rows_as_the_pairing_line_does() -> None:
+    assert describe_counts(count_units(keys(5, 2).values())) == "10 turns, 5 conversations"
+    assert describe_counts(count_units(["sample"] * 17)) == "17 samples"
+    assert describe_counts(count_units(["sample"])) == "1 sample"
+    assert describe_counts(()) == "0 samples"

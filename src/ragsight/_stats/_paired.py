@@ -4,7 +4,7 @@ the fewest pairs that can show a difference."""
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -22,7 +22,7 @@ from ._common import (
 )
 
 __all__ = ["EXACT_PERMUTATION_MAX", "MIN_PAIRED_SHARE", "LevelPairing", "PairedDifference", "Pairing",
-           "paired_difference", "pairs_to_detect", "too_few_paired"]
+           "count_units", "describe_counts", "paired_difference", "pairs_to_detect", "too_few_paired"]
 
 
 _Key = TypeVar("_Key", bound=Hashable)
@@ -230,6 +230,24 @@ def _plural(units: Sequence[str]) -> str:
     """"turns", "conversations and turns", "turns, conversations and samples"."""
     words = [f"{u}s" for u in units]
     return " and ".join(words) if len(words) <= 2 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def count_units(units: Iterable[str]) -> tuple[tuple[str, int], ...]:
+    """How many rows of each unit ("sample", "turn", "conversation"), in the order the units
+    first come."""
+    counts: dict[str, int] = {}
+    for unit in units:
+        counts[unit] = counts.get(unit, 0) + 1
+    return tuple(counts.items())
+
+
+def describe_counts(counts: Sequence[tuple[str, int]]) -> str:
+    """A run's rows counted as its pairing line counts them: "17 samples" for data without
+    conversations, each level on its own for a conversation data set ("12 turns, 5
+    conversations")."""
+    if not counts:
+        return _count(0, "sample")
+    return ", ".join(_count(n, unit) for unit, n in counts)
 
 
 @dataclass(frozen=True)

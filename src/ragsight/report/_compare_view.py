@@ -39,7 +39,7 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
         )
     for r in cmp.runs:
         tag = "  (baseline)" if r.label == base.label else ""
-        c.print(Text(f"  {r.label} = {r.run_id}  ({r.n_samples} samples){tag}"))
+        c.print(Text(f"  {r.label} = {r.run_id}  ({r.size}){tag}"))
     for pr in cmp.pairing:
         if pr.partial:
             c.print(Text(f"WARNING: only {pr.shortfall()}. The differences below "

@@ -17,6 +17,7 @@ from ..report import (
     RunData,
     ci_notes,
     compare,
+    describe_rows,
     fmt,
     fmt_ci,
     fmt_p,
@@ -30,12 +31,17 @@ from ._parts import _arrow
 __all__ = ["compare_body", "comparison", "light_run"]
 
 
+def _light_samples(table: RunTable) -> list[Sample]:
+    """The run's samples as ids, with a turn's conversation and number (what pairs it)."""
+    turns = table.turns or [(None, None)] * len(table.ids)
+    return [Sample(id=sid, conversation_id=c, turn=n) for sid, (c, n) in zip(table.ids, turns)]
+
+
 def light_run(table: RunTable) -> RunData:
     """A run as :func:`ragsight.report.compare` needs it, from the viewer's table: sample ids
     (with a turn's conversation and number, which pair it), outcomes and values (no texts, no
     evidence: compare reads neither), configuration as ``load_runs`` builds it."""
-    turns = table.turns or [(None, None)] * len(table.ids)
-    samples = [Sample(id=sid, conversation_id=c, turn=n) for sid, (c, n) in zip(table.ids, turns)]
+    samples = _light_samples(table)
     scores: dict[str, dict[str, Score]] = {}
     for m in table.metrics:
         outs, vals, why = table.outcomes[m], table.values[m], table.reasons.get(m, {})
@@ -88,8 +94,9 @@ def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str 
     ids = [tb.run_id for tb in tables]
     parts = ["<h1>Comparison</h1>"]
     parts.append("<ul>" + "".join(
-        f'<li><b>{"ABCDEFGHIJKLMNOPQRSTUVWXYZ"[k]}</b> = <a href="{e(url("run", rid))}">{t(rid)}</a>'
-        f'{" (baseline)" if k == 0 else ""}</li>' for k, rid in enumerate(ids)) + "</ul>")
+        f'<li><b>{"ABCDEFGHIJKLMNOPQRSTUVWXYZ"[k]}</b> = <a href="{e(url("run", tb.run_id))}">{t(tb.run_id)}</a>'
+        f' ({t(describe_rows(_light_samples(tb)))}){" (baseline)" if k == 0 else ""}</li>'
+        for k, tb in enumerate(tables)) + "</ul>")
     if error is not None:
         again = url("compare", run=ids, allow_poor="1")
         parts.append(f'<p class="warn">{t(error)}</p><p><a href="{e(again)}">Compare the paired part anyway</a></p>')
