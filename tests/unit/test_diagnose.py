@@ -259,11 +259,15 @@ def test_the_change_between_two_runs_is_paired_by_sample() -> None:
 def test_poor_pairing_is_refused_unless_asked_for(result: EvaluationResult) -> None:
     few = evaluate([r for r in ROWS if r["id"] in ("r-miss", "ok")])
     a, b = diagnose(result, topics=False), diagnose(few, topics=False)
-    with pytest.raises(UnpairedRunsError, match="share too few samples"):
+    # each level on its own, the worst first: the conversation and its turn pair not at all
+    with pytest.raises(UnpairedRunsError, match="share too few turns, conversations and samples to compare"):
         diagnose_change(a, b)
     change = diagnose_change(a, b, allow_poor_pairing=True)
-    assert change.poor and change.paired == 2
-    assert change_lines(change)[1].startswith("WARNING: only 2 of 11 samples, 0 of 1 turns, 0 of 1 conversations paired")
+    assert change.poor and change.paired == 2 and change.share == 0.0
+    assert change_lines(change)[1].startswith(
+        "WARNING: only 0 of 1 turns (0%), 0 of 1 conversations (0%), 2 of 11 samples (18%) paired")
+    assert [(lv["unit"], lv["paired"], lv["share"]) for lv in change.to_dict()["pairing"]["levels"]] == [
+        ("sample", 2, 2 / 11), ("turn", 0, 0.0), ("conversation", 0, 0.0)]
 
 
 def test_text_and_json_forms(diagnosis: Diagnosis) -> None:

@@ -40,8 +40,11 @@ from ._paired import (
     LevelPairing,
     PairedDifference,
     Pairing,
+    count_units,
+    describe_counts,
     paired_difference,
     pairs_to_detect,
+    too_few_paired,
 )
 from ._summaries import RunSpread, Summary, harmonic_mean, overall_score, run_spread, summarize
 
@@ -66,6 +69,8 @@ __all__ = [
     "concordance_table",
     "corrected_estimate",
     "correlations",
+    "count_units",
+    "describe_counts",
     "expected_calibration_error",
     "group_comparison",
     "harmonic_mean",
@@ -76,4 +81,5 @@ __all__ = [
     "run_spread",
     "summarize",
     "threshold_metrics",
+    "too_few_paired",
 ]

@@ -4,7 +4,7 @@ the fewest pairs that can show a difference."""
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -22,7 +22,7 @@ from ._common import (
 )
 
 __all__ = ["EXACT_PERMUTATION_MAX", "MIN_PAIRED_SHARE", "LevelPairing", "PairedDifference", "Pairing",
-           "paired_difference", "pairs_to_detect"]
+           "count_units", "describe_counts", "paired_difference", "pairs_to_detect", "too_few_paired"]
 
 
 _Key = TypeVar("_Key", bound=Hashable)
@@ -216,9 +216,38 @@ def paired_difference(
 
 
 # Below this share of samples paired with the baseline, a comparison says little about the runs:
-# compare() and diagnose RUN_A RUN_B refuse unless asked (allow_poor_pairing). Any unpaired sample is
-# warned about.
+# compare() and diagnose RUN_A RUN_B refuse unless asked (allow_poor_pairing). The share is taken
+# per level (turns and conversations each on their own), the worst level deciding. Any unpaired
+# sample is warned about.
 MIN_PAIRED_SHARE = 0.8
+
+
+def _count(n: int, unit: str) -> str:
+    return f"{n} {unit}{'' if n == 1 else 's'}"
+
+
+def _plural(units: Sequence[str]) -> str:
+    """"turns", "conversations and turns", "turns, conversations and samples"."""
+    words = [f"{u}s" for u in units]
+    return " and ".join(words) if len(words) <= 2 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def count_units(units: Iterable[str]) -> tuple[tuple[str, int], ...]:
+    """How many rows of each unit ("sample", "turn", "conversation"), in the order the units
+    first come."""
+    counts: dict[str, int] = {}
+    for unit in units:
+        counts[unit] = counts.get(unit, 0) + 1
+    return tuple(counts.items())
+
+
+def describe_counts(counts: Sequence[tuple[str, int]]) -> str:
+    """A run's rows counted as its pairing line counts them: "17 samples" for data without
+    conversations, each level on its own for a conversation data set ("12 turns, 5
+    conversations")."""
+    if not counts:
+        return _count(0, "sample")
+    return ", ".join(_count(n, unit) for unit, n in counts)
 
 
 @dataclass(frozen=True)
@@ -235,21 +264,33 @@ class LevelPairing:
     def most(self) -> int:
         return max(self.n_baseline, self.n_other)
 
+    @property
+    def share(self) -> float:
+        """The paired rows of this level over the larger of the two runs' counts of it."""
+        return self.paired / self.most if self.most else 0.0
 
-def _count(n: int, unit: str) -> str:
-    return f"{n} {unit}{'' if n == 1 else 's'}"
+    @property
+    def poor(self) -> bool:
+        return self.share < MIN_PAIRED_SHARE
+
+    @property
+    def partial(self) -> bool:
+        return self.paired < self.most
 
 
 @dataclass(frozen=True)
 class Pairing:
     """How one run's samples pair with the baseline's, by sample id.
 
-    ``share`` is the paired samples over the larger of the two runs; below
-    :data:`MIN_PAIRED_SHARE` the pairing is ``poor``: the paired differences then speak for a
-    part of the data only (the usual cause: rows without ids whose question or reference text
-    differs between the runs, or two different data sets). ``levels``: the same counts per
-    level (turns and conversations of a conversation data set, each paired on its own), which
-    :meth:`describe` states; see :meth:`of`."""
+    ``levels``: the counts per level (turns and conversations of a conversation data set, each
+    paired on its own; one "sample" level for data without conversations), see :meth:`of`.
+    ``share`` is the worst level's paired rows over the larger of the two runs' rows of that
+    level, so a run missing 3 of 5 conversations but none of the turns has a share of 40%; below
+    :data:`MIN_PAIRED_SHARE` the pairing is ``poor``: the paired differences of that level then
+    speak for a part of the data only (the usual cause: rows without ids whose question or
+    reference text differs between the runs, or two different data sets). :meth:`describe`
+    states every level; :meth:`shortfall` says what a warning or a refusal says, the worst level
+    first."""
 
     baseline: str
     other: str
@@ -274,18 +315,40 @@ class Pairing:
                    sum(1 for k in keys_baseline if k in keys_other), levels)
 
     @property
+    def _levels(self) -> tuple[LevelPairing, ...]:
+        """The levels, or all the rows as one "sample" level when none were given."""
+        return self.levels or (LevelPairing("sample", self.n_baseline, self.n_other, self.paired),)
+
+    @property
+    def worst(self) -> LevelPairing:
+        """The level with the smallest share (the first of those alike): the one that decides."""
+        return min(self._levels, key=lambda lv: lv.share)
+
+    @property
     def share(self) -> float:
-        most = max(self.n_baseline, self.n_other)
-        return self.paired / most if most else 0.0
+        return self.worst.share
 
     @property
     def poor(self) -> bool:
         return self.share < MIN_PAIRED_SHARE
 
     @property
+    def poor_units(self) -> tuple[str, ...]:
+        """The units of the levels paired below :data:`MIN_PAIRED_SHARE`, worst first."""
+        return tuple(lv.unit for lv in sorted(self._levels, key=lambda lv: lv.share) if lv.poor)
+
+    @property
     def partial(self) -> bool:
         """Some sample of either run has no partner (a warning, and a refusal when poor)."""
-        return self.paired < max(self.n_baseline, self.n_other)
+        return any(lv.partial for lv in self._levels)
+
+    def _unpaired(self) -> str:
+        unpaired = []
+        for run, counts in ((self.baseline, [(lv.n_baseline - lv.paired, lv.unit) for lv in self.levels]),
+                            (self.other, [(lv.n_other - lv.paired, lv.unit) for lv in self.levels])):
+            if any(n for n, _ in counts):
+                unpaired.append(f"in {run}: {', '.join(_count(n, unit) for n, unit in counts if n)}")
+        return f"; unpaired {'; '.join(unpaired)}" if unpaired else ""
 
     def describe(self) -> str:
         """Says "20 of 20 samples paired between A (20) and B (20)"; for a conversation data set,
@@ -293,13 +356,7 @@ class Pairing:
         then what is unpaired ("; unpaired in A: 2 turns, 1 conversation")."""
         if len(self.levels) > 1:
             paired = ", ".join(f"{lv.paired} of {lv.most} {lv.unit}s" for lv in self.levels)
-            text = f"{paired} paired between {self.baseline} and {self.other}"
-            unpaired = []
-            for run, counts in ((self.baseline, [(lv.n_baseline - lv.paired, lv.unit) for lv in self.levels]),
-                                (self.other, [(lv.n_other - lv.paired, lv.unit) for lv in self.levels])):
-                if any(n for n, _ in counts):
-                    unpaired.append(f"in {run}: {', '.join(_count(n, unit) for n, unit in counts if n)}")
-            return text + (f"; unpaired {'; '.join(unpaired)}" if unpaired else "")
+            return f"{paired} paired between {self.baseline} and {self.other}{self._unpaired()}"
         unit = self.levels[0].unit if self.levels else "sample"
         text = (f"{self.paired} of {max(self.n_baseline, self.n_other)} {unit}s paired between "
                 f"{self.baseline} ({self.n_baseline}) and {self.other} ({self.n_other})")
@@ -307,3 +364,27 @@ class Pairing:
         if unpaired_a or unpaired_b:
             text += f"; unpaired: {unpaired_a} in {self.baseline}, {unpaired_b} in {self.other}"
         return text
+
+    def shortfall(self) -> str:
+        """What follows "only" in a warning: :meth:`describe` with the share, "14 of 20 samples
+        paired between A (20) and B (14); unpaired: 6 in A, 0 in B (70%)"; for a conversation
+        data set each level with its own share, the worst first, so the level that decides is
+        named: "2 of 5 conversations (40%), 12 of 12 turns (100%) paired between A and B;
+        unpaired in A: 3 conversations"."""
+        if len(self.levels) <= 1:
+            return f"{self.describe()} ({self.share:.0%})"
+        paired = ", ".join(f"{lv.paired} of {lv.most} {lv.unit}s ({lv.share:.0%})"
+                           for lv in sorted(self.levels, key=lambda lv: lv.share))
+        return f"{paired} paired between {self.baseline} and {self.other}{self._unpaired()}"
+
+
+def too_few_paired(pairings: Sequence[Pairing]) -> tuple[str, str]:
+    """What a refusal of poor pairings says: the rows too few of them pair ("samples",
+    "conversations", "conversations and turns") and the pairings themselves (each as
+    :meth:`Pairing.describe` says it for data without conversations, as
+    :meth:`Pairing.shortfall` for a conversation data set), for the poor ones among
+    ``pairings``."""
+    poor = [pr for pr in pairings if pr.poor]
+    units = list(dict.fromkeys(u for pr in poor for u in pr.poor_units))
+    said = "; ".join(pr.describe() if len(pr.levels) <= 1 else pr.shortfall() for pr in poor)
+    return _plural(units), said

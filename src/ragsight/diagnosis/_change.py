@@ -6,7 +6,8 @@ Per cause: the samples where it is primary in run A and found nowhere in run B's
 same sample (*fixed*: the sample passes in B, or fails there for another reason), and the reverse
 (*introduced*); the difference of the counts with the CI of the paired permutation test that
 ``ragsight compare`` uses (the share of samples with the cause as primary, B minus A, times the
-pairs). Fewer than :data:`MIN_PAIRED_SHARE` of the samples paired is refused unless asked for, as
+pairs). Fewer than :data:`MIN_PAIRED_SHARE` of the samples paired, of any level (the turns or the
+conversations of a conversation data set, each on its own), is refused unless asked for, as
 ``ragsight compare`` refuses it."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._stats import MIN_PAIRED_SHARE, LevelPairing, Pairing, paired_difference
+from .._stats import MIN_PAIRED_SHARE, LevelPairing, Pairing, paired_difference, too_few_paired
 from ._model import (
     CAUSES,
     DIAGNOSIS_FORMAT,
@@ -108,7 +109,9 @@ class DiagnosisChange:
     def to_dict(self) -> dict[str, Any]:
         return {"format": DIAGNOSIS_FORMAT, "runs": [self.run_a, self.run_b],
                 "pairing": {"paired": self.paired, "samples_a": self.n_a, "samples_b": self.n_b,
-                            "share": self.share, "poor": self.poor},
+                            "share": self.share, "poor": self.poor,
+                            "levels": [{"unit": lv.unit, "samples_a": lv.n_baseline, "samples_b": lv.n_other,
+                                        "paired": lv.paired, "share": lv.share} for lv in self.levels]},
                 "causes": [c.to_dict() for c in self.causes], "changed": [s.to_dict() for s in self.changed],
                 "now_passing": self.now_passing, "now_failing": self.now_failing}
 
@@ -116,13 +119,14 @@ class DiagnosisChange:
 def diagnose_change(a: Diagnosis, b: Diagnosis, *, seed: int = 0, allow_poor_pairing: bool = False
                     ) -> DiagnosisChange:
     """The change from run A's diagnosis to run B's (see the module docstring). Raises
-    :class:`UnpairedRunsError` when fewer than :data:`MIN_PAIRED_SHARE` of the samples pair,
-    unless ``allow_poor_pairing``."""
+    :class:`UnpairedRunsError` when fewer than :data:`MIN_PAIRED_SHARE` of the samples of a level
+    pair, unless ``allow_poor_pairing``."""
     paired = [k for k in a.keys if k in b.keys]
     pairing = Pairing.of(a.run_id, b.run_id, {k: pair_unit(k) for k in a.keys}, {k: pair_unit(k) for k in b.keys})
     if pairing.poor and not allow_poor_pairing:
+        units, said = too_few_paired([pairing])
         raise UnpairedRunsError(
-            f"the runs share too few samples to compare their causes ({pairing.describe()}). Rows without an id are "
+            f"the runs share too few {units} to compare their causes ({said}). Rows without an id are "
             "matched by their question and reference: check that both runs evaluated the same questions, or "
             "give the rows ids. To compare the paired part anyway, pass --allow-poor-pairing "
             "(allow_poor_pairing=True).")

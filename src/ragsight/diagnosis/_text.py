@@ -111,7 +111,7 @@ def change_lines(c: DiagnosisChange, examples: int = 10) -> list[str]:
     """The text of ``ragsight diagnose RUN_A RUN_B``."""
     lines = [f"Causes from run A ({c.run_a}) to run B ({c.run_b}), on the samples both have:"]
     if c.partial:
-        lines.append(f"WARNING: only {c.describe_pairing()} ({c.share:.0%}). The changes below speak for the "
+        lines.append(f"WARNING: only {c.pairing.shortfall()}. The changes below speak for the "
                      "paired samples only.")
     else:
         lines.append(f"Pairing: {c.describe_pairing()}.")

@@ -21,6 +21,8 @@ from .._stats import (
     concordance_table,
     corrected_estimate,
     correlations,
+    count_units,
+    describe_counts,
     expected_calibration_error,
     group_comparison,
     harmonic_mean,
@@ -31,6 +33,7 @@ from .._stats import (
     run_spread,
     summarize,
     threshold_metrics,
+    too_few_paired,
 )
 from ..run import RepeatReport, evaluate_repeats
 from ._align import Agreement, Alignment, AlignmentExample, align, count_examples, load_alignment
@@ -52,6 +55,7 @@ from ._compare import (
     ci_notes,
     compare,
     compare_runs,
+    describe_rows,
     holm,
 )
 from ._compare_view import print_comparison
@@ -120,6 +124,9 @@ __all__ = [
     "correlations",
     "count_examples",
     "count_noun",
+    "count_units",
+    "describe_counts",
+    "describe_rows",
     "evaluate_repeats",
     "expected_calibration_error",
     "export_labels",
@@ -153,5 +160,6 @@ __all__ = [
     "summarize",
     "threshold_metrics",
     "too_few_labels_text",
+    "too_few_paired",
     "write_report",
 ]

@@ -18,12 +18,20 @@ from the paired samples behind the differences.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._stats import PairedDifference, Pairing, paired_difference, pairs_to_detect
-from ..dataset import sample_level
+from .._stats import (
+    PairedDifference,
+    Pairing,
+    count_units,
+    describe_counts,
+    paired_difference,
+    pairs_to_detect,
+    too_few_paired,
+)
+from ..dataset import Sample, sample_level
 from ..errors import ConfigError
 from ..result import EvaluationResult, overall_of
 from ..store import Store
@@ -38,6 +46,7 @@ __all__ = [
     "ci_notes",
     "compare",
     "compare_runs",
+    "describe_rows",
     "holm",
 ]
 
@@ -49,12 +58,21 @@ are marked together (as the thesis marks ties)."""
 
 @dataclass(frozen=True)
 class RunColumn:
-    """One run of a comparison: its label (A, B, ...), id, configuration and sample count."""
+    """One run of a comparison: its label (A, B, ...), id, configuration and sample count
+    (``n_samples``: every row; ``counts``: the rows of each level as the pairing line counts
+    them, "sample" for data without conversations, else "turn" and "conversation")."""
 
     label: str
     run_id: str
     config: Mapping[str, Any]
     n_samples: int
+    counts: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def size(self) -> str:
+        """The run's rows as a comparison's header states them: "17 samples", or "12 turns, 5
+        conversations" (see :func:`describe_rows`)."""
+        return describe_counts(self.counts) if self.counts else describe_counts((("sample", self.n_samples),))
 
 
 @dataclass(frozen=True)
@@ -159,13 +177,13 @@ def _best(values: Sequence[float | None], lower_is_better: bool) -> tuple[int, .
     return tuple(i for i, v in enumerate(rounded) if v == target)
 
 
-def _pair_keys(result: EvaluationResult) -> dict[tuple[str, ...], str]:
+def _pair_keys(samples: Iterable[Sample]) -> dict[tuple[str, ...], str]:
     """What pairs a sample with its counterpart in another run, mapped to its sample id: a turn
     of a conversation by (conversation id, turn), a conversation by its id, any other sample
     by its id. In sample order. The key's last part is the sample's level (``turn`` or
     ``conversation``), so a metric pairs only the rows of its own level."""
     out: dict[tuple[str, ...], str] = {}
-    for s in result.samples:
+    for s in samples:
         level = sample_level(s)
         if s.conversation_id is not None:
             key: tuple[str, ...] = ("turn", s.conversation_id, "" if s.turn is None else str(s.turn), level)
@@ -179,6 +197,13 @@ def _units(keys: Mapping[tuple[str, ...], str]) -> dict[tuple[str, ...], str]:
     """Each pairing key (:func:`_pair_keys`) -> the unit the pairing line counts it in: "sample"
     for data without conversations, else its level ("turn" or "conversation")."""
     return {k: "sample" if k[0] == "id" else k[-1] for k in keys}
+
+
+def describe_rows(samples: Iterable[Sample]) -> str:
+    """A run's rows as a comparison's header states them (``compare``, the report's comparison,
+    the viewer's compare page): "17 samples" for data without conversations, else each level
+    on its own, as the pairing line counts it ("12 turns, 5 conversations")."""
+    return describe_counts(count_units(_units(_pair_keys(samples)).values()))
 
 
 def _configuration(d: RunData) -> dict[str, Any]:
@@ -205,15 +230,18 @@ def compare(
     across every comparison made, and a verdict that respects lower-is-better metrics.
 
     Raises :class:`PoorPairingError` when a run pairs fewer than :data:`MIN_PAIRED_SHARE` of
-    its samples with the baseline, unless ``allow_poor_pairing`` (then ``pairing`` says so).
+    its samples with the baseline, each level on its own (of a conversation data set: of its
+    turns, or of its conversations), unless ``allow_poor_pairing`` (then ``pairing`` says so).
     """
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs")
     if len(runs) > len(LABELS):
         raise ConfigError(f"compare takes at most {len(LABELS)} runs")
     data = [r if isinstance(r, RunData) else RunData.from_result(r) for r in runs]
+    keyed = [_pair_keys(d.result.samples) for d in data]  # pairing key -> sample id, per run
     columns = tuple(
-        RunColumn(LABELS[i], d.run_id, _configuration(d), len(d.result.samples))
+        RunColumn(LABELS[i], d.run_id, _configuration(d), len(d.result.samples),
+                  count_units(_units(keyed[i]).values()))
         for i, d in enumerate(data)
     )
     config_keys: list[str] = []
@@ -269,15 +297,13 @@ def compare(
         left_out.append((row.metric, "; ".join(whys)))
 
     base = data[0]
-    keyed = [_pair_keys(d.result) for d in data]  # pairing key -> sample id, per run
     pairing: list[Pairing] = []
     for j in range(1, len(data)):
         pairing.append(Pairing.of(columns[0].label, columns[j].label, _units(keyed[0]), _units(keyed[j])))
-    poor = [pr for pr in pairing if pr.poor]
-    if poor and not allow_poor_pairing:
-        lines = "; ".join(pr.describe() for pr in poor)
+    if any(pr.poor for pr in pairing) and not allow_poor_pairing:
+        units, lines = too_few_paired(pairing)
         raise PoorPairingError(
-            f"the runs share too few samples to compare ({lines}). Rows without an id are "
+            f"the runs share too few {units} to compare ({lines}). Rows without an id are "
             "matched by their question and reference: check that both runs evaluated the same "
             "questions, or give the rows ids. To compare the paired part anyway, pass "
             "--allow-poor-pairing (allow_poor_pairing=True)."

@@ -39,10 +39,10 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
         )
     for r in cmp.runs:
         tag = "  (baseline)" if r.label == base.label else ""
-        c.print(Text(f"  {r.label} = {r.run_id}  ({r.n_samples} samples){tag}"))
+        c.print(Text(f"  {r.label} = {r.run_id}  ({r.size}){tag}"))
     for pr in cmp.pairing:
         if pr.partial:
-            c.print(Text(f"WARNING: only {pr.describe()} ({pr.share:.0%}). The differences below "
+            c.print(Text(f"WARNING: only {pr.shortfall()}. The differences below "
                          "speak for the paired samples only.", style="bold red"))
         else:
             c.print(Text(f"Pairing: {pr.describe()}."))

@@ -24,17 +24,17 @@ def comparison_section(cmp: Comparison) -> str:
     else:
         parts.append(f"<p>{n} runs: each run is compared with run A, the baseline.</p>")
     parts.append(
-        '<table><thead><tr><th>run</th><th class="text">id</th><th>samples</th></tr></thead><tbody>'
+        '<table><thead><tr><th>run</th><th class="text">id</th><th class="text">rows</th></tr></thead><tbody>'
     )
     for r in cmp.runs:
         parts.append(
             f"<tr><td>{e(r.label)}{' (baseline)' if r is cmp.baseline else ''}</td>"
-            f'<td class="text">{e(r.run_id)}</td><td>{r.n_samples}</td></tr>'
+            f'<td class="text">{e(r.run_id)}</td><td class="text">{e(r.size)}</td></tr>'
         )
     parts.append("</tbody></table>")
     for pr in cmp.pairing:
         if pr.partial:
-            parts.append(f'<p class="warn"><strong>Only {e(pr.describe())} ({pr.share:.0%}).</strong> '
+            parts.append(f'<p class="warn"><strong>Only {e(pr.shortfall())}.</strong> '
                          "The differences below speak for the paired samples only.</p>")
         else:
             parts.append(f'<p class="muted">Pairing: {e(pr.describe())}.</p>')

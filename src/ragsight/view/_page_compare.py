@@ -17,6 +17,7 @@ from ..report import (
     RunData,
     ci_notes,
     compare,
+    describe_rows,
     fmt,
     fmt_ci,
     fmt_p,
@@ -24,23 +25,28 @@ from ..report import (
 )
 from ..result import EvaluationResult
 from ._assets import e, t, url
-from ._model import RunTable
+from ._model import NOT_APPLICABLE, RunTable
 from ._parts import _arrow
 
 __all__ = ["compare_body", "comparison", "light_run"]
+
+
+def _light_samples(table: RunTable) -> list[Sample]:
+    """The run's samples as ids, with a turn's conversation and number (what pairs it)."""
+    turns = table.turns or [(None, None)] * len(table.ids)
+    return [Sample(id=sid, conversation_id=c, turn=n) for sid, (c, n) in zip(table.ids, turns)]
 
 
 def light_run(table: RunTable) -> RunData:
     """A run as :func:`ragsight.report.compare` needs it, from the viewer's table: sample ids
     (with a turn's conversation and number, which pair it), outcomes and values (no texts, no
     evidence: compare reads neither), configuration as ``load_runs`` builds it."""
-    turns = table.turns or [(None, None)] * len(table.ids)
-    samples = [Sample(id=sid, conversation_id=c, turn=n) for sid, (c, n) in zip(table.ids, turns)]
+    samples = _light_samples(table)
     scores: dict[str, dict[str, Score]] = {}
     for m in table.metrics:
         outs, vals, why = table.outcomes[m], table.values[m], table.reasons.get(m, {})
         for i, sid in enumerate(table.ids):
-            if outs[i] == "missing":
+            if outs[i] in ("missing", NOT_APPLICABLE):  # not scored, or a metric of the other level
                 continue
             scores.setdefault(sid, {})[m] = Score(m, Outcome(outs[i]), vals[i], why.get(i, ""))
     info = table.info
@@ -88,16 +94,19 @@ def compare_body(tables: Sequence[RunTable], cmp: Comparison | None, error: str 
     ids = [tb.run_id for tb in tables]
     parts = ["<h1>Comparison</h1>"]
     parts.append("<ul>" + "".join(
-        f'<li><b>{"ABCDEFGHIJKLMNOPQRSTUVWXYZ"[k]}</b> = <a href="{e(url("run", rid))}">{t(rid)}</a>'
-        f'{" (baseline)" if k == 0 else ""}</li>' for k, rid in enumerate(ids)) + "</ul>")
+        f'<li><b>{"ABCDEFGHIJKLMNOPQRSTUVWXYZ"[k]}</b> = <a href="{e(url("run", tb.run_id))}">{t(tb.run_id)}</a>'
+        f' ({t(describe_rows(_light_samples(tb)))}){" (baseline)" if k == 0 else ""}</li>'
+        for k, tb in enumerate(tables)) + "</ul>")
     if error is not None:
         again = url("compare", run=ids, allow_poor="1")
         parts.append(f'<p class="warn">{t(error)}</p><p><a href="{e(again)}">Compare the paired part anyway</a></p>')
         return "".join(parts)
     assert cmp is not None
     for pr in cmp.pairing:
-        cls = "warn" if pr.partial else "muted"
-        parts.append(f'<p class="{cls}">{"Only " if pr.partial else "Pairing: "}{t(pr.describe())} ({pr.share:.0%}).</p>')
+        if pr.partial:
+            parts.append(f'<p class="warn">Only {t(pr.shortfall())}.</p>')
+        else:
+            parts.append(f'<p class="muted">Pairing: {t(pr.describe())} ({pr.share:.0%}).</p>')
     parts.append('<h2>Means</h2><div class="scroll"><table><thead><tr><th class="l">metric</th>'
                  + "".join(f"<th>{r.label}</th>" for r in cmp.runs) + "</tr></thead><tbody>")
     for row in cmp.table:
