@@ -6,8 +6,8 @@
     .venv/bin/python bench/bench_local.py --wait-load 1.5        # start when the machine is quiet
     RAGSIGHT_THREADS=1 .venv/bin/python bench/bench_local.py --n 3 --ab 2   # before/after, interleaved
 
-``--ab K`` (issue 29): the main run 2K times in one process, alternating the settings of before
-issue 29 (``AnalysisSettings(embedded_questions=3)``: three generated questions) and the shipped
+``--ab K``: the main run 2K times in one process, alternating the earlier settings
+(``AnalysisSettings(embedded_questions=3)``: three generated questions) and the shipped
 ones (one question) (A, B, A, B, ...), on the same samples with the model loaded once, then a
 table of seconds per sample, calls, generated tokens and metric means of each run and the ratio
 of the medians (after / before). ``--sentences`` also turns on claims from sentences
@@ -398,7 +398,7 @@ BEFORE_29 = {"embedded_questions": 3}
 
 
 def ab_runs(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[str, Any]) -> dict[str, Any]:
-    """``--ab K``: the main run with the settings before issue 29 and the shipped ones, alternating."""
+    """``--ab K``: the main run with the earlier settings (three questions) and the shipped ones, alternating."""
     import statistics
 
     runs: list[dict[str, Any]] = []
@@ -414,7 +414,7 @@ def ab_runs(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[str
     table = [[str(i + 1), r["side"], f"{r['s_per_sample']:.1f}", f"{r['calls']:.1f}", f"{r['generated']:.0f}",
               f"{r['calibration'][0]['prompt_tps']:.0f}/{r['calibration'][0]['gen_tps']:.0f}",
               " ".join(f"{k[:12]}={v}" for k, v in r["means"].items())] for i, r in enumerate(runs)]
-    print_table(f"before/after issue 29, interleaved, {len(rows)} samples each",
+    print_table(f"before (three questions)/after, interleaved, {len(rows)} samples each",
                 ["run", "side", "s/sample", "calls/sample", "generated tok/sample", "calib prompt/gen tok/s",
                  "means"], table)
     med = {side: statistics.median(r["s_per_sample"] for r in runs if r["side"] == side)
@@ -441,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wait-max", type=float, default=1800.0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--ab", type=int, default=0, metavar="K",
-                    help="before/after issue 29, interleaved: K runs of each, alternating (see above)")
+                    help="before (three questions)/after, interleaved: K runs of each, alternating (see above)")
     ap.add_argument("--sentences", action="store_true", help="with --ab: claims from sentences on the after side")
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds per judge call in the main run (default 900: token counts stay "

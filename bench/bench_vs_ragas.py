@@ -96,7 +96,7 @@ def run_ragsight(mock: Mock, rows: list[dict[str, Any]], metrics: list[Any], lat
     judge: Any = "openai:gpt-4o-mini"
     if shim:
         judge = DistinctQuestions(OpenAIProvider("gpt-4o-mini", base_url=mock.url + "/v1"))
-    if "fixed_limit" in variant:  # the limit before issue 22: a fixed number of calls in flight
+    if "fixed_limit" in variant:  # the limit before the adaptive one: a fixed number of calls in flight
         from ragsight.judge import Judge
 
         inner = OpenAIProvider("gpt-4o-mini", base_url=mock.url + "/v1", max_concurrency=variant["fixed_limit"])
@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="ragsight only: against the mock behind limited_mock.py (HTTP 429 beyond N calls in "
                          "flight), for each N: the adaptive default against a fixed limit (--fixed-limit)")
     ap.add_argument("--fixed-limit", type=int, default=16,
-                    help="with --capacity: the fixed limit to compare with (default 16, the limit before issue 22)")
+                    help="with --capacity: the fixed limit to compare with (default 16, the limit before the adaptive one)")
     ap.add_argument("--json", type=Path, default=None, help="write all figures here")
     args = ap.parse_args(argv)
 
@@ -725,7 +725,7 @@ def variants(args: argparse.Namespace, mock: Mock, rows: list[dict[str, Any]], s
 def capacity(args: argparse.Namespace, kit: Path, rows: list[dict[str, Any]], suites: list[str],
              latencies: list[float], shim: bool, tk: str, stamp: str, results: dict[str, Any]) -> int:
     """Against a mock that refuses (HTTP 429) any call beyond N in flight: ragsight's defaults (the
-    adaptive limit) and a fixed limit, interleaved, median of --repeat. Targets (issue 22): with
+    adaptive limit) and a fixed limit, interleaved, median of --repeat. Targets: with
     N = 64 the seven metrics in <= 1.5 s at 300 ms; with N = 8 no more 429s than the fixed limit."""
     caps = [int(x) for x in args.capacity.split(",") if x.strip()]
     results["capacity"] = {}
@@ -771,7 +771,7 @@ def capacity(args: argparse.Namespace, kit: Path, rows: list[dict[str, Any]], su
                         a, f = statistics.median(ad["refused"]), statistics.median(fx["refused"])
                         targets.append((f"N={cap}: 429s <= fixed {args.fixed_limit} ({suite} @{int(lat)} ms)",
                                         a <= f, f"{a:.0f} vs {f:.0f}"))
-    print("\ntargets (issue 22)")
+    print("\ntargets (adaptive limit)")
     for label, ok, shown in targets:
         print(f"  {'PASS' if ok else 'FAIL'}  {label}: {shown}")
     results["capacity_targets"] = [{"target": t, "pass": ok, "value": v} for t, ok, v in targets]

@@ -1,4 +1,4 @@
-"""Chunk relevance (issue 30): rank sensitivity and agreement with passage relevance labels.
+"""Chunk relevance: rank sensitivity and agreement with passage relevance labels.
 
     RAGSIGHT_THREADS=1 nice -n 5 .venv/bin/python bench/chunk_relevance_check.py --n 12
     RAGSIGHT_THREADS=1 nice -n 5 .venv/bin/python bench/chunk_relevance_check.py --n 4 --ranks 2 --json r2.json

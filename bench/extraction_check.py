@@ -11,7 +11,7 @@ extraction failed, and lists closed after a loop. Meaning errors (an inverted cl
 resolved to the wrong noun) need a reader: ``--show`` prints the claims beside their texts.
 Figures of one run are in docs/validity.md ("Claim extraction by the embedded judge").
 
-``--variant`` uses a prompt measured in session 4 and not shipped, kept here so the comparison
+``--variant`` uses a prompt measured and not shipped, kept here so the comparison
 can be repeated: the rules in the system message (cached across samples) and one worked example
 from an unrelated domain.
 """

@@ -1,5 +1,5 @@
-"""Leave-one-dataset-out selection of the embedded judge's verdict combination (issue 21, items
-1-2; issue 19, item 3). Cached model outputs only: no model call.
+"""Leave-one-dataset-out selection of the embedded judge's verdict combination. Cached model
+outputs only: no model call.
 
 The development sets (``../shared/metaeval``, every row of each file) and what each gives:
 
@@ -16,7 +16,7 @@ The development sets (``../shared/metaeval``, every row of each file) and what e
   candidate's per-claim probabilities give factual_correctness precision, recall and F1, which
   are correlated with the human preferences by RAGChecker's protocol (``bench/published.py``).
 
-The rule, fixed before any figure was looked at (issue 21: choose for generalisation):
+The rule, fixed before any figure was looked at (choose for generalisation):
 
 1. Each candidate is fitted on the labelled sets other than the one left out (WiCE, ExpertQA,
    EVOUNA; RAGChecker is never fitted on, it has no claim labels) and scored on the left-out
@@ -242,7 +242,7 @@ class Candidate:
         return len(self.features) if self.features else 1
 
 
-# The claim model shipped before issue 21 (analyses/_calibrated.py at e0f2e61), kept here so that
+# The claim model shipped before the mean (analyses/_calibrated.py at e0f2e61), kept here so that
 # the reference row does not change when the product's combination does.
 OLD_JUDGE_MODEL = {
     "features": ["judge_logit", "prior_logit", "overlap_best", "missing", "numbers", "entities"],
@@ -260,7 +260,7 @@ def _old_combine(judge_p: float, signals: Mapping[str, float]) -> float:
 
 
 def _shipped(cols: Mapping[str, Any]) -> Any:
-    """The combination shipped before issue 21 (fitted on 230 WiCE claims) on claim rows; on
+    """The combination shipped before the mean (fitted on 230 WiCE claims) on claim rows; on
     EVOUNA rows (no prior) the shipped answer model."""
     import numpy as np
 
@@ -392,7 +392,7 @@ def dedup_mask(texts: Sequence[str], threshold: float = 0.8) -> list[bool]:
 
 
 def rag_variants(claims: RagCheckerClaims, scorer: Scorer, threshold: float) -> dict[str, dict[str, Any]]:
-    """The aggregation choices of issue 19, item 3 for one candidate, from the recorded evidence:
+    """The aggregation choices for one candidate, from the recorded evidence:
     {variant: {precision|recall|f1: per sample}}."""
     import numpy as np
 

@@ -1,4 +1,4 @@
-"""Peak memory of ``ragsight.evaluate()`` at 1,000 and at 100,000 samples (issue 29).
+"""Peak memory of ``ragsight.evaluate()`` at 1,000 and at 100,000 samples.
 
     nice -n 10 .venv/bin/python bench/memory.py                 # 1,000 and 100,000 samples
     .venv/bin/python bench/memory.py --sizes 1000,5000          # a quick look

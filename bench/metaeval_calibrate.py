@@ -1,4 +1,4 @@
-"""Issue 7: `ragsight calibrate` with the embedded judge on the human-labelled sets in
+"""`ragsight calibrate` with the embedded judge on the human-labelled sets in
 ``../shared/metaeval`` (read from there; nothing is copied into the package).
 
 Writes ragsight input files and label files for the held-out part of each set (the rows whose

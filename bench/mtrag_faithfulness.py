@@ -1,4 +1,4 @@
-"""Per-turn faithfulness on multi-turn RAG against human labels (MTRAG, issue 26).
+"""Per-turn faithfulness on multi-turn RAG against human labels (MTRAG).
 
 Rows: ``mtrag_meta_dev.jsonl`` of the shared meta-evaluation sets (the development half; see its
 ``.md``), the responses to the last user turn of a conversation, with contexts (faithfulness of

@@ -1,5 +1,5 @@
-"""Non-answers and declines before and after issue 30: does faithfulness stay out of a decline, and
-does answer_relevancy rank every real answer above every non-answer?
+"""Non-answers and declines before and after ``AnalysisSettings.nonanswers``: does faithfulness
+stay out of a decline, and does answer_relevancy rank every real answer above every non-answer?
 
     nice -n 10 .venv/bin/python bench/nonanswer_check.py --detector-only   # no model, every row
     nice -n 10 .venv/bin/python bench/nonanswer_check.py --n 8             # and 8 rows with the embedded judge

@@ -1,4 +1,4 @@
-"""The number guard of the embedded judge's claim verdicts, against human labels (issue 30).
+"""The number guard of the embedded judge's claim verdicts, against human labels.
 
 A new-user trial's claim "... RSA keys of 4096 bits" was invented: the judge gave it P(Yes)
 0.14 and its number was not in the page, yet the shipped combination (the mean of the judge's

@@ -1,4 +1,4 @@
-"""ragsight beside published tables: RAGChecker's human-preference meta-evaluation (issue 19).
+"""ragsight beside published tables: RAGChecker's human-preference meta-evaluation.
 
 RAGChecker (Ru et al., NeurIPS 2024, section 4.2 and Table 5) correlates each framework's
 answer metric with two annotators' preferences between two responses to one question, per aspect

@@ -1,13 +1,13 @@
-"""Answer relevancy with one generated question against three, the embedded judge (issue 29).
+"""Answer relevancy with one generated question against three, the embedded judge.
 
     RAGSIGHT_THREADS=1 nice -n 5 .venv/bin/python bench/questions_check.py --n 12
 
 ragsight has no human labels of answer relevancy; the labelled set used here is
-``bench/nonanswer_set.jsonl`` (issue 30: real answers against non-answers and declines, in four
+``bench/nonanswer_set.jsonl`` (real answers against non-answers and declines, in four
 languages), the rows picked as ``bench/nonanswer_check.py`` picks them (a spread over label, kind
 and language). The decline detector is turned off (``AnalysisSettings(nonanswers=False)``), so
 the score comes from the judge's generated questions and its noncommittal flag alone, the part
-that changes. Each row is scored with ``embedded_questions=3`` (before issue 29) and ``=1``
+that changes. Each row is scored with ``embedded_questions=3`` (before) and ``=1``
 (shipped), with the embedded judge and the default local embedder, no cache. Printed for each:
 AUROC of answer_relevancy, answers (positive) against non-answers, with a 95% percentile
 bootstrap interval (2,000 resamples of the rows, seed 0), the judge's calls, generated tokens and seconds

@@ -1,5 +1,5 @@
-"""How much claim extraction the embedded judge still generates with claims from sentences (issue
-29), and how many one-sentence texts are now split into atomic claims (issue 30). No model.
+"""How much claim extraction the embedded judge still generates with claims from sentences,
+and how many one-sentence texts are now split into atomic claims. No model.
 
     .venv/bin/python bench/sentence_claims_check.py
 
@@ -12,7 +12,7 @@ RAGChecker development pairs' responses and references), by the rules of
   with the share of words in each (the generated tokens of an extraction follow the words it
   is given, so the words sent are a proxy for the generation left);
 - texts extracted whole (not English, or no plain sentence) and texts needing no call at all;
-- one-sentence texts that were their own claim before issue 30 and are now split because
+- one-sentence texts that were their own claim before atomic claims and are now split because
   ``compound`` finds two clauses, a list or several numbers in them, by reason.
 """
 
@@ -53,7 +53,7 @@ def texts(name: str) -> list[str]:
 
 
 def _was_own_claim(text: str) -> bool:
-    """own_claim before issue 30 (the same rules without the compound test)."""
+    """own_claim before atomic claims (the same rules without the compound test)."""
     sentences = split_sentences(text)
     return (len(sentences) == 1 and split_reason(sentences[0]) in (None, "a pronoun", "two clauses", "a list",
                                                                    "several numbers")

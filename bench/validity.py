@@ -1,4 +1,4 @@
-"""Validity of claim verdicts and answer correctness against human labels (issue 6, issue 3).
+"""Validity of claim verdicts and answer correctness against human labels.
 
 Every model output is cached on disk (``$RAGSIGHT_VALIDITY_CACHE``, default
 ``../cache/validity/calls.jsonl`` beside the repository), keyed by the judge's own step key (a hash of the model,
@@ -420,8 +420,8 @@ def cost_per_row(name: str, rows: Sequence[dict[str, Any]], probes: Sequence[str
 
 # ---- the shipped models: fit (development split) and evaluate (held-out split) --------------
 
-# Chosen on the development split (cross-validated comparison printed by `report`); since
-# issue 21 the claim verdicts use MEAN_JUDGE instead (bench/lodo.py), and the prior is not asked.
+# Chosen on the development split (cross-validated comparison printed by `report`); the
+# claim verdicts now use MEAN_JUDGE instead (bench/lodo.py), and the prior is not asked.
 MEAN_JUDGE = {
     "form": "mean",
     "features": ["judge_p", "overlap"],
@@ -501,7 +501,7 @@ def fit_all() -> dict[str, dict[str, dict[str, Any]]]:
     from ragsight.analyses._calibrated import DEFAULT_MODEL
 
     table: dict[str, dict[str, dict[str, Any]]] = {DEFAULT_MODEL: {}, "*": {}}
-    # claims: since issue 21 the mean of the judge's P(Yes) and word overlap, nothing fitted,
+    # claims: now the mean of the judge's P(Yes) and word overlap, nothing fitted,
     # chosen by leave-one-dataset-out (bench/lodo.py)
     table[DEFAULT_MODEL]["judge"] = dict(MEAN_JUDGE)
     rows_s, y_s, cols_s = feature_table("wice", "dev", ())
@@ -700,7 +700,7 @@ def paired_accuracy_gain(a: Any, b: Any, n_boot: int = 2000, seed: int = 0) -> t
 
 
 def report_before(out: Callable[[str], None] = print) -> None:
-    """Issue 3: the bare embedded judge's claim-level AUROC, on every row that has it cached."""
+    """The bare embedded judge's claim-level AUROC, on every row that has it cached."""
     for name in ("wice", "expertqa"):
         _rows, y, cols = feature_table(name, "all", ("bare",), need=("bare",))
         if len(y):
@@ -787,7 +787,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--limit", type=int)
     rep = sub.add_parser("report", help="figures from the cache (no model calls)")
     rep.add_argument("--final", action="store_true", help="the held-out figures (shipped model)")
-    rep.add_argument("--before", action="store_true", help="issue 3: the bare judge alone")
+    rep.add_argument("--before", action="store_true", help="the bare judge alone")
     rep.add_argument("--focus", action="store_true", help="the focus probe on the development split")
     sub.add_parser("fit", help="refit the shipped coefficients on the development splits")
     tm = sub.add_parser("timing", help="seconds per claim of the shipped verdict (uncached)")

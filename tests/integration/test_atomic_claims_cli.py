@@ -1,4 +1,4 @@
-"""Atomic claims from the outside (issue 30): a one-sentence answer that joins a true fact and a
+"""Atomic claims from the outside: a one-sentence answer that joins a true fact and a
 false one ("gzip uses LZ77 and was written by Microsoft") is split, and the false half gets its
 own failing verdict in what ``ragsight show`` prints, through the CLI against a judge over HTTP."""
 

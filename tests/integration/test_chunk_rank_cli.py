@@ -1,4 +1,4 @@
-"""Rank sensitivity from the outside (issue 30): the same three chunks, the needed one at rank 1,
+"""Rank sensitivity from the outside: the same three chunks, the needed one at rank 1,
 2 or 3, evaluated with the CLI as docs/metrics.md shows it, against a judge on 127.0.0.1 that
 answers the chunk_relevance step by reading the chunks it is shown (a chunk is relevant when it
 states the reference's figure)."""

@@ -1,4 +1,4 @@
-"""The first hour on the command line (issue 15, items 6, 7, 12, 13, 14): the preflight checks
+"""The first hour on the command line: the preflight checks
 everything before the first judge call and creates no store when it fails; Ctrl-C prints one
 line and the resume command; the CI gate and its exit codes; every table read at 80 columns;
 and the small things a new user trips over. Each test runs ``ragsight`` as the docs show it,

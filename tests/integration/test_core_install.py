@@ -1,4 +1,4 @@
-"""The core install (issue 15, item 15): ``pip install .`` with no extras, as ``pip install
+"""The core install: ``pip install .`` with no extras, as ``pip install
 ragsight`` will be once published, evaluates end to end with a remote judge. Its embedder is
 then the judge server's (the local one is not installed); the embedded judge, also absent,
 fails the preflight naming the extra, before anything is written.

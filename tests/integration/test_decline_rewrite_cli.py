@@ -1,4 +1,4 @@
-"""A decline beside content, from the outside (a fresh new-user trial, issue 30): the embedded
+"""A decline beside content, from the outside (a fresh new-user trial): the embedded
 judge rewrote "The documents do not mention uploading keys to GitHub; ssh-keygen only generates,
 manages and converts authentication keys." into one claim, "ssh-keygen does not upload keys to
 GitHub; ...", which no longer read as a decline and was judged as a fact about ssh-keygen. The

@@ -1,4 +1,4 @@
-"""Every export carries the inputs beside the scores (issue 15, item 10): ``to_pandas()``, JSONL
+"""Every export carries the inputs beside the scores: ``to_pandas()``, JSONL
 (``ragsight export`` and ``--out``), CSV and Parquet, so the samples behind a low score can be
 read in the same table. A CSV or JSONL export loads back into ragsight unchanged."""
 
@@ -23,7 +23,7 @@ CTX = ["Aurora Airways allows one cabin bag.", "It may weigh eight kilograms."]
 
 def script() -> RagScript:
     # GOOD is one short statement: its own claim (no extraction call); BAD states two facts, so
-    # it is split into its two claims (atomic claims, issue 30)
+    # it is split into its two claims (atomic claims)
     s = RagScript()
     s.verdicts[(GOOD, "contexts")] = True
     s.claims[BAD] = ["Aurora Airways allows three cabin bags.", "Aurora Airways allows a free pet."]

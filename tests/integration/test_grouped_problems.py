@@ -1,5 +1,5 @@
-"""Loader warnings and errors are grouped: one line per kind, with a count and the first rows
-(issue 15, item 11). 5,000 rows with the same misspelt field and 2,000 unusable rows used to
+"""Loader warnings and errors are grouped: one line per kind, with a count and the first rows.
+5,000 rows with the same misspelt field and 2,000 unusable rows used to
 print 5,000 warning lines and 2,000 error lines."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def test_five_thousand_rows_of_problems_print_one_line_per_kind(tmp_path: Path,
                      "--quiet"])
     captured = capsys.readouterr()
     output = captured.out + captured.err
-    assert code == 1, output  # unusable rows: exit 1 (issue 30), said once
+    assert code == 1, output  # unusable rows: exit 1, said once
     assert "pass --allow-bad-rows to accept the run without them" in output
     lines = output.splitlines()
     typo = [ln for ln in lines if "questoin" in ln]

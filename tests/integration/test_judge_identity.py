@@ -1,4 +1,4 @@
-"""The judge cache is keyed on the provider's identity (issue 15, item 3): two servers that serve
+"""The judge cache is keyed on the provider's identity: two servers that serve
 different models under one model name never share an answer, over real HTTP; the run records
 the identity. On main the second run replayed the first server's verdicts (0 calls)."""
 

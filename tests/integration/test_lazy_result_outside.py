@@ -1,4 +1,4 @@
-"""A large run's result, met as a user meets it (issue 29): the README's Python example and the
+"""A large run's result, met as a user meets it: the README's Python example and the
 command line, against a judge on 127.0.0.1, on data written as ragas writes it. The result that
 reads the store when asked must give exactly what the result held in memory gives.
 

@@ -1,4 +1,4 @@
-"""A remote OpenAI-compatible judge with log-probability verdicts (issue 21, item 5): the judge spec
+"""A remote OpenAI-compatible judge with log-probability verdicts: the judge spec
 ``openai-logprobs:MODEL`` reads P(Yes) from the first output token's top log-probabilities, over
 real HTTP on 127.0.0.1, as a larger model served by llama.cpp's server or Ollama would give it."""
 

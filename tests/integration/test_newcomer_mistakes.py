@@ -183,7 +183,7 @@ def test_a_sweep_whose_questions_all_fail_says_why(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # the command runs here, where my_rag.py is not
-    # every question of every configuration failed: the sweep fails too (issue 31)
+    # every question of every configuration failed: the sweep fails too
     assert main(["sweep", str(tmp_path / "mine.toml"), "--store", str(tmp_path / "runs.db")]) == 1
     prose = " ".join(capsys.readouterr().out.split())
     assert ("NOTE: C1: 1 question(s) failed to answer (counted as skipped by the metrics); the "

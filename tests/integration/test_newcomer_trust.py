@@ -1,4 +1,4 @@
-"""Everyday trust (issue 30): what a RAG builder trying ragsight for the first time tripped over.
+"""Everyday trust: what a RAG builder trying ragsight for the first time tripped over.
 Each test runs ``ragsight`` as the docs show it (or the library as the README shows it), against
 a judge on 127.0.0.1, and reads what a person reads."""
 

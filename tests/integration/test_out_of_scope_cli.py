@@ -1,5 +1,5 @@
 """Out-of-scope questions through the CLI, against an OpenAI-compatible judge over HTTP on
-127.0.0.1 (issue 15, item 16): rows as ``ragsight generate`` writes them, answered by a system
+127.0.0.1: rows as ``ragsight generate`` writes them, answered by a system
 that declines one and makes up an answer to the other. The summary says why context_recall and
 context_precision skipped them, and abstention scores the declines from the judge's JSON."""
 

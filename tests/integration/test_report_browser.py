@@ -148,7 +148,7 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
 
 
 def test_the_comparison_page_reads_at_600_px(tmp_path: Path) -> None:
-    # issue 15, item 14: at 600 px the paired-differences table made the page 250 px wider than
+    # at 600 px the paired-differences table made the page 250 px wider than
     # the window and its rows hundreds of pixels tall; now each wide table scrolls in its box
     db = tmp_path / "runs.db"
     ids = [f"s{i}" for i in range(6)]

@@ -1,4 +1,4 @@
-"""Issue 30: what a user comparing configurations reads in ``ragsight sweep``'s report. The latency
+"""What a user comparing configurations reads in ``ragsight sweep``'s report. The latency
 column is the system's answering time per question (no model loading, no index building, a kept
 answer at the time it took), and a parameter whose values are names or switches is compared as
 categories (each level against the baseline's, paired), not drawn as a slope. Each test runs the

@@ -1,4 +1,4 @@
-"""The local upgrade path (issue 21, item 5): a model served by llama.cpp's OpenAI-compatible
+"""The local upgrade path: a model served by llama.cpp's OpenAI-compatible
 server (llama-cpp-python's ``llama_cpp.server``, extra ``server``) used as the judge with
 log-probability verdicts, ``--judge openai-logprobs:MODEL --base-url http://127.0.0.1:PORT/v1``.
 The test serves the 135M SmolLM2 plumbing model (fast; its verdicts mean nothing): what is checked

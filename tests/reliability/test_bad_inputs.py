@@ -51,12 +51,12 @@ ROW_CASES = [
                                           "row 3: expected an object with fields, got NoneType")),
     Case("only_unknown_fields.jsonl", 2, ("row 1: none of this row's fields is known ('prompt', 'docs', 'completion')",
                                           "Name them question, contexts, response, reference")),
-    # issue 30: a column that means a field the row lacks stops the run before it is made
+    # a column that means a field the row lacks stops the run before it is made
     Case("misnamed_fields.jsonl", 2, ("misnamed_fields.jsonl: unknown column(s): 'questoin': did you mean "
                                       "'question'?; 'contxts' holds texts: name it 'contexts'",
                                       "Columns found: id, question, contexts, response, reference, questoin, "
                                       "contxts", "nothing was run")),
-    Case("contexts_as_string.jsonl", 0, (), 2),  # one string is one chunk (issue 15, item 9)
+    Case("contexts_as_string.jsonl", 0, (), 2),  # one string is one chunk
     Case("contexts_list_of_numbers.jsonl", 0, ("row 2, field 'contexts': item 0 is int, not a string",
                                                "Every item must be text"), 1, 1),
     Case("contexts_nested_list.jsonl", 0, ("row 2, field 'contexts': item 0 is list, not a string",), 1, 1),
@@ -101,16 +101,16 @@ ROW_CASES = [
                                   "If it is one object per line, name it .jsonl")),
     Case("unknown_extension.txt", 2, ("unknown file type '.txt'. Use .jsonl, .json, .csv or .parquet",)),
     Case("not_parquet.parquet", 2, ("not_parquet.parquet: not a readable Parquet file",)),
-    # issue 20, item 3: one bad value is a row problem naming row and field; the other rows evaluate
+    # one bad value is a row problem naming row and field; the other rows evaluate
     Case("lone_surrogate.jsonl", 0, ("lone_surrogate.jsonl, row 2, field 'response': 'response' holds a lone "
                                      "surrogate (\\ud83d at character 18), half of an emoji",), 1, 1),
     Case("deeply_nested.jsonl", 0, ("deeply_nested.jsonl, row 2, field 'metadata': nests deeper than",), 1, 1),
     Case("huge_integer.jsonl", 0, ("huge_integer.jsonl, row 2, field 'reference': 'reference' is a number with "
                                    "5,000 digits",), 1, 1),
-    # issue 20, item 6: a non-finite id is refused, never the id "nan"
+    # a non-finite id is refused, never the id "nan"
     Case("nan_ids.jsonl", 0, ("nan_ids.jsonl, row 2, field 'retrieved_ids': item 1: 'retrieved_ids' holds nan, "
                               "not an id",), 1, 1),
-    # issue 20, item 10: a valid cell over csv's default 131,072-character limit loads
+    # a valid cell over csv's default 131,072-character limit loads
     Case("csv_long_cell.csv", NO_REFERENCE, (), 1),
     Case("binary_file.jsonl", 2, ("binary_file.jsonl: the file is binary",)),
 ]
@@ -150,7 +150,7 @@ def test_bad_input_file(case: Case, judge_server: FakeOpenAIServer, tmp_path: Pa
                         capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "runs.db"
     code, output = run_cli(evaluate_args(FIXTURES / case.file, store, judge_server.url), capsys)
-    # issue 30: rows that could not be used make the exit status 1 unless --allow-bad-rows
+    # rows that could not be used make the exit status 1 unless --allow-bad-rows
     want = 1 if case.reported and case.exit == 0 else case.exit
     assert code == want, output
     for text in case.expect:

@@ -1,4 +1,4 @@
-"""Issue 31, item 9: ``ragsight import-traces`` on hostile exports, run as the docs show it
+"""``ragsight import-traces`` on hostile exports, run as the docs show it
 (``ragsight import-traces FILE --out samples.jsonl``). Each file is written here as a careless or
 hostile source would write it: span parent links that loop, bytes that are not UTF-8, JSON nested
 thousands deep, numbers out of range (1e400, integers of 5,000 digits, NaN), OTLP fields of the

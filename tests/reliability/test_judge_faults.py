@@ -311,7 +311,7 @@ def test_twenty_percent_broken_loses_at_most_two_percent(clean: dict[str, Any], 
 
 
 def test_server_that_never_answers_stops_the_run_in_bounded_time(tmp_path: Path) -> None:
-    # issue 31: a judge that accepts calls and never answers opens the circuit (8 calls in a row
+    # a judge that accepts calls and never answers opens the circuit (8 calls in a row
     # without an answer, over two rounds of time-outs): the run stops, saying so, instead of
     # sending every remaining step into the silence
     samples = make_samples(3)

@@ -191,7 +191,7 @@ def test_factual_correctness_f1_is_symmetric_end_to_end(shared: int, only_resp: 
     resp_claims = [f"Shared fact {i}." for i in range(shared)] + [f"Response fact {i}." for i in range(only_resp)]
     ref_claims = [f"Shared fact {i}." for i in range(shared)] + [f"Reference fact {i}." for i in range(only_ref)]
     # each text holds its claims' words: a claim the response does not contain is dropped as
-    # invented (issue 30), which would make the two directions differ for a reason of the script
+    # invented, which would make the two directions differ for a reason of the script
     a, b = " ".join(resp_claims) or "Nothing here.", " ".join(ref_claims) or "Nothing there."
     script = RagScript(claims={a: resp_claims, b: ref_claims})
     for c in set(resp_claims) | set(ref_claims):

@@ -1,4 +1,4 @@
-"""Issue 31, item 3: ``assert_scores`` refuses data with rows it cannot use, instead of passing on
+"""``assert_scores`` refuses data with rows it cannot use, instead of passing on
 the rest. The rows are written as a careless source writes them: a line that is not JSON, a row
 that is not an object, a field of the wrong type."""
 

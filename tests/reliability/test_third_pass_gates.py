@@ -1,4 +1,4 @@
-"""Issue 31, item 7: gates as a careless CI file writes them. A percentage for a 0-1 metric and
+"""Gates as a careless CI file writes them. A percentage for a 0-1 metric and
 ``true`` for a threshold are refused by the shared threshold rule (``metrics.check_threshold``,
 also behind ``assert_scores``); a metric gated twice on the command line is refused instead of
 the last value winning silently."""

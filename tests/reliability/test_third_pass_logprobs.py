@@ -1,4 +1,4 @@
-"""Issue 31, item 1: ``--judge openai-logprobs:MODEL`` over real HTTP, with top log-probabilities
+"""``--judge openai-logprobs:MODEL`` over real HTTP, with top log-probabilities
 as a careless or odd server writes them. A non-finite log-probability never becomes a
 probability (nor NaN in the store or the cache); a single usable top token does not make P(Yes)
 2/3 (the missing answer is unknown: the verdict is read only when the list bounds it)."""

@@ -1,4 +1,4 @@
-"""Issue 31, output paths: every file a user names for output is checked before the work, not
+"""Output paths: every file a user names for output is checked before the work, not
 after it. A missing folder, a folder, a path under a file, a pipe or an unwritable folder ends in
 one line and exit 2 before anything is paid for; a write that fails anyway (a full disk, a folder
 removed meanwhile) leaves no temporary file and the previous file intact, and says where the work

@@ -1,4 +1,4 @@
-"""Issue 31: a key rejected after the preflight (HTTP 401/403 on a later call) stops the run at
+"""A key rejected after the preflight (HTTP 401/403 on a later call) stops the run at
 once, as docs/integrations/judges.md promises: through the real ``litellm`` library (Anthropic's
 Messages API and Azure OpenAI, offline, against fake servers on 127.0.0.1) and through the
 OpenAI-compatible provider. The run ends with exit 2, one error naming the variable to check,

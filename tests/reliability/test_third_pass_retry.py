@@ -1,4 +1,4 @@
-"""Issue 31, item 4: a judge that refuses for a few seconds without Retry-After costs waits, not
+"""A judge that refuses for a few seconds without Retry-After costs waits, not
 scores; ``--resume`` asks the failed samples again; a judge that accepts calls and never answers
 stops the run (a circuit breaker) instead of letting it crawl. Over real HTTP on 127.0.0.1, through
 the CLI as the README shows it."""

@@ -1,4 +1,4 @@
-"""Issue 31, item 6: a store damaged as disks and careless tools damage it. A compressed pack
+"""A store damaged as disks and careless tools damage it. A compressed pack
 that no longer decompresses gives ``show``, ``export`` and ``report`` a clear error with exit 2
 (not a zlib traceback); a cache entry that cannot be read is a miss, asked again (not a score
 "failed: internal error" with exit 0)."""

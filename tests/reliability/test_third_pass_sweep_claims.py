@@ -1,4 +1,4 @@
-"""Issue 31: two ``ragsight sweep`` processes started on one sweep file and one store. Each
+"""Two ``ragsight sweep`` processes started on one sweep file and one store. Each
 configuration is claimed in the store while one sweep answers and evaluates it; the other sweep
 runs the unclaimed ones meanwhile, then reuses what the first finished. Nothing is paid twice (the
 target is called once per configuration and question), both end with exit 0, no constraint error,

@@ -1,4 +1,4 @@
-"""Issue 31, item 2: a sweep reuses a finished run only when everything that changes its answers
+"""A sweep reuses a finished run only when everything that changes its answers
 or scores is the same: ``--judge``, ``--embedder``, the file's ``base_url`` and the sweep's exact
 name (two names that slug alike never share runs). From the outside: sweep files and the CLI as
 docs/sweep.md shows them, a module target, a judge over real HTTP on 127.0.0.1."""

@@ -1,4 +1,4 @@
-"""Issue 31, item 8: sweep targets and sweep files under attack, through ``ragsight sweep`` as
+"""Sweep targets and sweep files under attack, through ``ragsight sweep`` as
 docs/sweep.md shows it. A ``cmd:`` target is killed with its children at its timeout; what it
 prints to stderr is stored without keys; one bad answer fails its question, not the sweep; a
 target that failed everywhere exits 1; an interrupted sweep keeps the answers it got; the dry run

@@ -1,4 +1,4 @@
-"""Issue 31, item 5: text under evaluation (e.g. imported production traces), ids and run
+"""Text under evaluation (e.g. imported production traces), ids and run
 metadata reach the terminal through ``evaluate``, ``show``, ``runs`` and ``compare`` with their
 control characters made visible: no window title, screen clear, cursor move, fake hyperlink or
 bidirectional override gets through. The rows are written as a hostile source writes them."""

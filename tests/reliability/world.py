@@ -51,7 +51,7 @@ TRANSPORT_FAULTS = (
     "http429_retry_after", "http429", "http500", "http502", "http503", "reset", "hang", "trickle",
 )
 FAULT_KINDS = CONTENT_FAULTS + TRANSPORT_FAULTS
-# Faults of the second reliability pass (issue 20). Judge answers: "echo_key" is a good answer
+# Faults of the second reliability pass. Judge answers: "echo_key" is a good answer
 # that carries the request's API key in its content and its "model" field (a careless proxy);
 # "huge" is an answer larger than the provider reads (``huge_bytes``, a server that ignores
 # max_tokens). Embedding answers: NaN values (bare NaN tokens, as Python's json writes them),

@@ -1,4 +1,4 @@
-"""Out-of-scope questions get their own treatment (issue 15, item 16): the retrieval metrics that
+"""Out-of-scope questions get their own treatment: the retrieval metrics that
 need a reference end ``skipped`` with that reason, and ``abstention`` scores whether the response
 declines when (and only when) the question is out of scope. Exact values and the recorded
 evidence: the phrase detector deciding the clear cases, the scripted judge answering the others
@@ -126,7 +126,7 @@ def test_the_detector_decides_clean_declines_and_the_judge_the_others() -> None:
         "plain": (1.0, 'declined an out-of-scope question (decline phrases: "do not say")'),
         "made-up": (0.0, "answered an out-of-scope question (judge: P(declines)=0.19)"),
         "mixed": (0.0, "answered an out-of-scope question (judge: P(declines)=0.09)"),
-        # German, French and Spanish declines are read by the detector too (issue 30)
+        # German, French and Spanish declines are read by the detector too
         "german": (1.0, 'declined an out-of-scope question (decline phrases: "keine Angaben", '
                         '"Dokumente enthalten dazu keine")'),
         "swedish": (1.0, "declined an out-of-scope question (judge: P(declines)=0.80)"),
@@ -190,7 +190,7 @@ def test_a_remote_judge_decides_the_mixed_case_with_its_reason() -> None:
     ("El billete no incluye equipaje.", "none"),
     ("No se permiten mascotas.", "none"),
     ("Die Dokumente nennen keine Frist, aber üblich sind 20 Tage.", "mixed"),
-    ("I documenti non lo specificano.", "declines"),  # Italian is read since issue 28
+    ("I documenti non lo specificano.", "declines"),  # Italian is read too
     ("Dokumenten anger inte det.", "not_english"),
     ("   ", "empty"),
 ])

@@ -1,5 +1,5 @@
 """The shipped combination models: load, bounded, deterministic, monotone in the judge; the
-embedded judge's claim verdicts are the mean of its P(Yes) and word overlap (issue 21)."""
+embedded judge's claim verdicts are the mean of its P(Yes) and word overlap."""
 
 from __future__ import annotations
 

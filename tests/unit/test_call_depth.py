@@ -1,4 +1,4 @@
-"""Analyses that do not depend on each other start together (issue 29): a sample's longest chain
+"""Analyses that do not depend on each other start together: a sample's longest chain
 of judge calls is its dependency depth, two calls (extract, then verify), not one chain per
 analysis awaited in turn (factual_correctness and noise_sensitivity made four, the seven metrics
 three). The judge here counts each call's depth: one more than the deepest call finished before

@@ -1,4 +1,4 @@
-"""Honest defaults (issue 21, item 4): every run with the embedded judge prints one line with its
+"""Honest defaults: every run with the embedded judge prints one line with its
 measured agreement with people and how to use a stronger judge; ``ragsight judges`` lists the
 built-in judges and embedders; the HTML report repeats the line. The figures come from the docs
 where the commands that measured them are given."""

@@ -1,5 +1,5 @@
 """A response or reference that is already one short statement is its own claim: no extraction
-call (issue 21, item 3)."""
+call."""
 
 from __future__ import annotations
 

@@ -149,7 +149,7 @@ def test_embedded_style_judge_gives_probabilities_per_claim() -> None:
         ["faithfulness"], judge=script.choice_judge(),
     )
     score = result.scores["py"]["faithfulness"]
-    # with probabilities, the expected share of supported claims (issue 21); 2 of 3 at P >= 0.5
+    # with probabilities, the expected share of supported claims; 2 of 3 at P >= 0.5
     assert score.value == pytest.approx((0.97 + 0.9 + 0.1) / 3)
     assert score.evidence.details == {"form": "expected", "supported": 2, "claims": 3,
                                       "expected_supported": pytest.approx(1.97)}

@@ -1,4 +1,4 @@
-"""Data in the shapes other tools write loads into the right fields (issue 15, items 2 and 9).
+"""Data in the shapes other tools write loads into the right fields.
 
 Each tool's rows are written exactly as that tool writes them: the files in
 ``tests/fixtures/shapes/`` (ragas's by ragas itself, see ``make_ragas_fixtures.py``; the others

@@ -1,5 +1,5 @@
-"""Values a loader must not get wrong: ids by one rule (issue 20, item 6), the inputs that used to
-end a run (issue 20, item 3), out-of-scope rows (issue 15, item 16)."""
+"""Values a loader must not get wrong: ids by one rule, the inputs that used to end a run,
+out-of-scope rows."""
 
 from __future__ import annotations
 

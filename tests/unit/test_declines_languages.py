@@ -1,5 +1,5 @@
-"""The abstention detector reads declines in Portuguese, Italian, Dutch, Chinese and Japanese
-(issue 28), beside English, German, French and Spanish; an answer in those languages is not read
+"""The abstention detector reads declines in Portuguese, Italian, Dutch, Chinese and Japanese,
+beside English, German, French and Spanish; an answer in those languages is not read
 as a decline."""
 
 from __future__ import annotations

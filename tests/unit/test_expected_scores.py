@@ -1,4 +1,4 @@
-"""Scores that keep their information (issue 21, item 2): with per-claim probabilities (the
+"""Scores that keep their information: with per-claim probabilities (the
 embedded judge), faithfulness, factual_correctness and answer_correctness use expected counts by
 default; the count at the threshold stays available (``form=count``) and is what a judge without
 probabilities gets. Exact values from a scripted world."""

@@ -1,4 +1,4 @@
-"""A large JSONL file is not held in memory (issue 29): its samples are read again from the file
+"""A large JSONL file is not held in memory: its samples are read again from the file
 when a run goes through them. The data set read that way equals the one read whole, row by row,
 problem by problem; a run over it gives the same scores, outcomes and evidence; a file changed
 under a run stops it with the file named; conversations and Phoenix span exports are read whole."""

@@ -1,4 +1,4 @@
-"""A large run's result reads its samples and scores from the store when asked (issue 29): the
+"""A large run's result reads its samples and scores from the store when asked: the
 same summary, samples, scores and records, in the same order and of the same types, as a result
 that holds them, field by field on the same run."""
 

@@ -24,7 +24,7 @@ from tests.scripted import RagScript
 
 # ---- factual_correctness ------------------------------------------------------------------
 
-RESP = "Response claims 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 11. No more."  # its claims are made of its own words (issue 30)
+RESP = "Response claims 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 11. No more."  # its claims are made of its own words
 REF = "F."
 
 

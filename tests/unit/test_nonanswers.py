@@ -1,4 +1,4 @@
-"""Non-answers and declines (issue 30): no claim the response does not make enters the evidence,
+"""Non-answers and declines: no claim the response does not make enters the evidence,
 a decline has no faithfulness and zero answer relevancy, and abstention still judges whether
 declining was right. Every judge answer comes from a scripted world."""
 

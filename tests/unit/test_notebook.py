@@ -1,4 +1,4 @@
-"""evaluate() in a notebook (issue 15, item 8): inside a running event loop it works (no
+"""evaluate() in a notebook: inside a running event loop it works (no
 nest_asyncio, no patching of the loop), ``await aevaluate(...)`` is the direct form, and the
 progress shows there too (a rich bar where rich can draw, else a text line)."""
 

@@ -1,4 +1,4 @@
-"""The overall score and the means it combines (issue 15, items 4 and 5): a metric with no mean
+"""The overall score and the means it combines: a metric with no mean
 is named with the reason, never dropped silently; a cosine-based mean below 0 is reported as
 it is and enters the overall clamped, in evaluate, compare, the multi-run report and repeats;
 the headline is the mean of the metric means, the harmonic mean beside it."""

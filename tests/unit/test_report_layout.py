@@ -1,4 +1,4 @@
-"""The report's plots read as counts (issue 15, item 14): a histogram's y axis has whole
+"""The report's plots read as counts: a histogram's y axis has whole
 numbers of samples only (on main: 1.5 when the tallest bar held 3)."""
 
 from __future__ import annotations

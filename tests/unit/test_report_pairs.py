@@ -1,5 +1,5 @@
 """``ragsight calibrate`` with a pair-labels file: each metric's difference between two samples
-against human preferences, by RAGChecker's protocol (issue 19)."""
+against human preferences, by RAGChecker's protocol."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Atomic claims (issue 30): a compound sentence is never one claim. Claims from sentences (issue
-29, opt-in): a plain sentence is its own claim, only compound or pronoun sentences go to the
-judge. One generated question for the embedded judge (issue 29)."""
+"""Atomic claims: a compound sentence is never one claim. Claims from sentences (opt-in): a
+plain sentence is its own claim, only compound or pronoun sentences go to the judge. One
+generated question for the embedded judge."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_a_thousands_separator_is_not_a_list_and_a_number_in_a_name_is_not_a_sec
 
 
 def test_a_one_sentence_compound_text_is_not_its_own_claim() -> None:
-    # issue 30: before, this one short sentence was its own claim, one verdict for two facts
+    # before atomic claims, this one short sentence was its own claim, one verdict for two facts
     assert own_claim(COMPOUND) is None
     assert own_claim(PLAIN_1) == PLAIN_1
 

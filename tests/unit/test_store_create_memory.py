@@ -1,4 +1,4 @@
-"""Creating a run does not hold its samples' texts until the transaction commits (issue 29): a
+"""Creating a run does not hold its samples' texts until the transaction commits: a
 run of 100,000 samples is written in one transaction by a writer per 64 samples, and the writers
 kept every text they wrote until the commit (253 MB at 100,000 samples in bench/memory.py)."""
 

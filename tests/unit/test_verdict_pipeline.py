@@ -43,7 +43,7 @@ async def verdicts(provider: ScriptedProvider, claims: list[str], **settings: An
 async def test_embedded_judge_verdict_is_the_mean_of_its_probability_and_word_overlap() -> None:
     provider = local_like(0.6, 0.3)
     out = await verdicts(provider, [COPIED, INVENTED])
-    # one call per claim against the context; no plausibility prior since issue 21
+    # one call per claim against the context; no plausibility prior
     sources = [r.variables["source"] for r in provider.calls_for("verify_claim")]
     assert len(sources) == 2 and PRIOR_SOURCE not in sources
     copied, invented = out.verdicts

@@ -3,7 +3,7 @@
 Small models shipped as constants, so they are deterministic, need nothing but the standard
 library, and can be read and audited. Two forms:
 
-- ``mean`` (the embedded judge's claim verdicts since issue 21): the mean of the listed inputs,
+- ``mean`` (the embedded judge's claim verdicts): the mean of the listed inputs,
   each already a probability-like value in [0, 1] -- the judge's P(Yes) and the share of the
   claim's content words found in the text (``overlap``). Nothing is fitted. It was chosen over
   fitted logistic combinations by leave-one-dataset-out agreement with people (WiCE, ExpertQA,
@@ -228,7 +228,7 @@ def combine(
     With ``judge_p`` None the signals-only model is used. For a judge model that has no fitted
     coefficients, ``judge_p`` is returned unchanged.
 
-    The number guard (issue 30; ``bench/number_guard.py``): when a number the claim writes in
+    The number guard (``bench/number_guard.py``): when a number the claim writes in
     digits is not in the source, the result is at most the judge's own P(Yes). A new-user trial's
     invented "RSA keys of 4096 bits" had P(Yes) 0.14 and was lifted to 0.51 by its words alone.
     """

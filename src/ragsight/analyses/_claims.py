@@ -3,7 +3,7 @@
 One generation step for every judge (remote or embedded): ``extract_claims`` returns a JSON list,
 at most ``AnalysisSettings.max_claims`` long; repeats are dropped in order.
 
-A text that is already one short statement is its own claim, with no judge call (issue 21; on
+A text that is already one short statement is its own claim, with no judge call (on
 WiCE claims, checking the whole sentence ranked as well as checking the claims extracted from
 it, docs/validity.md): one sentence, at most :data:`OWN_CLAIM_WORDS` words, at least
 :data:`OWN_CLAIM_MIN_CONTENT` content words, not a question, and no first- or second-person
@@ -11,7 +11,7 @@ word (so "I am not sure." or "Hello, how can I help you?" still go to the judge,
 no claim in them), and no pronoun at its start ("It shows the ratio of each file.": the judge names what "it"
 is from the question). ``AnalysisSettings.own_claim`` turns this off.
 
-No claim the response does not make enters the evidence (issue 30: "I don't know." came back with
+No claim the response does not make enters the evidence (a trial: "I don't know." came back with
 a claim about gzip). Each claim extracted from a response is checked against its own words
 (:func:`grounded`); when some are not found, the judge is asked once more
 (``extract_claims_recheck``, naming them), and a claim still not found is dropped and listed in
@@ -20,10 +20,10 @@ reference (a new-user trial: an English reference's claims in German), the refer
 sentences are its claims and the translated ones are listed as dropped.
 ``AnalysisSettings.nonanswers`` turns this off (for the before/after bench).
 
-Atomic claims (issue 30): a sentence with two clauses ("gzip uses LZ77 and was written by
+Atomic claims: a sentence with two clauses ("gzip uses LZ77 and was written by
 Microsoft"), a list or two numbers is never its own claim, so each fact gets its own verdict.
 
-Claims from sentences (issue 29; opt-in, ``AnalysisSettings.sentence_claims``, off by default:
+Claims from sentences (opt-in, ``AnalysisSettings.sentence_claims``, off by default:
 measured with the embedded judge, it generated as many claim tokens as whole-text extraction,
 docs/benchmarks.md): an English text is split into sentences; a plain sentence (:func:`split_reason` gives None) is
 its own claim, and only the other sentences go to the judge, in one ``extract_claims_part`` call
@@ -212,7 +212,7 @@ def _as_sentence(clause: str) -> str:
 def apart_from_declines(claims: tuple[str, ...]) -> tuple[str, ...]:
     """Each claim that joins a decline to content ("The documents do not say X; chage only sets
     Y") as its clauses: the decline, which faithfulness sets aside as saying what the documents do
-    not contain, and the content, checked on its own (issue 30: the joined claim got P 0.32, the
+    not contain, and the content, checked on its own (the joined claim got P 0.32, the
     true half judged with the other). Filler and referrals ("please ask HR") are left out."""
     out: list[str] = []
     for claim in claims:

@@ -95,7 +95,7 @@ class SampleAnalyses:
     @property
     def embedded(self) -> bool:
         """Whether the run's judge is the embedded model (``local:...``), whose generated tokens
-        are most of its time: answer relevancy asks it for fewer questions (issue 29)."""
+        are most of its time: answer relevancy asks it for fewer questions."""
         return self.judge is not None and self.judge.name.startswith("local:")
 
     @property

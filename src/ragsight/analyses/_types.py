@@ -67,16 +67,16 @@ class AnalysisSettings:
     # A response or reference that is one sentence of at most 25 words is its own claim, with no
     # extraction call (analyses/_claims.py); False always asks the judge to extract claims.
     own_claim: bool = True
-    # Claims from sentences (issue 29; off by default): a plain sentence (one clause, at most one
+    # Claims from sentences (off by default): a plain sentence (one clause, at most one
     # number, no pronoun, at most 25 words) is its own claim, and only the other sentences are
     # sent to the judge to split (``extract_claims_part``, with the whole text to resolve
     # pronouns). Measured with the embedded judge on the airline kit, it generated as many claim
     # tokens as extracting whole texts (docs/benchmarks.md), so it is not on for any judge.
     sentence_claims: bool = False
-    # The embedded judge only (issue 29): answer relevancy asks it for this many questions
+    # The embedded judge only: answer relevancy asks it for this many questions
     # instead of ``n_questions`` (generating them was a fifth of its time per sample).
     embedded_questions: int = 1
-    # Non-answers (issue 30): extracted claims not found in the text are asked once more, then
+    # Non-answers: extracted claims not found in the text are asked once more, then
     # dropped (analyses/_claims.py); a decline gets no faithfulness and zero answer relevancy.
     # False keeps the behaviour before (for bench/nonanswer_check.py's before/after figures).
     nonanswers: bool = True
@@ -94,7 +94,7 @@ class AnalysisSettings:
 async def started_together(*steps: Awaitable[Any]) -> None:
     """Start analyses that do not depend on each other at once and wait for all of them (their
     results and errors are kept by the sample's analyses, read by the awaits that follow): two
-    chains of two judge calls take two round trips, not four (issue 29)."""
+    chains of two judge calls take two round trips, not four."""
     await asyncio.gather(*steps, return_exceptions=True)
 
 

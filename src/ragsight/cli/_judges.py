@@ -1,5 +1,5 @@
 """Sub-command ``judges``: the built-in judges and embedders with their size, speed and measured
-agreement with people (issue 21), and how to use a stronger judge."""
+agreement with people, and how to use a stronger judge."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What is known about the built-in judges and embedders: size, speed and measured agreement with
-people (issue 21: honest defaults).
+people (honest defaults).
 
 Every figure here is copied from docs/validity.md, docs/benchmarks.md or docs/embedders.md, where
 the command that measured it is given (``tests/unit/test_catalogue.py`` checks that each quoted

@@ -1,5 +1,5 @@
 """How claim verdicts become counts: the expected number of supported claims, or the count at the
-threshold (issue 21: scores that keep their information).
+threshold (scores that keep their information).
 
 A verdict with a probability (the embedded judge's P(supported)) counts ``P`` supported and
 ``1 - P`` not supported in the expected form; in the count form it counts 1 when ``P`` is at or

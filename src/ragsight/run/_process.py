@@ -121,8 +121,8 @@ def _shutdown(loop: asyncio.AbstractEventLoop) -> None:
 @contextlib.contextmanager
 def _ctrl_c_interrupts_the_wait() -> Any:
     """Under ``asyncio.run`` (Python 3.11+), SIGINT's handler is the runner's, which only cancels
-    its main task, and that task is blocked in this very wait: the first Ctrl-C did nothing (issue
-    30). While the wait lasts, Ctrl-C raises KeyboardInterrupt here, as it does outside asyncio.
+    its main task, and that task is blocked in this very wait: the first Ctrl-C did nothing.
+    While the wait lasts, Ctrl-C raises KeyboardInterrupt here, as it does outside asyncio.
     An application's own handler is left alone."""
     handler = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
     if not _runners(handler):

@@ -92,7 +92,7 @@ class WrittenPacks:
     """What finished writers of one transaction leave for after its commit: the newest text ids
     (as many as the store remembers) and the loose packs they emptied, not their bytes. A run
     of 100,000 samples is created in one transaction by 1,563 writers; keeping them whole until
-    the commit held every text of the data set (253 MB, issue 29)."""
+    the commit held every text of the data set (253 MB)."""
 
     def __init__(self, store: TextStore) -> None:
         self.store = store
