@@ -265,7 +265,7 @@ def test_poor_pairing_is_refused_unless_asked_for(result: EvaluationResult) -> N
     change = diagnose_change(a, b, allow_poor_pairing=True)
     assert change.poor and change.paired == 2 and change.share == 0.0
     assert change_lines(change)[1].startswith(
-        "WARNING: only 0 of 1 turns (0%), 0 of 1 conversations (0%), 2 of 11 samples (18%) paired")
+        "WARNING: only 0 of 1 turn (0%), 0 of 1 conversation (0%), 2 of 11 samples (18%) paired")
     assert [(lv["unit"], lv["paired"], lv["share"]) for lv in change.to_dict()["pairing"]["levels"]] == [
         ("sample", 2, 2 / 11), ("turn", 0, 0.0), ("conversation", 0, 0.0)]
 

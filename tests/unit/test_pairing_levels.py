@@ -53,3 +53,13 @@ def test_a_run_counts_its_rows_as_the_pairing_line_does() -> None:
     assert describe_counts(count_units(["sample"] * 17)) == "17 samples"
     assert describe_counts(count_units(["sample"])) == "1 sample"
     assert describe_counts(()) == "0 samples"
+
+
+def test_one_row_of_a_level_is_counted_in_the_singular() -> None:
+    from ragsight._stats import Pairing
+
+    pr = Pairing.of("A", "B", {"t1": "turn", "t2": "turn", "c1": "conversation"},
+                    {"t1": "turn", "c1": "conversation"})
+    assert pr.describe().startswith("1 of 2 turns, 1 of 1 conversation paired between A and B")
+    single = Pairing.of("A", "B", {"s1": "sample"}, {"s1": "sample"})
+    assert single.describe() == "1 of 1 sample paired between A (1) and B (1)"

@@ -355,10 +355,10 @@ class Pairing:
         each level on its own: "12 of 12 turns, 5 of 5 conversations paired between A and B",
         then what is unpaired ("; unpaired in A: 2 turns, 1 conversation")."""
         if len(self.levels) > 1:
-            paired = ", ".join(f"{lv.paired} of {lv.most} {lv.unit}s" for lv in self.levels)
+            paired = ", ".join(f"{lv.paired} of {_count(lv.most, lv.unit)}" for lv in self.levels)
             return f"{paired} paired between {self.baseline} and {self.other}{self._unpaired()}"
         unit = self.levels[0].unit if self.levels else "sample"
-        text = (f"{self.paired} of {max(self.n_baseline, self.n_other)} {unit}s paired between "
+        text = (f"{self.paired} of {_count(max(self.n_baseline, self.n_other), unit)} paired between "
                 f"{self.baseline} ({self.n_baseline}) and {self.other} ({self.n_other})")
         unpaired_a, unpaired_b = self.n_baseline - self.paired, self.n_other - self.paired
         if unpaired_a or unpaired_b:
@@ -373,7 +373,7 @@ class Pairing:
         unpaired in A: 3 conversations"."""
         if len(self.levels) <= 1:
             return f"{self.describe()} ({self.share:.0%})"
-        paired = ", ".join(f"{lv.paired} of {lv.most} {lv.unit}s ({lv.share:.0%})"
+        paired = ", ".join(f"{lv.paired} of {_count(lv.most, lv.unit)} ({lv.share:.0%})"
                            for lv in sorted(self.levels, key=lambda lv: lv.share))
         return f"{paired} paired between {self.baseline} and {self.other}{self._unpaired()}"
 
