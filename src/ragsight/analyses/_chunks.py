@@ -31,10 +31,10 @@ from ..calls import FENCE_TOKENS, fit_for_judge
 from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError
 from ..prompts import fence, load_prompt
-from ._calibrated import PRIOR_SOURCE, assess_claim, combine, needs_prior
+from ._calibrated import assess_claim, combine
 from ._signals import compute_signals
 from ._types import ChunkJudgement, contexts_block, lenient_bool, refs, verdict_items
-from ._verdicts import aligned_prompt
+from ._verdicts import aligned_prompt, plausibility, prior_values
 
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
@@ -144,18 +144,11 @@ async def _by_claims(
     calibrated = sa.settings.calibrated
     use_cache = sa.settings.use_cache
     question = sa.sample.question or ""
-    prior_answers: list[Answer[dict[str, float]]] = []
     answers: list[Answer[dict[str, float]]] = []
     table: list[list[float]] = []  # chunk x claim
     async with sa.batch:
-        if calibrated and needs_prior(judge.model):  # the same calls as context recall's priors
-            for c in claims:
-                prior_answers.append(await judge.choose(
-                    prompt, {"source": PRIOR_SOURCE, "claim": fence("claim", c), "claim_text": c,
-                             "target": "prior"},
-                    use_cache=use_cache,
-                ))
-        priors: list[float | None] = [a.value["Yes"] for a in prior_answers] or [None] * len(claims)
+        prior_answers = await plausibility(sa, judge, prompt, claims)  # context recall's calls
+        priors = prior_values(prior_answers, claims)
         for chunk in contexts:
             source = contexts_block([chunk])
             row: list[float] = []

@@ -15,7 +15,7 @@ in one step, so faithfulness and context recall share it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._score import ClaimVerdict
@@ -39,7 +39,7 @@ from ._types import (
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["against_contexts", "aligned_prompt", "explain", "reference_vs_response", "response_vs_reference", "verify"]
+__all__ = ["against_contexts", "aligned_prompt", "explain", "plausibility", "prior_values", "reference_vs_response", "response_vs_reference", "verify"]
 
 
 Checked: TypeAlias = "VerdictList | Exception | None"
@@ -191,19 +191,11 @@ async def _by_choices(
     thr = sa.settings.support_threshold
     calibrated = sa.settings.calibrated
     use_cache = sa.settings.use_cache
-    prior_answers: list[Answer[dict[str, float]]] = []
     answers: list[Answer[dict[str, float]]] = []
     async with sa.batch:
-        if calibrated and needs_prior(judge.model):
-            # The claim against an empty text: how plausible the judge finds it on its own.
-            # These share a short prefix, so they go first; the calls against the source
-            # then run back to back with the explanations that follow (same long prefix).
-            for c in claims:
-                prior_answers.append(await judge.choose(
-                    prompt, {"source": PRIOR_SOURCE, "claim": fence("claim", c), "claim_text": c,
-                             "target": "prior"},
-                    use_cache=use_cache,
-                ))
+        # These share a short prefix, so they go first; the calls against the source then run
+        # back to back with the explanations that follow (same long prefix).
+        prior_answers = await plausibility(sa, judge, prompt, claims)
         # Back to back, same source first: the model reuses the prompt prefix.
         for c in claims:
             answers.append(await judge.choose(
@@ -211,7 +203,7 @@ async def _by_choices(
                          "target": target},
                 use_cache=use_cache,
             ))
-    priors: list[float | None] = [a.value["Yes"] for a in prior_answers] or [None] * len(claims)
+    priors = prior_values(prior_answers, claims)
     texts = unfence(source)
     probs: list[float] = []
     signals: list[dict[str, float]] = []
@@ -253,6 +245,23 @@ async def _by_choices(
         for c, p, r, sig in zip(claims, probs, reasons, signals)
     )
     return VerdictList(target, verdicts, support, refs(*prior_answers, *answers, *chunk_answers))
+
+
+async def plausibility(sa: SampleAnalyses, judge: Judge, prompt: Prompt, claims: Sequence[str]
+                       ) -> list[Answer[dict[str, float]]]:
+    """Each claim against an empty text (how plausible the judge finds it on its own), when the
+    run is calibrated and the judge model's claim model reads that prior; else none. Called
+    inside the sample's batch lock."""
+    if not (sa.settings.calibrated and needs_prior(judge.model)):
+        return []
+    return [await judge.choose(prompt, {"source": PRIOR_SOURCE, "claim": fence("claim", c), "claim_text": c,
+                                        "target": "prior"}, use_cache=sa.settings.use_cache)
+            for c in claims]
+
+
+def prior_values(prior_answers: Sequence[Answer[dict[str, float]]], claims: Sequence[str]) -> list[float | None]:
+    """The priors' P(Yes) per claim, or None for each claim when no prior was asked."""
+    return [a.value["Yes"] for a in prior_answers] or [None] * len(claims)
 
 
 async def explain(
