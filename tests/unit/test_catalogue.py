@@ -19,6 +19,7 @@ from ragsight.judge import (
     STRONGER_JUDGE,
     LocalProvider,
     agreement_notice,
+    conversation_notice,
 )
 from ragsight.report._html_run import judge_note
 
@@ -95,3 +96,38 @@ def test_the_report_repeats_the_line_for_embedded_runs_only() -> None:
         agreement_notice("qwen2.5-coder-1.5b")
     assert judge_note({"judge_spec": "openai:gpt-4o", "judge_model": "gpt-4o"}) is None
     assert judge_note({}) is None
+
+
+def test_conversation_turns_get_the_judges_conversation_figures() -> None:
+    line = conversation_notice("qwen2.5-coder-1.5b")
+    assert "\n" not in line
+    assert "0.779 against 0.824 on held-out turns" in line and "0.935 against 0.947" in line
+    assert "docs/validity.md#conversations" in line and "--judge openai:MODEL" in line
+    assert "not measured" in conversation_notice("my-own-8b.gguf")
+    docs = (DOCS / "validity.md").read_text("utf-8")
+    assert "{#conversations}" in docs
+    for figure in NUMBER.findall(BUILTIN_JUDGES[0].conversations):
+        assert figure in docs, figure
+
+
+def test_the_run_says_the_conversation_line_only_for_the_embedded_judge_over_turns() -> None:
+    from ragsight import Sample
+    from ragsight.judge import Judge, ScriptedProvider
+    from ragsight.run._evaluate import _turns_notice
+
+    local = ScriptedProvider(model="qwen2.5-coder-1.5b")
+    local.name = "local:qwen2.5-coder-1.5b"
+    turn = Sample(id="c1:1", question="and on Sundays?", response="At 10:30.", conversation_id="c1", turn=1)
+    single = Sample(id="s1", question="When does the ferry leave?", response="At 9.")
+    assert _turns_notice(Judge(local), [single, turn]) == conversation_notice("qwen2.5-coder-1.5b")
+    assert _turns_notice(Judge(local), [single]) is None
+    assert _turns_notice(Judge(ScriptedProvider()), [turn]) is None
+    assert _turns_notice(None, [turn]) is None
+
+
+def test_the_report_adds_the_conversation_line_for_runs_with_turns() -> None:
+    config = {"judge_spec": "local:qwen2.5-coder-1.5b", "judge_model": "qwen2.5-coder-1.5b"}
+    note = judge_note(config, turns=True)
+    assert note is not None and note.endswith(conversation_notice("qwen2.5-coder-1.5b"))
+    assert judge_note(config) == agreement_notice("qwen2.5-coder-1.5b")
+    assert judge_note({"judge_spec": "openai:gpt-4o", "judge_model": "gpt-4o"}, turns=True) is None

@@ -11,6 +11,7 @@ from ._catalogue import (
     STRONGER_JUDGE,
     BuiltinModel,
     agreement_notice,
+    conversation_notice,
 )
 from ._estimate import ESTIMATE_RULES, EstimatingProvider
 from ._judge import Judge
@@ -67,6 +68,7 @@ __all__ = [
     "SpendLimit",
     "UnexpectedPromptError",
     "agreement_notice",
+    "conversation_notice",
     "make_judge",
     "provider_identity",
     "record_calls",

@@ -11,7 +11,7 @@ from typing import Any
 from .._score import Outcome
 from ..calls import describe_cost
 from ..errors import RagsightError
-from ..judge import agreement_notice
+from ..judge import agreement_notice, conversation_notice
 from ..result import EvaluationResult, truncation_note
 from ._calibrate import calibrate
 from ._conversations import conversations_section
@@ -152,12 +152,12 @@ def _not_scored(result: EvaluationResult, prefix: str) -> str:
     return "".join(parts)
 
 
-def judge_note(config: Mapping[str, Any]) -> str | None:
+def judge_note(config: Mapping[str, Any], turns: bool = False) -> str | None:
     """The embedded judge's agreement line for a run made with it (as printed at the start of
-    the run), else None."""
+    the run), with its line on conversation turns when the run has ``turns``; else None."""
     spec, model = config.get("judge_spec"), config.get("judge_model")
     if isinstance(spec, str) and spec.startswith("local") and isinstance(model, str):
-        return agreement_notice(model)
+        return agreement_notice(model) + (" " + conversation_notice(model) if turns else "")
     return None
 
 
@@ -183,7 +183,7 @@ def run_section(run: RunData, number: int, several: bool) -> str:
             )
             + "</tbody></table>"
         )
-    note = judge_note(result.config)
+    note = judge_note(result.config, turns=result.shape["turns"] > 0)
     if note:
         parts.append(f'<p class="note">{e(note)}</p>')
     cut = truncation_note(result)

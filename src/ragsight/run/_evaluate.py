@@ -33,7 +33,7 @@ from ..dataset import Dataset, group_problems
 from ..embed import Embedder, EmbedderSpec
 from ..engine import Progress, ProgressDisplay
 from ..errors import ConfigError, StoreError
-from ..judge import Judge, JudgeProvider, JudgeSpec
+from ..judge import Judge, JudgeProvider, JudgeSpec, conversation_notice
 from ..metrics import Metric, metrics_of_run
 from ..result import EvaluationResult, load_result
 from ..store import Store
@@ -167,6 +167,15 @@ def interrupted_message(progress: Progress, store: Any) -> str:
             f"store={str(path)!r})")
 
 
+def _turns_notice(judge: Judge | None, samples: Sequence[Any]) -> str | None:
+    """The embedded judge's line on conversation turns, for data that has them; else None."""
+    if judge is None or not judge.name.startswith("local:"):
+        return None
+    if not any(getattr(s, "turn", None) is not None for s in samples):
+        return None
+    return conversation_notice(judge.model)
+
+
 def _say(text: str) -> None:
     import sys
 
@@ -214,6 +223,8 @@ async def _aevaluate(
             if own_store and st is not None:
                 st.close()
             raise
+        if notice is not None and (line := _turns_notice(parts.judge, ds.samples)) is not None:
+            notice(line)
         try:
             if st is None and not concurrent:
                 st = Store(path or ":memory:")
