@@ -390,7 +390,10 @@ def _read_openai(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
     fields = r.conversation_fields()
     if system and "system_role" not in fields:
         fields["system_role"] = "\n".join(system)
-    meta = r.meta({"messages", "scenario", "expected_outcome", "system_role", "chatbot_role"})
+    refc = r.get("reference_tool_calls")
+    if refc is not None:  # the calls the whole conversation should make
+        fields["reference_tool_calls"] = r.tool_calls(r.keys["reference_tool_calls"], refc, 0)
+    meta = r.meta({"messages", "scenario", "expected_outcome", "system_role", "chatbot_role", "reference_tool_calls"})
     return Conversation(_conversation_id(r, turns), tuple(turns), metadata=meta, **fields), r.notes
 
 
