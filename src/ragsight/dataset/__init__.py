@@ -27,8 +27,8 @@ from ._levels import conversation_aggregates, metric_level, sample_level
 from ._problems import ProblemGroup, RowProblem, group_problems
 from ._reading import sample_from_mapping
 from ._sample import Sample, SampleWarning, is_out_of_scope, turn_samples
-from ._shapes import ALIAS_TO_FIELD, FIELD_ALIASES
-from ._tools import TOOLS_KEY, ToolSpec, looks_failed, read_tools, tool_named, tools_of
+from ._shapes import ALIAS_TO_FIELD, FIELD_ALIASES, FieldError
+from ._tools import TOOLS_KEY, ToolSpec, add_tools, looks_failed, read_tools, tool_named, tools_of
 
 __all__ = [
     "ALIAS_TO_FIELD",
@@ -37,6 +37,7 @@ __all__ = [
     "TOOLS_KEY",
     "Conversation",
     "Dataset",
+    "FieldError",
     "ProblemGroup",
     "RowProblem",
     "Sample",
@@ -44,6 +45,7 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Turn",
+    "add_tools",
     "atomic_path",
     "atomic_write",
     "check_writable_target",

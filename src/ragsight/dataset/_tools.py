@@ -24,12 +24,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from ._shapes import FieldError, is_missing, norm_key, row_mapping, to_plain
 
-__all__ = ["TOOLS_KEY", "ToolSpec", "looks_failed", "read_tools", "tool_named", "tools_of", "with_tools"]
+if TYPE_CHECKING:
+    from ._dataset import Dataset
+
+__all__ = ["TOOLS_KEY", "ToolSpec", "add_tools", "looks_failed", "read_tools", "tool_named", "tools_of", "with_tools"]
 
 TOOLS_KEY = "tools"  # the metadata key the available tools are kept under
 _ROW_KEYS = ("tools", "available_tools")  # a row's fields that list tools
@@ -176,3 +179,26 @@ def tool_named(tools: Sequence[ToolSpec] | None, name: str) -> ToolSpec | None:
     return next((t for t in tools or () if t.name == name), None)
 
 
+
+
+def add_tools(dataset: Dataset, tools: Sequence[ToolSpec]) -> Dataset:
+    """The data set with ``tools`` added to the available tools of every sample of a conversation
+    (after the tools its own data lists; a tool already listed, by server and name, is kept once);
+    single-turn samples, which make no calls, are left as they are."""
+    from ._dataset import Dataset
+
+    if not tools:
+        return dataset
+    extra = [t.to_dict() for t in tools]
+    out = []
+    for s in dataset.samples:
+        if s.conversation_id is None:
+            out.append(s)
+            continue
+        own = tools_of(s) or ()
+        have = {(t.server, t.name) for t in own}
+        merged = [t.to_dict() for t in own] + [d for t, d in zip(tools, extra) if (t.server, t.name) not in have]
+        out.append(replace(s, metadata={**s.metadata, TOOLS_KEY: merged}))
+    copy = Dataset(out, dataset.problems, dataset.source)
+    copy.sources, copy.misnamed, copy.columns = dataset.sources, dataset.misnamed, dataset.columns
+    return copy
