@@ -55,10 +55,15 @@ def run(metric: Metric, s: Sample, provider: ScriptedProvider) -> Score:
     return asyncio.run(metric.score(SampleAnalyses(s, Judge(provider), None, AnalysisSettings())))
 
 
+def label(item: str) -> str:
+    """The call an item asks about, without what its tool does and the request (tool_selection)."""
+    return item.split("; the tool:")[0].split("; the request:")[0]
+
+
 def scripted(step: str, verdicts: Mapping[str, bool], seen: list[Mapping[str, Any]]) -> ScriptedProvider:
     def handle(v: Mapping[str, Any]) -> Any:
         seen.append(v)
-        return {"verdicts": [{"id": i, "verdict": verdicts[item], "reason": f"scripted: {item}"}
+        return {"verdicts": [{"id": i, "verdict": verdicts[label(item)], "reason": f"scripted: {label(item)}"}
                              for i, item in enumerate(v["item_list"], start=1)]}
     return ScriptedProvider({step: handle})
 
@@ -77,7 +82,9 @@ def test_tool_selection_asks_about_each_known_tool_and_settles_unknown_ones() ->
     got = run(ToolSelection(), sample(), scripted("tool_selection", verdicts, seen))
     assert got.outcome is Outcome.SCORED and got.value == pytest.approx(3 / 5)
     [asked] = seen
-    assert asked["item_list"] == list(verdicts)  # the refund call is settled: no such tool
+    assert [label(i) for i in asked["item_list"]] == list(verdicts)  # the refund call is settled: no such tool
+    assert asked["item_list"][1] == ('[4] get_order(order_id="A42"); the tool: Look up an order by id.; '
+                                     'the request: "Where is my order 42?"')
     assert "<tools>\n- search_docs: Search the product manual. Arguments: query (string, required)\n" \
            "- get_order (MCP server shop-mcp): Look up an order by id. Arguments: order_id (string, required)\n" \
            "</tools>" in asked["extra"]
@@ -154,7 +161,7 @@ def test_the_embedded_judge_gives_p_yes_per_call() -> None:
         return {"verdicts": [{"id": 1, "verdict": False, "reason": "the manual does not hold orders"}]}
 
     provider = ScriptedProvider({"tool_selection": why},
-                                choice_handlers={"tool_selection_choice": lambda v: probabilities[v["item_text"]]})
+                                choice_handlers={"tool_selection_choice": lambda v: probabilities[label(v["item_text"])]})
     got = run(ToolSelection(), sample(), provider)
     rows = got.evidence.details["verdicts"]
     assert [r["probability"] for r in rows] == [0.2, 0.9, 0.8, None, 0.7]

@@ -181,3 +181,12 @@ def test_openai_chats_with_tools_and_reference_calls_end_to_end() -> None:
     assert validity.value == 0.5
     match = {m: run(TrajectoryMatch(mode=m), conversation).value for m in ("strict", "unordered", "subset", "superset")}
     assert match == {"strict": 0.0, "unordered": 0.0, "subset": 0.0, "superset": 1.0}
+
+
+def test_without_jsonschema_the_metric_fails_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jsonschema", None)
+    got = run(ToolArgumentValidity(), conv((W_PARIS,), None, TOOLS))
+    assert got.outcome is Outcome.FAILED
+    assert "pip install 'ragsight[agents]'" in got.reason and "jsonschema" in got.reason

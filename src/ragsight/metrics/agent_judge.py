@@ -52,6 +52,7 @@ class Step:
     turn: int
     result: Turn | None
     failed: bool
+    request: str = ""  # the user's last message before the call
 
 
 def trajectory_steps(history: Sequence[Turn]) -> tuple[str, list[Step]]:
@@ -61,9 +62,12 @@ def trajectory_steps(history: Sequence[Turn]) -> tuple[str, list[Step]]:
     number = {id(m): (n, turn) for n, turn, m in shown}
     steps: list[Step] = []
     turn = 0
+    request = ""
     for i, m in enumerate(history):
         if id(m) in number:
             turn = number[id(m)][1]
+        if m.role == "user":
+            request = " ".join(m.content.split())
         if m.role != "assistant" or not m.tool_calls:
             continue
         results: list[Turn] = []
@@ -79,7 +83,7 @@ def trajectory_steps(history: Sequence[Turn]) -> tuple[str, list[Step]]:
             if result is not None:
                 free.remove(result)
             failed = result is not None and (result.is_error or looks_failed(result.content))
-            steps.append(Step(len(steps), call, number.get(id(m), (None, turn))[0], turn, result, failed))
+            steps.append(Step(len(steps), call, number.get(id(m), (None, turn))[0], turn, result, failed, request))
     return text, steps
 
 
@@ -180,7 +184,9 @@ class ToolSelection(_AgentJudged):
                 row["server"] = tool.server
             if tool is None:
                 settled[len(items)] = f"no tool named '{s.call.name}' is among the {len(tools)} available"
-            items.append((label, row))
+            does = f"; the tool: {' '.join(tool.description.split())}" if tool is not None and tool.description else ""
+            asked = f'; the request: "{s.request}"' if s.request else ""
+            items.append((f"{label}{does}{asked}", row))
         rows, ev = await _judge(ctx, "tool_selection", conversation, items, settled, tool_list(tools))
         ok = sum(1 for r in rows if r["verdict"])
         return Score.scored(self.key, ok / len(rows), f"{ok} of {len(rows)} calls chose the right tool"
