@@ -86,6 +86,8 @@ def _warn(message: str) -> None:
 
 # A DeepEval test case's tool fields, and the fields of the exchange read with them.
 _CASE_TOOLS = ("tools_called", "expected_tools", "mcp_tools_called")
+# A chat's reference calls for the whole conversation: the first of these keys it has.
+_REFERENCE_CALLS = ("reference_tool_calls", "expected_tool_calls", "expected_tools")
 _CASE_FIELDS = ("input", "actual_output", "expected_output", "retrieval_context", *_CASE_TOOLS)
 
 
@@ -390,10 +392,10 @@ def _read_openai(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
     fields = r.conversation_fields()
     if system and "system_role" not in fields:
         fields["system_role"] = "\n".join(system)
-    refc = r.get("reference_tool_calls")
-    if refc is not None:  # the calls the whole conversation should make
-        fields["reference_tool_calls"] = r.tool_calls(r.keys["reference_tool_calls"], refc, 0)
-    meta = r.meta({"messages", "scenario", "expected_outcome", "system_role", "chatbot_role", "reference_tool_calls"})
+    ref_key = next((k for k in _REFERENCE_CALLS if k in r.keys and r.get(k) is not None), None)
+    if ref_key is not None:  # the calls the whole conversation should make
+        fields["reference_tool_calls"] = r.tool_calls(r.keys[ref_key], r.get(ref_key), 0)
+    meta = r.meta({"messages", "scenario", "expected_outcome", "system_role", "chatbot_role", *_REFERENCE_CALLS})
     return Conversation(_conversation_id(r, turns), tuple(turns), metadata=meta, **fields), r.notes
 
 
