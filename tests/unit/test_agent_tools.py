@@ -136,6 +136,7 @@ def test_every_tool_shape_and_the_errors_that_name_the_tool() -> None:
     ])
     assert got == (ToolSpec("a", "", WEATHER_SCHEMA), ToolSpec("web_search"), ToolSpec("c", "", WEATHER_SCHEMA, "s1"))
     assert read_tools({"tools": [{"name": "x"}]}) == (ToolSpec("x"),)  # a tools/list result
+    assert read_tools('["search", {"name": "calc"}]') == (ToolSpec("search"), ToolSpec("calc"))  # a CSV cell
     bad = {**OPENAI_REQUEST, "tools": [{"type": "function", "function": {"description": "no name"}}]}
     ds = Dataset.from_records([bad])
     [problem] = ds.problems

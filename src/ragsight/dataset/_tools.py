@@ -12,7 +12,9 @@ Shapes read (a list of tools, or an object holding one under ``tools``):
 - an MCP server's ``tools/list`` result: ``{"tools": [{"name", "description", "inputSchema"}]}``;
 - DeepEval's ``mcp_servers``: ``[{"server_name", "available_tools": [MCP tools]}]``, each tool
   then named with its server;
-- ragsight's own: ``{"name", "description", "parameters", "server"}``.
+- ragsight's own: ``{"name", "description", "parameters", "server"}``; a tool's name alone.
+
+Any of them may be JSON text (a CSV cell).
 
 The row's ``tools`` (or ``available_tools``) and ``mcp_servers`` fields are read so; a tool that
 cannot be used raises :class:`FieldError` naming the field and the tool
@@ -21,6 +23,7 @@ cannot be used raises :class:`FieldError` naming the field and the tool
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -67,6 +70,8 @@ def _as_map(value: Any) -> Mapping[str, Any] | None:
 
 
 def _tool(item: Any, where: str, server: str | None) -> ToolSpec:
+    if isinstance(item, str) and item.strip():  # a list of tool names
+        return ToolSpec(item.strip(), server=server)
     m = _as_map(item)
     if m is None:
         raise FieldError(where, f"'{where}': a tool must be an object with a name, got {type(item).__name__}.")
@@ -96,6 +101,9 @@ def read_tools(value: Any, field: str = "tools", server: str | None = None) -> t
     """The tools of one field's value (any shape of the module docstring). FieldError names the
     field and the tool that cannot be used."""
     value = to_plain(value)
+    if isinstance(value, str) and value.strip()[:1] in "[{":  # JSON text (a CSV cell)
+        with contextlib.suppress(ValueError, RecursionError):
+            value = json.loads(value)
     if isinstance(value, Mapping) and "tools" in value:  # an MCP tools/list result
         return read_tools(value["tools"], f"{field}.tools", server)
     if not isinstance(value, (list, tuple)):
