@@ -106,6 +106,8 @@ def test_trajectory_match_scores_and_says_why() -> None:
     vacuous = run(TrajectoryMatch(mode="subset"), conv((), (W_PARIS,)))
     assert vacuous.value == 1.0 and "vacuously" in vacuous.reason
     assert run(TrajectoryMatch(), conv((), ())).reason == "no call was expected and none was made"
+    served = run(TrajectoryMatch(), conv((W_PARIS,), (W_PARIS,), [{"name": "get_weather", "server": "wx-mcp"}]))
+    assert served.evidence.details["steps"][0]["server"] == "wx-mcp"
     skipped = run(TrajectoryMatch(), conv((W_PARIS,), None))
     assert skipped.outcome is Outcome.SKIPPED and skipped.reason == "sample has no reference_tool_calls"
     turn = Sample(id="c:0", question="q", response="r", conversation_id="c", turn=0, history=(),

@@ -38,7 +38,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .._score import Evidence, Score
 from ..analyses import SampleAnalyses
-from ..dataset import Sample, ToolCall, ToolSpec, tools_of
+from ..dataset import Sample, ToolCall, ToolSpec, tool_named, tools_of
 from ..errors import MissingExtraError
 from ._base import Metric
 from ._levels import conversation_only
@@ -199,6 +199,11 @@ class TrajectoryMatch(_Trajectory):
         s = ctx.sample
         calls, reference = tuple(s.tool_calls or ()), tuple(s.reference_tool_calls or ())
         ok, trail = match_trajectory(calls, reference, self.mode, self.args)
+        tools = tools_of(s)
+        for step, call in zip(trail["steps"], calls):  # an MCP server's tool: the server named
+            tool = tool_named(tools, call.name.strip())
+            if tool is not None and tool.server:
+                step["server"] = tool.server
         return Score.scored(self.key, 1.0 if ok else 0.0, _why(ok, self.mode, trail, calls, reference),
                             Evidence(details=trail))
 
