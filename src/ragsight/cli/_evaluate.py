@@ -61,6 +61,7 @@ from ._gate import Threshold, check_gate, check_resumed_gate, gate_metrics, gate
 from ._labels import aligned_settings
 from ._rubrics import register_cli_rubrics
 from ._summary import print_evidence_hint, print_summary
+from ._tools_from import TOOLS_FROM_HELP, with_tools_from
 
 __all__ = ["example_path", "register"]
 
@@ -152,6 +153,7 @@ def register(sub: Any) -> None:
                     help="a judge model's price in dollars per million input/output tokens, over the "
                          "shipped table and [tool.ragsight.prices], e.g. gpt-4o-mini=0.15/0.60; repeatable")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    ev.add_argument("--tools-from", action="append", default=[], metavar="SPEC", help=TOOLS_FROM_HELP)
     ev.set_defaults(func=cmd_evaluate)
 
 
@@ -196,6 +198,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
+    data = with_tools_from(data, args.tools_from, args.resume, lambda t: say(err, t, markup=False))
     register_cli_rubrics(args.config, args.rubric)  # checked before any call; --metrics NAME finds them
     thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
     metrics = _metric_specs(args.metrics)

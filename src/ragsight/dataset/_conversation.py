@@ -44,7 +44,8 @@ class Turn:
     ``content`` is the text. For an assistant turn: ``contexts`` / ``retrieved_ids`` (what was
     retrieved for it), ``reference`` (a reference answer), ``tool_calls`` (the calls it made) and
     ``reference_tool_calls`` (the calls it should have made). For a tool turn: ``tool_call_id``
-    and ``name`` say which call it answers.
+    and ``name`` say which call it answers, ``is_error`` that the data marks the result a
+    failure (Anthropic's ``is_error``, LangChain's ``status="error"``, MCP's ``isError``).
     """
 
     role: str
@@ -56,6 +57,7 @@ class Turn:
     reference_tool_calls: tuple[ToolCall, ...] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+    is_error: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -73,6 +75,8 @@ class Turn:
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             out["name"] = self.name
+        if self.is_error:
+            out["is_error"] = True
         return out
 
 

@@ -12,7 +12,14 @@ into a :class:`~ragsight.conversation.Conversation`.
   (``input`` / ``actual_output`` test cases) are read as a user and an assistant turn.
 - OpenAI chat ``messages``: ``system`` / ``user`` / ``assistant`` / ``tool``; an assistant
   message's ``tool_calls`` ``[{id, type: function, function: {name, arguments}}]`` (the
-  arguments a JSON string), a tool message's ``tool_call_id``.
+  arguments a JSON string), a tool message's ``tool_call_id``. Anthropic's content blocks in
+  the same list: an assistant message's ``tool_use`` blocks are its calls, a user message's
+  ``tool_result`` blocks the tools' results (``is_error`` kept).
+- LangChain / LangGraph messages (``messages`` or ``user_input``: ``HumanMessage``,
+  ``AIMessage`` with ``tool_calls``, ``ToolMessage`` with ``status``), as objects, as
+  ``model_dump()`` writes them or as ``messages_to_dict`` does (``{type, data}``).
+- The tools the agent had (the request's ``tools``, DeepEval's ``mcp_servers``) are read into
+  ``metadata["tools"]`` by :mod:`._tools`.
 - ragsight's own: ``turns`` as :meth:`Conversation` writes them (``role``, ``content``,
   ``contexts``, ``retrieved_ids``, ``reference``, ``tool_calls``, ``reference_tool_calls``).
 - DeepEval test cases and goldens with ``tools_called`` / ``expected_tools`` (its tool metric's
@@ -38,6 +45,7 @@ import hashlib
 import json
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ._cells import as_map, is_array, list_of_maps, parse_cell, unreadable_cell, without_nulls
@@ -45,11 +53,13 @@ from ._conversation import Conversation, ToolCall, Turn
 from ._rows import _PANDAS_INDEX
 from ._safety import check_safe
 from ._shapes import FieldError, is_missing, norm_key, to_plain
+from ._tools import with_tools
 from ._values import chunks, metadata, norm_id, text
 
 __all__ = ["conversation_shape", "read_conversation"]
 
-_RAGAS_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+_RAGAS_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system",
+                "aimessagechunk": "assistant", "humanmessagechunk": "user", "toolmessagechunk": "tool"}
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "bot": "assistant",
           "tool": "tool", "function": "tool", "system": "system", "developer": "system"}
 # A conversation's id: the first of these keys the row has.
@@ -75,7 +85,9 @@ def _warn(message: str) -> None:
 
 
 # A DeepEval test case's tool fields, and the fields of the exchange read with them.
-_CASE_TOOLS = ("tools_called", "expected_tools")
+_CASE_TOOLS = ("tools_called", "expected_tools", "mcp_tools_called")
+# A chat's reference calls for the whole conversation: the first of these keys it has.
+_REFERENCE_CALLS = ("reference_tool_calls", "expected_tool_calls", "expected_tools")
 _CASE_FIELDS = ("input", "actual_output", "expected_output", "retrieval_context", *_CASE_TOOLS)
 
 
@@ -110,6 +122,8 @@ def conversation_shape(raw: Mapping[str, Any]) -> str | None:
         msgs = list_of_maps(raw[keys["messages"]])
         if msgs is not None and all("role" in m for m in msgs):
             return "openai"
+        if msgs is not None and all(isinstance(m.get("type"), str) for m in msgs):
+            return "langchain"  # LangChain / LangGraph messages (model_dump, messages_to_dict)
     if ("input" in keys or "actual_output" in keys) and any(
             _has_calls(raw[keys[k]]) for k in _CASE_TOOLS if k in keys):
         return "deepeval_case"
@@ -274,21 +288,43 @@ def _conversation_id(r: _Reader, turns: Sequence[Turn]) -> str:
     return "c-" + digest.hexdigest()[:12]
 
 
-def _message(r: _Reader, field: str, i: int, m: Mapping[str, Any], role: str) -> list[Turn]:
-    """One message of the ragas, OpenAI or ragsight shapes (DeepEval has its own below)."""
+def _blocks(content: Any) -> list[Mapping[str, Any]]:
+    """A message's content blocks (Anthropic, OpenAI content parts) as mappings; [] for text."""
+    content = to_plain(content)
+    if not isinstance(content, (list, tuple)):
+        return []
+    return [b for b in (as_map(x) for x in content) if b is not None]
+
+
+def _message(r: _Reader, field: str, i: int, m: Mapping[str, Any], role: str,
+             names: Mapping[str, str] | None = None) -> list[Turn]:
+    """One message of the ragas, OpenAI, Anthropic, LangChain or ragsight shapes (DeepEval has
+    its own below); ``names``: the tool of each call id so far (an Anthropic result names none)."""
     where = f"{field}[{i}]"
     content = m.get("content")
     calls: tuple[ToolCall, ...] = ()
     if isinstance(content, Mapping) and "tool_calls" in content:  # ragas AIMessage.to_dict()
         calls = r.tool_calls(f"{where}.content.tool_calls", content.get("tool_calls"), i)
         content = content.get("text")
+    blocks = _blocks(content)
     body = r.text(f"{where}.content", content, i) or ""
     if role != "assistant":
         if role == "tool":
             cid, name = m.get("tool_call_id"), m.get("name")
+            failed = m.get("is_error") is True or m.get("isError") is True or m.get("status") == "error"
             return [Turn("tool", body, tool_call_id=None if is_missing(cid) else str(cid),
-                         name=name if isinstance(name, str) else None)]
+                         name=name if isinstance(name, str) else None, is_error=failed)]
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        if results:  # Anthropic: a user message that carries the tools' results
+            out = [Turn("tool", r.text(f"{where}.content", b.get("content"), i) or "",
+                        tool_call_id=None if is_missing(b.get("tool_use_id")) else str(b.get("tool_use_id")),
+                        name=(names or {}).get(str(b.get("tool_use_id"))), is_error=b.get("is_error") is True)
+                   for b in results]
+            return out + ([Turn(role, body)] if body.strip() else [])
         return [Turn(role, body)]
+    uses = [b for b in blocks if b.get("type") == "tool_use"]
+    if uses and not calls and not m.get("tool_calls"):  # Anthropic's tool_use blocks
+        calls = r.tool_calls(f"{where}.content", uses, i)
     calls = calls or r.tool_calls(f"{where}.tool_calls", m.get("tool_calls"), i)
     ctx_key = next((k for k in ("contexts", "retrieved_contexts", "retrieval_context") if k in m), None)
     ctxs, ctx_ids = r.contexts(f"{where}.{ctx_key}", m[ctx_key], i) if ctx_key else (None, None)
@@ -305,13 +341,18 @@ def _read_messages(r: _Reader, field: str, msgs: Sequence[Mapping[str, Any]], ro
                    roles: Mapping[str, str]) -> tuple[list[Turn], list[str]]:
     turns: list[Turn] = []
     system: list[str] = []
+    names: dict[str, str] = {}
     for i, m in enumerate(msgs):
+        data = m.get("data")
+        if isinstance(data, Mapping) and "type" in m and "content" not in m:  # LangChain's messages_to_dict
+            m = {**data, "type": m["type"]}
         raw_role = m.get(role_key)
         role = roles.get(str(raw_role).strip().lower()) if isinstance(raw_role, str) else None
         if role is None:
             known = ", ".join(sorted(set(roles)))
             raise r.fail(f"{field}[{i}].{role_key}", f"unknown {role_key} {raw_role!r}; use one of {known}.", i)
-        got = _message(r, field, i, m, role)
+        got = _message(r, field, i, m, role, names)
+        names.update((c.id, c.name) for t in got for c in t.tool_calls if c.id)
         if role == "system":
             system.append(got[0].content)
         else:
@@ -323,7 +364,7 @@ def _read_ragas(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
     """A ragas ``MultiTurnSample`` (``model_dump()`` / ``to_dict()`` or its JSON)."""
     r = _Reader(raw, "ragas")
     r.conv_id = _peek_id(r)
-    field = r.keys["user_input"]
+    field = r.keys.get("user_input") or r.keys["messages"]
     msgs = list_of_maps(r.cell(field, raw[field])) or []
     role_key = "type" if all("type" in m for m in msgs) else "role"
     if any("tool_calls" in m and m.get(role_key) in ("human", "tool", "user", "system") for m in msgs):
@@ -338,7 +379,7 @@ def _read_ragas(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
         fields["reference_tool_calls"] = r.tool_calls(r.keys["reference_tool_calls"], refc, 0)
     if system:
         fields["system_role"] = "\n".join(system)
-    meta = r.meta({"user_input", "reference", "reference_tool_calls"})
+    meta = r.meta({"user_input", "messages", "reference", "reference_tool_calls"})
     return Conversation(_conversation_id(r, turns), tuple(turns), metadata=meta, **fields), r.notes
 
 
@@ -351,7 +392,10 @@ def _read_openai(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
     fields = r.conversation_fields()
     if system and "system_role" not in fields:
         fields["system_role"] = "\n".join(system)
-    meta = r.meta({"messages", "scenario", "expected_outcome", "system_role", "chatbot_role"})
+    ref_key = next((k for k in _REFERENCE_CALLS if k in r.keys and r.get(k) is not None), None)
+    if ref_key is not None:  # the calls the whole conversation should make
+        fields["reference_tool_calls"] = r.tool_calls(r.keys[ref_key], r.get(ref_key), 0)
+    meta = r.meta({"messages", "scenario", "expected_outcome", "system_role", "chatbot_role", *_REFERENCE_CALLS})
     return Conversation(_conversation_id(r, turns), tuple(turns), metadata=meta, **fields), r.notes
 
 
@@ -377,7 +421,7 @@ def _deepeval_turn(r: _Reader, field: str | None, i: int, m: Mapping[str, Any],
         return [Turn("system", r.text(f"{at}content", m.get("content"), i) or "")]
     if role != "assistant":
         return turns + _message(r, field or "", i, m, role)
-    called_key = mk.get("tools_called")
+    called_key = mk.get("tools_called") or mk.get("mcp_tools_called")  # MCPToolCall: name, args, result
     called = r.cell(f"{at}{called_key}", to_plain(m[called_key])) if called_key else None
     calls = r.tool_calls(f"{at}{called_key}", called, i) if called_key else ()
     if not calls:
@@ -395,7 +439,11 @@ def _deepeval_turn(r: _Reader, field: str | None, i: int, m: Mapping[str, Any],
     content = r.text(f"{at}content", m.get("content"), i) or ""
     outputs = []
     for j, c in enumerate(to_plain(called) or () if called_key else ()):
-        cm = as_map(c) or {}
+        cm = dict(as_map(c) or {})
+        result = as_map(cm.get("result")) if cm.get("result") is not None else None
+        if "output" not in cm and result is not None:  # an MCP CallToolResult: its text blocks
+            cm["output"] = "\n".join(str(b.get("text")) for b in _blocks(result.get("content")) if "text" in b)
+            cm["is_error"] = result.get("isError") is True
         if "output" in cm and not is_missing(cm["output"]):
             out = cm["output"]
             if not isinstance(out, str):
@@ -404,7 +452,7 @@ def _deepeval_turn(r: _Reader, field: str | None, i: int, m: Mapping[str, Any],
                                      ensure_ascii=False, sort_keys=True, default=str)
                 except FieldError as exc:
                     raise r.fail(f"{at}{called_key}[{j}].output", exc.message, i) from None
-            outputs.append(Turn("tool", out, name=calls[j].name))
+            outputs.append(Turn("tool", out, name=calls[j].name, is_error=cm.get("is_error") is True))
     if outputs:  # the call, the tools' results, then the answer
         turns.append(Turn("assistant", "", tool_calls=calls))
         turns.extend(outputs)
@@ -459,7 +507,7 @@ def _peek_id(r: _Reader) -> str | None:
     return None
 
 
-_READERS = {"ragas": _read_ragas, "openai": _read_openai, "deepeval": _read_deepeval, "ragsight": _read_deepeval,
+_READERS = {"ragas": _read_ragas, "langchain": _read_ragas, "openai": _read_openai, "deepeval": _read_deepeval, "ragsight": _read_deepeval,
             "deepeval_case": _read_deepeval_case}
 
 
@@ -473,6 +521,10 @@ def read_conversation(raw: Mapping[str, Any], shape: str | None = None) -> Conve
     conv, notes = _READERS[shape](raw)
     if not any(t.role == "assistant" for t in conv.turns):
         raise FieldError(None, f"conversation '{conv.id}' has no assistant message: nothing to evaluate.")
+    try:
+        conv = replace(conv, metadata=with_tools(conv.metadata))
+    except FieldError as exc:
+        raise FieldError(exc.field_name, f"conversation '{conv.id}': {exc.message}") from None
     for note in notes:
         _warn(note)
     return conv

@@ -55,7 +55,7 @@ def _turn(value: Any) -> Turn:
         retrieved_ids=texts("retrieved_ids"), reference=m.get("reference"),
         tool_calls=tuple(_tool_call(c) for c in m.get("tool_calls") or ()),
         reference_tool_calls=None if refc is None else tuple(_tool_call(c) for c in refc),
-        tool_call_id=m.get("tool_call_id"), name=m.get("name"),
+        tool_call_id=m.get("tool_call_id"), name=m.get("name"), is_error=m.get("is_error") is True,
     )
 
 

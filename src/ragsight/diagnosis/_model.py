@@ -54,7 +54,7 @@ MEANINGS = {
     "noise": "the response repeats a wrong statement from a chunk",
     "incomplete": "the chunks hold it, the response leaves it out",
     "decline": "a decline the chunks could answer, or an answer to an out-of-scope question",
-    "tool": "the agent's tool calls differ from the expected ones",
+    "tool": "the agent's tool calls differ from the expected ones, use a wrong tool, invalid arguments or loop",
     "judge": "unmeasured: a step of the judge failed, or a metric has no value",
     UNDIAGNOSED: "failing, but the run's evidence does not show why",
 }
@@ -67,7 +67,8 @@ NEEDS: Mapping[str, tuple[tuple[str, ...], ...]] = {
     "noise": (("noise_sensitivity",),),
     "incomplete": (("factual_correctness", "answer_correctness"), ("context_recall",)),
     "decline": (("abstention", "faithfulness", "answer_relevancy"),),  # the last two: the phrase detector
-    "tool": (("tool_call_accuracy", "tool_call_f1", "conversation_tool_call_accuracy", "conversation_tool_call_f1"),),
+    "tool": (("tool_call_accuracy", "tool_call_f1", "conversation_tool_call_accuracy", "conversation_tool_call_f1",
+              "trajectory_match", "tool_argument_validity", "tool_selection", "trajectory_quality"),),
     "judge": (),
 }
 
@@ -94,6 +95,8 @@ THRESHOLDS: Mapping[str, float] = {
     "tool_call_f1": 1.0,
     "conversation_tool_call_accuracy": 1.0,
     "conversation_tool_call_f1": 1.0,
+    "trajectory_match": 1.0,
+    "tool_argument_validity": 1.0,
 }
 """The default thresholds by metric name; every other metric fails below
 :data:`DEFAULT_THRESHOLD` (above it for a lower-is-better one)."""

@@ -21,7 +21,8 @@ cause is looked for in the trail of the metrics that show it:
 - decline: a decline (abstention's verdict, faithfulness's or answer_relevancy's decline
   detection, the phrase detector) of an in-scope question whose chunks hold the answer, or an
   answer (abstention, or a response with claims) to an out-of-scope question;
-- tool: tool_call_accuracy's and tool_call_f1's mismatches;
+- tool: tool_call_accuracy's and tool_call_f1's mismatches, and the trajectory faults of the agent
+  metrics (:mod:`._trajectory`);
 - judge: the metrics that failed or have no value.
 
 A finding *explains* a failing metric when its cause can lower that metric (:data:`EXPLAINED_BY`);
@@ -53,6 +54,7 @@ from ._model import (
     Threshold,
     _clip,
 )
+from ._trajectory import TRAJECTORY_METRICS, trajectory_items
 
 __all__ = ["EXPLAINED_BY", "best_sentence", "diagnose_sample", "failing_metrics", "metric_name", "pair_key",
            "pair_unit", "question_text"]
@@ -68,7 +70,7 @@ RETRIEVAL_METRICS = IR_METRICS | {
 ANSWER_METRICS = frozenset({"factual_correctness", "answer_correctness", "answer_similarity", "exact_match",
                             "token_f1", "bleu", "rouge_1", "rouge_2", "rouge_l", "chrf"})
 TOOL_METRICS = frozenset({"tool_call_accuracy", "tool_call_f1", "conversation_tool_call_accuracy",
-                          "conversation_tool_call_f1"})
+                          "conversation_tool_call_f1"}) | TRAJECTORY_METRICS
 _GENERATION = ("retrieval", "unsupported", "noise", "incomplete", "decline")
 
 EXPLAINED_BY: Mapping[str, frozenset[str]] = {
@@ -509,6 +511,11 @@ def _tool(v: _View) -> Finding | None:
             seen.update(calls)
             items.append(EvidenceItem(kind, text, key))
             metrics.append(key)
+    for kind, text, key in trajectory_items(v.scores):  # the same call named by two metrics: once
+        if any(i.text == text for i in items):
+            continue
+        items.append(EvidenceItem(kind, text, key))
+        metrics.append(key)
     return Finding("tool", tuple(items), tuple(dict.fromkeys(metrics))) if items else None
 
 

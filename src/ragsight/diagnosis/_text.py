@@ -33,6 +33,12 @@ KIND_WORDS = {
     "extra": "unexpected calls",
     "name": "wrong tools called",
     "arguments": "wrong arguments",
+    "missing_step": "expected steps not taken",
+    "wrong_tool": "wrong tools chosen",
+    "invalid_arguments": "arguments invalid against the tool's schema",
+    "loop": "repeated or looping calls",
+    "unsound_step": "steps judged unsound",
+    "bad_recovery": "no sensible recovery after a failed call",
     "failed": "failed",
     "undetermined": "undetermined",
 }

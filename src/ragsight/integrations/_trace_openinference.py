@@ -1,7 +1,8 @@
 """Spans grouped into samples by the OpenInference conventions: the spans of one trace are one
 RAG request, read from its request span (the top-most one with an ``openinference.span.kind``),
-its RETRIEVER and RERANKER spans' documents and its LLM span's answer; a failed request, a trace
-without a retriever and parent links that loop are skipped and said.
+its RETRIEVER and RERANKER spans' documents and its LLM span's answer; an agent's trace with
+TOOL spans and no retriever becomes a conversation of its calls and results (``_trace_agent``); a
+failed request, a trace with neither and parent links that loop are skipped and said.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._trace_agent import agent_row
 from ._trace_common import (
     _ANSWER_KEYS,
     _QUESTION_KEYS,
@@ -177,6 +179,13 @@ def _trace_row(trace_id: str, trace: list[_Span], result: TraceImport, by_id: Ma
     rerankers = [s for s in trace if s.kind == "RERANKER"]
     llms = [s for s in trace if s.kind == "LLM"]
     if not retrievers and not rerankers:
+        latency = _number(root.end - root.start) if root.start is not None and root.end is not None else None
+        agent = agent_row(trace_id, trace, root, {  # an agent's tool calls: a conversation row
+            "trace_id": trace_id, "span_id": root.span_id, "trace_name": root.name,
+            "tool_span_ids": [s.span_id for s in trace if s.kind == "TOOL"],
+            "latency_s": round(latency, 6) if latency is not None else None, "source": "openinference"})
+        if agent is not None:
+            return agent
         result.skipped["no RETRIEVER span: not a RAG request"] += 1
         return None
     docs: list[dict[str, Any]] = []

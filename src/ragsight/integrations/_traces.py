@@ -140,7 +140,7 @@ def group_sessions(result: TraceImport) -> None:
     by_session: dict[str, list[int]] = {}
     for i, row in enumerate(result.rows):
         session, _ = result.sessions.get(str(row.get("id")), (None, None))
-        if session is not None:
+        if session is not None and "question" in row:  # an agent's conversation row stays its own
             by_session.setdefault(session, []).append(i)
     grouped = {sid: idx for sid, idx in by_session.items() if len(idx) > 1}
     if not grouped:

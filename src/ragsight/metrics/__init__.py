@@ -2,8 +2,9 @@
 
 A metric is named as in the spec (``faithfulness``); parameters go in brackets:
 ``factual_correctness(mode=recall)``, ``noise_sensitivity(mode=irrelevant)``,
-``answer_correctness(weights=0.6/0.4)``, ``hit_rate(k=5)``. Results are reported under the name
-exactly as given.
+``answer_correctness(weights=0.6/0.4)``, ``hit_rate(k=5)``, ``trajectory_match(mode=unordered,
+args=keys:city,date)`` (a part without ``=`` after a ``name:a`` value continues its list). Results are
+reported under the name exactly as given.
 """
 
 from __future__ import annotations
@@ -114,8 +115,8 @@ def metric_names() -> list[str]:
 
 
 def _load_optional() -> None:
-    # IR and lexical metrics register themselves on import.
-    from . import ir, lexical, rubric, similarity_mrr, span_ir  # noqa: F401
+    # IR, lexical and agent metrics register themselves on import.
+    from . import agents, ir, lexical, rubric, similarity_mrr, span_ir  # noqa: F401
 
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$")
@@ -152,11 +153,17 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     name, args = m.group(1).lower(), m.group(2)  # Faithfulness is faithfulness
     params: dict[str, Any] = {}
     if args:
+        last: tuple[str, str] | None = None  # the previous parameter and its text
         for part in args.split(","):
             if "=" not in part:
+                if last is not None and ":" in last[1] and part.strip():  # keys:city,date: a list goes on
+                    last = (last[0], f"{last[1]},{part.strip()}")
+                    params[last[0]] = last[1]
+                    continue
                 raise ConfigError(f"metric '{spec}': parameter '{part.strip()}' needs the form name=value")
             k, _, v = part.partition("=")
             params[k.strip()] = _coerce(v)
+            last = (k.strip(), v.strip())
             _finite(spec, k.strip(), params[k.strip()])
     return name, params
 

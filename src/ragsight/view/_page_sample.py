@@ -15,6 +15,7 @@ from ..store import ANY_METRIC
 from ._assets import e, t, url, visible
 from ._model import NOT_APPLICABLE, Filter, RunTable
 from ._parts import LabelView, _arrow
+from ._trajectory import trajectory_field
 
 __all__ = ["sample_body"]
 
@@ -195,6 +196,7 @@ def sample_body(
         fields.append(f'<p class="muted" id="conversation">conversation {t(conversation)}'
                       f'{"" if turn is None else f", turn {t(turn)}"}</p>')
         fields += _history(sample)
+        fields.append(trajectory_field(sample, scores))
     if sample.question:
         fields.append(f'<div class="field"><b>question</b><div class="text" id="question">{t(sample.question)}</div></div>')
     if contexts:
