@@ -227,3 +227,42 @@ def test_the_days_budget_leaves_requests_not_evaluated_with_the_reason(tmp_path:
     # calls in flight when the limit is reached may each add one call's cost ($0.10)
     assert 0 < s["budget"]["spent_usd"] < 1.0 and s["budget"]["limit_usd"] == 0.5
     assert s["evaluated"] + s["not_evaluated"] == 5
+
+
+def test_the_viewer_shows_the_windows_and_opens_a_production_sample_to_label(tmp_path: Path, running: Any) -> None:
+    import re
+
+    from ragsight.view import ViewApp
+
+    m = running(sample=1.0, alerts=(parse_alert("faithfulness<1.01"),), min_scored=2)
+    tracer, _ = tracer_for(m.port)
+    ids = send_requests(tracer, 5)
+    store = str(tmp_path / "prod.db")
+    wait_for(lambda: status_json(store)["evaluated"] == 5)
+    app = ViewApp(store, index_path=":memory:")
+    try:
+        h = {"host": "127.0.0.1:8765"}
+        home = app.handle("GET", "/", h).body.decode()
+        assert 'href="/monitor"' in home
+        page = app.handle("GET", "/monitor", h)
+        html = page.body.decode()
+        assert page.status == 200 and page.headers.get("Refresh") == "10"
+        assert 'data-key="received">5<' in html and 'data-key="evaluated">5<' in html
+        assert 'class="monitor-chart"' in html and "faithfulness" in html
+        assert 'id="monitor-alerts"' in html and "is below 1.01" in html
+        window = re.search(r'href="(/monitor/window/[^"]+)"', html)
+        assert window is not None
+        listing = app.handle("GET", window.group(1).replace("&amp;", "&"), h).body.decode()
+        links = re.findall(r'href="(/run/[^"]+/sample/[^"]+)"', listing)
+        assert {link.rsplit("/", 1)[1] for link in links} == set(ids)
+        sample = app.handle("GET", links[0], h)
+        assert sample.status == 200 and "faithfulness" in sample.body.decode()
+        run_id, sample_id = links[0].split("/")[2], links[0].split("/")[4]
+        posted = app.handle("POST", "/api/labels", {**h, "content-type": "application/json"},
+                            json.dumps({"run": run_id, "sample": sample_id, "metric": "faithfulness", "claim": None,
+                                        "value": 1, "who": "ana"}).encode())
+        assert posted.status == 200, posted.body
+    finally:
+        app.close()
+    with Store(store, create=False) as st:  # where calibrate reads labels from
+        assert [(lb.sample_id, lb.value) for lb in st.labels(run_id)] == [(sample_id, 1.0)]

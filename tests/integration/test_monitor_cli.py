@@ -16,9 +16,15 @@ import pytest
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
-from ragsight.cli import main  # noqa: E402
-from ragsight.store import Store  # noqa: E402
-from tests.integration.monitor_world import close_all, send_requests, status_json, tracer_for, wait_for  # noqa: E402
+from ragsight.cli import main
+from ragsight.store import Store
+from tests.integration.monitor_world import (
+    close_all,
+    send_requests,
+    status_json,
+    tracer_for,
+    wait_for,
+)
 
 
 @pytest.fixture(autouse=True)

@@ -104,7 +104,7 @@ def monitor_body(conn: sqlite3.Connection, window_s: float | None, rules: Sequen
             if m is None:
                 continue
             c = m.counts
-            link = url("monitor", "window", f"{w.start:g}", window=f"{length:g}")
+            link = url("monitor", "window", repr(w.start), window=repr(length))
             rows.append(f'<tr{" class=alert" if w.start in alerted else ""}><td class="l"><a href="{e(link)}">'
                         f"{e(w.label())}</a></td><td>{sum(w.requests.values()):,}</td><td>{m.scored}</td>"
                         f"<td>{_f(m.mean)}</td><td>[{_f(m.ci_low)}, {_f(m.ci_high)}]</td>"
