@@ -1,6 +1,6 @@
-"""A real LangChain pipeline instrumented with OpenInference's instrumentation, exporting through
-the real OTLP/HTTP exporter to the monitor: the example of docs/monitor.md, offline (a fake
-retriever and a fake chat model from langchain-core)."""
+"""A real LangChain pipeline instrumented with OpenInference's instrumentation, or OpenLLMetry's,
+exporting through the real OTLP/HTTP exporter to the monitor: the example of docs/monitor.md,
+offline (a fake retriever and a fake chat model from langchain-core)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("openinference.instrumentation.langchain")
 pytest.importorskip("langchain_core")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
@@ -19,7 +18,6 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
-from openinference.instrumentation.langchain import LangChainInstrumentor
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -37,7 +35,16 @@ class Handbook(BaseRetriever):
                 Document(page_content="Seat changes are free online.", id="seats")]
 
 
-def test_a_langchain_pipeline_instrumented_with_openinference_is_monitored(tmp_path: Path) -> None:
+def instrumentor(kind: str) -> Any:
+    if kind == "openinference":
+        oi = pytest.importorskip("openinference.instrumentation.langchain")
+        return oi.LangChainInstrumentor()
+    ollm = pytest.importorskip("opentelemetry.instrumentation.langchain")
+    return ollm.LangchainInstrumentor()
+
+
+@pytest.mark.parametrize("kind", ["openinference", "openllmetry"])
+def test_a_langchain_pipeline_instrumented_for_opentelemetry_is_monitored(tmp_path: Path, kind: str) -> None:
     store = str(tmp_path / "prod.db")
     m = Monitor(MonitorConfig(store=store, port=0, settle_s=0.3, tick_s=0.05, evaluation=EvalSettings(
         metrics=["faithfulness"], judge=JudgeSpec(Judge(provider())), poll_s=0.05)))
@@ -45,8 +52,8 @@ def test_a_langchain_pipeline_instrumented_with_openinference_is_monitored(tmp_p
     tracer_provider = TracerProvider()
     exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{m.port}/v1/traces")
     tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
-    instrumentor = LangChainInstrumentor()
-    instrumentor.instrument(tracer_provider=tracer_provider)
+    instrumented = instrumentor(kind)
+    instrumented.instrument(tracer_provider=tracer_provider)
     try:
         prompt = ChatPromptTemplate.from_template("Answer from the context.\n{context}\nQuestion: {question}")
         llm: Any = FakeListChatModel(responses=["Refunds are accepted within 30 days."])
@@ -56,7 +63,7 @@ def test_a_langchain_pipeline_instrumented_with_openinference_is_monitored(tmp_p
         tracer_provider.force_flush()
         wait_for(lambda: status_json(store)["evaluated"] == 3, 60)
     finally:
-        instrumentor.uninstrument()
+        instrumented.uninstrument()
         tracer_provider.shutdown()
         m.stop()
     s = status_json(store)
@@ -69,3 +76,4 @@ def test_a_langchain_pipeline_instrumented_with_openinference_is_monitored(tmp_p
                                          "Seat changes are free online."]
         assert sample.response == "Refunds are accepted within 30 days."
         assert sample.metadata["retriever_span_ids"]
+        assert sample.metadata["trace_id"] == sample.id

@@ -6,9 +6,13 @@ trace readers take, so one reader serves both:
   ``traceloop.entity.name`` names a retrieval (``retriev...``) is a RETRIEVER span, its output's
   documents (text, or objects with ``page_content`` / ``text`` / ``content``, ``id``, ``score``,
   ``metadata``) its ``retrieval.documents``;
+- a span with ``gen_ai.operation.name`` ``vector_db_retrieve`` (OpenLLMetry's retriever) is a
+  RETRIEVER span the same way; the ``{"inputs": ...}`` / ``{"outputs": ...}`` wrappers of
+  OpenLLMetry's entity input and output are taken off;
 - a span with ``gen_ai.system``, ``gen_ai.operation.name`` or ``llm.request.type``: an LLM span,
-  its last ``gen_ai.completion.N.content`` the answer and its last user ``gen_ai.prompt.N.content``
-  its input.
+  its answer the last ``gen_ai.completion.N.content`` or the last assistant message of
+  ``gen_ai.output.messages``, its input the last user ``gen_ai.prompt.N.content`` or message of
+  ``gen_ai.input.messages``.
 
 A span that already has ``openinference.span.kind`` is left as it is.
 """
@@ -23,6 +27,7 @@ from typing import Any
 __all__ = ["as_openinference"]
 
 _RETRIEVAL = re.compile(r"retriev", re.I)
+_RETRIEVE_OPERATIONS = ("vector_db_retrieve", "retrieve", "retrieval")
 _PROMPT = re.compile(r"^gen_ai\.(prompt|completion)\.([0-9]+)\.(content|role)$")
 
 
@@ -40,6 +45,42 @@ def _attr(key: str, value: Any) -> dict[str, Any]:
     if isinstance(value, (int, float)):
         return {"key": key, "value": {"doubleValue": float(value)}}
     return {"key": key, "value": {"stringValue": value if isinstance(value, str) else json.dumps(value)}}
+
+
+def _unwrapped(value: Any, key: str) -> Any:
+    """OpenLLMetry's ``{"inputs": X, "tags": ...}`` / ``{"outputs": X}`` as X (JSON text kept
+    JSON text)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(parsed, Mapping) and key in parsed:
+        inner = parsed[key]
+        return inner if isinstance(inner, str) else json.dumps(inner)
+    return value
+
+
+def _message_text(value: Any, roles: tuple[str, ...]) -> str | None:
+    """The text of the last message of one of ``roles`` in GenAI's ``gen_ai.input.messages`` /
+    ``gen_ai.output.messages`` (JSON: role, parts of type text)."""
+    try:
+        messages = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return None
+    if not isinstance(messages, list):
+        return None
+    for m in reversed(messages):
+        if isinstance(m, Mapping) and m.get("role") in roles:
+            parts = m.get("parts")
+            texts = [str(p["content"]) for p in parts if isinstance(p, Mapping) and isinstance(p.get("content"), str)] \
+                if isinstance(parts, list) else []
+            if not texts and isinstance(m.get("content"), str):
+                texts = [m["content"]]
+            if texts:
+                return "".join(texts)
+    return None
 
 
 def _documents(output: Any) -> list[dict[str, Any]]:
@@ -92,10 +133,12 @@ def _map_span(span: dict[str, Any]) -> None:
         return
     added: list[dict[str, Any]] = []
     kind = str(flat.get("traceloop.span.kind") or "").lower()
-    if kind in ("workflow", "task", "agent", "tool"):
+    operation = str(flat.get("gen_ai.operation.name") or "").lower()
+    if kind in ("workflow", "task", "agent", "tool") or operation in _RETRIEVE_OPERATIONS:
         name = str(flat.get("traceloop.entity.name") or span.get("name") or "")
-        inp, out = flat.get("traceloop.entity.input"), flat.get("traceloop.entity.output")
-        if kind == "task" and _RETRIEVAL.search(name):
+        inp = _unwrapped(flat.get("traceloop.entity.input"), "inputs")
+        out = _unwrapped(flat.get("traceloop.entity.output"), "outputs")
+        if operation in _RETRIEVE_OPERATIONS or (kind == "task" and _RETRIEVAL.search(name)):
             added.append(_attr("openinference.span.kind", "RETRIEVER"))
             for i, doc in enumerate(_documents(out)):
                 added += [_attr(f"retrieval.documents.{i}.document.{k}", v) for k, v in doc.items()]
@@ -114,12 +157,14 @@ def _map_span(span: dict[str, Any]) -> None:
                 parts.setdefault((m.group(1), int(m.group(2))), {})[m.group(3)] = v
         completions = [p["content"] for (w, _), p in sorted(parts.items()) if w == "completion"
                        and isinstance(p.get("content"), str)]
-        if completions:
-            added.append(_attr("llm.output_messages.0.message.content", completions[-1]))
+        answer = completions[-1] if completions else _message_text(flat.get("gen_ai.output.messages"), ("assistant",))
+        if answer is not None:
+            added.append(_attr("llm.output_messages.0.message.content", answer))
         users = [p["content"] for (w, _), p in sorted(parts.items()) if w == "prompt"
                  and p.get("role") in ("user", None) and isinstance(p.get("content"), str)]
-        if users:
-            added.append(_attr("input.value", users[-1]))
+        asked = users[-1] if users else _message_text(flat.get("gen_ai.input.messages"), ("user",))
+        if asked is not None:
+            added.append(_attr("input.value", asked))
     attrs.extend(added)
 
 
