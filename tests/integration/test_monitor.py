@@ -266,3 +266,47 @@ def test_the_viewer_shows_the_windows_and_opens_a_production_sample_to_label(tmp
         app.close()
     with Store(store, create=False) as st:  # where calibrate reads labels from
         assert [(lb.sample_id, lb.value) for lb in st.labels(run_id)] == [(sample_id, 1.0)]
+
+
+def test_the_daily_budget_resets_with_the_utc_day(tmp_path: Path) -> None:
+    import json as _json
+
+    from ragsight.monitor import Evaluator
+    from ragsight.monitor._assemble import assemble_due
+    from ragsight.monitor._ledger import record_spans, utc_day
+    from ragsight.monitor._otlp import decode_request
+    from tests.unit.test_monitor_parts import rag_spans, request
+
+    store = str(tmp_path / "prod.db")
+    day1, day2 = 1_796_600_000.0, 1_796_600_000.0 + 86_400
+    with Store(store) as st:
+        for n in range(4):
+            spans, _ = decode_request(request(rag_spans(bytes([n + 1] * 16))), "", "", max_bytes=1 << 20,
+                                      max_spans=10)
+            record_spans(st.conn, spans, now=day1 - 100)
+        assert assemble_due(st.conn, day1, settle_s=1, max_open_s=300, seed=0, rate=1.0, max_queue=2) == {
+            "queued": 2, "not_evaluated": 2}
+        st.conn.execute("INSERT INTO monitor_state VALUES (?, '0.5')", (f"spent:{utc_day(day1)}",))  # spent
+    now = [day1]
+    judge = JudgeSpec(Judge(provider()), prices={"scripted-world": (1.0, 1.0)})
+    ev = Evaluator(store, EvalSettings(metrics=["faithfulness"], judge=judge, max_cost_per_day=0.5, poll_s=0.05),
+                   clock=lambda: now[0])
+    ev.start()
+    try:
+        wait_for(lambda: status_json(store)["pending"] == 0)
+        s = status_json(store)
+        assert s["evaluated"] == 0 and any("budget" in r for r in s["not_evaluated_reasons"])
+        with Store(store) as st:  # two more requests the next day: a new day's budget
+            for n in range(4, 6):
+                spans, _ = decode_request(request(rag_spans(bytes([n + 1] * 16))), "", "", max_bytes=1 << 20,
+                                          max_spans=10)
+                record_spans(st.conn, spans, now=day2 - 100)
+            now[0] = day2
+            assert assemble_due(st.conn, day2, settle_s=1, max_open_s=300, seed=0, rate=1.0, max_queue=10) == {
+                "queued": 2}
+        wait_for(lambda: status_json(store)["evaluated"] == 2)
+    finally:
+        ev.stop()
+    with Store(store, create=False) as st:
+        spent = dict(st.conn.execute("SELECT key, value FROM monitor_state WHERE key LIKE 'spent:%'").fetchall())
+    assert len(spent) == 2 and all(_json.loads(v) >= 0 for v in spent.values())
