@@ -84,6 +84,7 @@ class Monitor:
         self.evaluator = Evaluator(config.store, config.evaluation, clock=clock,
                                    on_batch=self._scores_changed.set) if config.evaluate else None
         self._assembler: threading.Thread | None = None
+        self._started = False
         self.assembled: dict[str, int] = {}
 
     @property
@@ -91,6 +92,7 @@ class Monitor:
         return self.receiver.port
 
     def start(self) -> None:
+        self._started = True
         self.receiver.start()
         self._assembler = threading.Thread(target=self._assemble_loop, name="ragsight-monitor-assemble", daemon=True)
         self._assembler.start()
@@ -99,7 +101,8 @@ class Monitor:
 
     def stop(self) -> None:
         self._stop.set()
-        self.receiver.shutdown()
+        if self._started:
+            self.receiver.shutdown()
         self.receiver.server_close()
         if self._assembler is not None:
             self._assembler.join(30)
