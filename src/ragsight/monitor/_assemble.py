@@ -1,7 +1,7 @@
-"""Complete requests turned into samples and sampled: the stored spans of one trace read by the
-same readers as ``ragsight import-traces`` (OpenInference spans, with the OpenLLMetry / GenAI
-names mapped to them first), then the deterministic sampling decision; what cannot become a sample
-is kept with its reason.
+"""Complete requests sampled and the sampled ones turned into samples: first the deterministic
+sampling decision (trace id and seed), then the stored spans of a sampled trace read by the same
+readers as ``ragsight import-traces`` (OpenInference spans, with the OpenLLMetry / GenAI names
+mapped to them first); what cannot become a sample is kept as skipped with its reason.
 """
 
 from __future__ import annotations
@@ -30,15 +30,21 @@ def _sample_of(blobs: list[bytes]) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def assemble_due(conn: sqlite3.Connection, now: float, *, settle_s: float, max_open_s: float, seed: int,
-                 rate: float, max_queue: int) -> dict[str, int]:
-    """Assemble, sample and queue the requests that are complete. Returns counts by new state."""
-    due = _ledger.due_requests(conn, now, settle_s, max_open_s)
+                 rate: float, max_queue: int, limit: int = 2000) -> dict[str, int]:
+    """Sample the requests that are complete, and assemble and queue the sampled ones (an
+    unsampled request's spans are not read: sampling comes first, so its cost follows the
+    sample, not the traffic). Returns counts by new state."""
+    due = _ledger.due_requests(conn, now, settle_s, max_open_s, limit)
     if not due:
         return {}
     queued = _ledger.count(conn, _ledger.PENDING)
     decisions: list[tuple[str, str, str | None, float | None, dict[str, Any] | None]] = []
     counts: dict[str, int] = {}
     for trace_id, rooted in due:
+        if not _ledger.is_sampled(trace_id, seed, rate):
+            decisions.append((trace_id, "unsampled", None, None, None))
+            counts["unsampled"] = counts.get("unsampled", 0) + 1
+            continue
         blobs = _ledger.span_blobs(conn, trace_id)
         start, _ = span_times(blobs)
         row, why = _sample_of(blobs)
@@ -47,8 +53,6 @@ def assemble_due(conn: sqlite3.Connection, now: float, *, settle_s: float, max_o
                 f"no root span arrived within {max_open_s:g} s; read from the spans that came")
         if row is None:
             state, reason = "skipped", why
-        elif not _ledger.is_sampled(trace_id, seed, rate):
-            state, reason = "unsampled", None
         elif queued >= max_queue:
             state, reason = "not_evaluated", (f"the judge could not keep up: {max_queue:,} sampled requests "
                                               "were already waiting")

@@ -123,10 +123,13 @@ class Monitor:
         with Store(c.store) as st:
             while not self._stop.is_set():
                 try:
-                    counts = assemble_due(st.conn, self.clock(), settle_s=c.settle_s, max_open_s=c.max_open_s,
-                                          seed=c.seed, rate=c.sample, max_queue=c.max_queue)
-                    for k, n in counts.items():
-                        self.assembled[k] = self.assembled.get(k, 0) + n
+                    while not self._stop.is_set():  # until nothing complete is left
+                        counts = assemble_due(st.conn, self.clock(), settle_s=c.settle_s, max_open_s=c.max_open_s,
+                                              seed=c.seed, rate=c.sample, max_queue=c.max_queue)
+                        for k, n in counts.items():
+                            self.assembled[k] = self.assembled.get(k, 0) + n
+                        if not counts:
+                            break
                     if self._scores_changed.is_set():
                         self._scores_changed.clear()
                         self._alerts(st)
