@@ -83,6 +83,10 @@ def test_check_exits_1_when_the_latest_window_is_in_alert(tmp_path: Path, capsys
     assert main(["monitor", "check", "--store", str(path), "--alert", "faithfulness<0.7", "--json"]) == 1
     got = json.loads(capsys.readouterr().out)
     assert got["alerts"][0]["kind"] == "below" and got["alerts"][0]["n_scored"] == 12
+    assert main(["monitor", "check", "--store", str(path)]) == 0  # no rule: none below
+    with Store(path) as st:  # the monitor's own rules, as it saved them when it started
+        st.conn.execute("""INSERT INTO monitor_state VALUES ('setting:alerts', '["faithfulness<0.7"]')""")
+    assert main(["monitor", "check", "--store", str(path)]) == 1
 
 
 def test_refusals_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

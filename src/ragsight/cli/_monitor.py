@@ -132,13 +132,14 @@ def _num(x: float | None) -> str:
 
 def _check(args: argparse.Namespace, window_s: float | None, rules: list[Any]) -> int:
     """The alerts that hold now, read from the store's scores with the given rules (the monitor's
-    own window length, minimum and p when not given)."""
+    own rules, window length, minimum and p when not given)."""
     with open_existing(args.store) as st:
         own = settings_of(st.conn)
         window_s = window_s or float(own.get("window_s") or 3600.0)
         ws = windows(st.conn, window_s)
     min_scored = args.min_scored if args.min_scored is not None else int(own.get("min_scored") or 10)
     alpha = args.alert_p if args.alert_p is not None else float(own.get("alpha") or 0.01)
+    rules = rules or [parse_alert(r) for r in own.get("alerts") or []]  # none given: the monitor's own
     alerts = current_alerts(ws, rules, min_scored=min_scored, alpha=alpha)
     if args.json:
         print(json.dumps({"alerts": [a.to_dict() for a in alerts], "windows": len(ws)}, allow_nan=False))

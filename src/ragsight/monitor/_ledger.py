@@ -27,7 +27,7 @@ __all__ = [
     "utc_day",
 ]
 
-SAMPLED = ("queued", "batched", "evaluated", "not_evaluated")
+SAMPLED = ("skipped", "queued", "batched", "evaluated", "not_evaluated")  # skipped: sampled, then not RAG
 PENDING = ("queued", "batched")
 
 

@@ -20,8 +20,8 @@ def status(conn: sqlite3.Connection, *, window_s: float | None = None, last: int
            now: float | None = None) -> dict[str, Any]:
     """The monitor's state as plain JSON values. The top-level counts are integers:
     ``received`` (requests stored), ``sampled``, ``evaluated``, ``pending`` (sampled, not yet
-    evaluated), ``not_evaluated``, ``unsampled``, ``skipped`` (not a RAG request), ``open``
-    (spans still arriving)."""
+    evaluated), ``not_evaluated``, ``unsampled``, ``skipped`` (sampled, then not a RAG request),
+    ``open`` (spans still arriving). sampled = skipped + pending + evaluated + not_evaluated."""
     now = time.time() if now is None else now
     by_state = {str(s): int(n) for s, n in conn.execute("SELECT state, count(*) FROM monitor_requests GROUP BY state")}
     settings = _ledger.settings(conn)
