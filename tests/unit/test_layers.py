@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ragsight"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("view",),
+    ("monitor",),
     ("sweep",),
     ("simulate",),
     ("report", "diagnosis", "testset", "pipeline", "integrations", "testing", "pytest_plugin"),

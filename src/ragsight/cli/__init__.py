@@ -37,6 +37,7 @@ from . import (
     _export,
     _judges,
     _labels,
+    _monitor,
     _report,
     _runs,
     _show,
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     _judges.register(sub)
     _labels.register(sub)
     _view.register(sub)
+    _monitor.register(sub)
     return p
 
 

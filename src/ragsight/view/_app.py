@@ -41,6 +41,7 @@ from ._assets import e, page, t
 from ._labels import FIELD, LabelWriter, read_labels
 from ._model import RunTable, Tables
 from ._page_compare import compare_body, comparison
+from ._page_monitor import has_monitor, monitor_body, window_arg, window_body
 from ._page_run import RunQuery, corrected_table, run_body, select
 from ._page_runs import runs_body
 from ._page_sample import sample_body
@@ -261,7 +262,26 @@ class ViewApp:
             return self._sample(segs[1], segs[3], params.get("order", ""))
         if segs == ["compare"]:
             return self._compare(multi.get("run", []), params.get("allow_poor") == "1")
+        if segs[0] == "monitor" and (len(segs) == 1 or (len(segs) == 3 and segs[1] == "window")):
+            return self._monitor(segs[2] if len(segs) == 3 else None, params, multi.get("alert", []))
         return _error(404, f"nothing at {path}")
+
+    def _monitor(self, start: str | None, params: Mapping[str, str], alerts: list[str]) -> Response:
+        """The live monitor page (windows, CIs, alerts), or one window's requests."""
+        length = window_arg(params.get("window"))
+        with self.lock:
+            if start is None:
+                body = monitor_body(self.store.conn, length, alerts)
+            else:
+                try:
+                    at = float(start)
+                except ValueError:
+                    raise ConfigError(f"a window starts at a number of seconds, not '{start}'") from None
+                body = window_body(self.store.conn, at, length or 3600.0)
+        response = _html(200, "ragsight view: monitor", body, self.token)
+        if start is None:
+            response.headers["Refresh"] = "10"
+        return response
 
     def _table(self, run_id: str) -> RunTable:
         return self.tables.get(self.store, run_id)
@@ -271,6 +291,9 @@ class ViewApp:
             infos = self.store.runs()
             tables = {i.id: self._table(i.id) for i in infos}
             body = runs_body(self.store, tables, infos)
+            if has_monitor(self.store.conn):
+                body = ('<p id="monitor-link"><a href="/monitor">Monitor</a>: production requests per window, '
+                        "with their CIs and alerts</p>") + body
         return _html(200, "ragsight view: runs", body, self.token)
 
     def _run(self, ref: str, params: Mapping[str, str], t0: float) -> Response:
