@@ -20,6 +20,7 @@ from ._files import (
     atomic_write,
     check_writable_target,
     read_toml,
+    same_file,
     strict_json,
     write_failure,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "is_out_of_scope",
     "metric_level",
     "read_toml",
+    "same_file",
     "sample_from_mapping",
     "sample_level",
     "strict_json",
