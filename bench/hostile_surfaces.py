@@ -165,6 +165,8 @@ async def main_async(args: argparse.Namespace) -> None:
 
     shipped = prompts.remove_instructions
     chosen = hidden_cases(args.limit) if args.hidden else cases(args.limit)
+    if args.ids:
+        chosen = [c for c in chosen if c["id"] in args.ids.split(",")]
     defences = {"fenced": lambda text: text, "line rules": line_rules, "shipped": shipped}
     if not args.hidden:
         del defences["line rules"]
@@ -179,6 +181,10 @@ async def main_async(args: argparse.Namespace) -> None:
                 marks.append(f"{'removed' if hit else '-':>10}")
             print(f"{case['id']:<4} {case['set']:<17} " + " ".join(marks))
         print("removed: " + ", ".join(f"{d} {n} of {len(chosen)}" for d, n in found.items()))
+        if args.hidden:
+            plain = sum(prompts.REMOVED in shipped(text) for text in HIDDEN)
+            print(f"the phrasings as written (one line, no hidden characters): shipped removes {plain} of "
+                  f"{len(HIDDEN)}")
         return
     judge = Judge(LocalProvider(progress=False), policy=RetryPolicy(call_timeout_s=1800, step_deadline_s=3600))
     rows: list[dict[str, Any]] = []
@@ -219,6 +225,7 @@ def main() -> None:
                     help="the phrasings written apart, split over lines and with zero-width characters")
     ap.add_argument("--rules-only", action="store_true", help="which defence removes each injection; no model")
     ap.add_argument("--surfaces", default="tool,history", help="tool, history or both (default)")
+    ap.add_argument("--ids", help="only these case ids (comma-separated), e.g. h07,h08")
     asyncio.run(main_async(ap.parse_args()))
 
 

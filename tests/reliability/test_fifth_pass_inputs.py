@@ -173,3 +173,15 @@ def test_a_symlinked_file_of_finished_conversations_is_refused(tmp_path: Path,
                         str(tmp_path / "out.jsonl"), "--no-cache")
     assert code == 2 and "symbolic link" in printed, printed
     assert elsewhere.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("key", ["GPT-4o-Mini", "openai:gpt-4o-mini", "openai/gpt-4o-mini", "gpt-4o-mini"])
+def test_a_price_key_in_another_case_or_with_a_provider_prefix_prices_the_model(key: str) -> None:
+    from ragsight.calls import load_prices, parse_price_flags, price_for
+
+    table = load_prices().with_overrides(parse_price_flags([f"{key}=1.5/2.5"]))
+    price = price_for("openai:gpt-4o-mini", "gpt-4o-mini", table)
+    assert price is not None and (price.input, price.output, price.source) == (1.5, 2.5, "--price")
+    local = price_for("local:qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b",
+                      load_prices().with_overrides(parse_price_flags(["Qwen2.5-Coder-1.5B=0.1/0.2"])))
+    assert local is not None and local.input == 0.1
