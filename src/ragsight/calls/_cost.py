@@ -237,9 +237,9 @@ def price_for(judge_name: str | None, model: str | None, table: PriceTable | Non
         i, o, source = found[1]
         return Price(found[0], i, o, source)
     for n in names:
-        found = table.lookup(n)
-        if found is not None:
-            return found
+        price = table.lookup(n)
+        if price is not None:
+            return price
     return None
 
 
