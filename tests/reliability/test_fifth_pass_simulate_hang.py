@@ -60,3 +60,21 @@ def test_a_sync_target_that_never_returns_ends_at_the_timeout(judge_url: str, tm
     assert "no answer within 1 s" in rows["gym"]["metadata"]["ended_reason"]
     assert rows["leave"]["metadata"]["ended"] != "target_failed"
     assert not (tmp_path / "conv.partial.jsonl").exists()
+
+
+def test_a_file_of_finished_conversations_cut_inside_a_character_is_continued(judge_url: str, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from ragsight.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cut")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "scenarios.jsonl").write_text("".join(json.dumps(s) + "\n" for s in SCENARIOS), "utf-8")
+    # a crash mid-write left half of a "ü" at the end of the file
+    (tmp_path / "conv.partial.jsonl").write_bytes(b'{"fingerprint": "x", "row": {"id": "gr' + "ü".encode()[:1])
+    code = main(["simulate", "scenarios.jsonl", "--target", "tests.fakes.chat_target:answer", "--out", "conv.jsonl",
+                 "--judge", "openai:m", "--base-url", judge_url, "--store", "s.db", "--max-turns", "2"])
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.out + cap.err
+    assert code == 0, cap.out + cap.err
+    assert len((tmp_path / "conv.jsonl").read_text("utf-8").splitlines()) == 2

@@ -126,7 +126,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         judge = make_judge(args.judge, base_url=args.base_url, policy=policy, notice=notice)
         if store is not None:
             judge = judge.for_run(cache=SQLiteCallCache(store))
-        kept_before = sum(1 for _ in partial.open("r", encoding="utf-8")) if partial.is_file() else 0
+        # lines counted as bytes: a file cut inside a UTF-8 character (a crash mid-write) still counts
+        kept_before = partial.read_bytes().count(b"\n") if partial.is_file() else 0
         if kept_before and show:
             say(err, f"continuing: {partial} holds {kept_before} finished conversation(s) of an earlier run "
                      "(those made with the same scenarios, target, judge and settings are kept)")
