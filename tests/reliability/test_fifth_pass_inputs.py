@@ -185,3 +185,21 @@ def test_a_price_key_in_another_case_or_with_a_provider_prefix_prices_the_model(
     local = price_for("local:qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b",
                       load_prices().with_overrides(parse_price_flags(["Qwen2.5-Coder-1.5B=0.1/0.2"])))
     assert local is not None and local.input == 0.1
+
+
+def test_a_streamed_file_renamed_away_and_back_says_it_changed(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragsight.dataset._dataset as dataset_module
+    from ragsight.dataset._dataset import Dataset
+    from ragsight.errors import InputError
+
+    monkeypatch.setattr(dataset_module, "LAZY_FILE_BYTES", 0)
+    path = tmp_path / "live.jsonl"
+    path.write_text("".join(json.dumps({"id": f"s{i}", "question": f"Q{i}", "response": f"R{i}"}) + "\n"
+                            for i in range(5)))
+    ds = Dataset.load(path)
+    path.rename(tmp_path / "away.jsonl")
+    with pytest.raises(InputError, match=r"live\.jsonl: the file changed while ragsight was reading it"):
+        ds[0]
+    (tmp_path / "away.jsonl").rename(path)  # back, as it was: read as before
+    assert [s.id for s in ds] == [f"s{i}" for i in range(5)]
