@@ -125,3 +125,15 @@ def test_an_ordinary_out_is_still_written_through_a_temporary_file(
     assert len((world / "results.jsonl").read_text("utf-8").splitlines()) == 2
     assert runs_in(world / "S.db") == 2
     assert not [p for p in world.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_the_api_refuses_to_write_a_result_over_its_store(tmp_path: Path) -> None:
+    from ragsight.errors import ConfigError
+
+    result = ragsight.evaluate(make_samples(2), ["rouge_l"], store=tmp_path / "S.db")
+    for name in ("S.db", "S.db-wal"):
+        with pytest.raises(ConfigError, match="is the store of run"):
+            result.write(tmp_path / name)
+    assert runs_in(tmp_path / "S.db") == 1
+    result.write(tmp_path / "ok.jsonl")
+    assert len((tmp_path / "ok.jsonl").read_text("utf-8").splitlines()) == 2
