@@ -95,12 +95,30 @@ class PriceTable:
             return None
         return ((today or _dt.date.today()) - then).days
 
+    def override(self, names: Sequence[str]) -> tuple[str, tuple[float, float, str]] | None:
+        """The user's price for the first of ``names`` it names: by the exact name first, then
+        as ``lookup`` reads a model's name (case, a provider prefix such as ``openai:`` or
+        ``openai/``, a date suffix), so ``--price GPT-4o-mini=...`` prices gpt-4o-mini."""
+        ov = self.overrides
+        for n in names:
+            if n in ov:
+                return n, ov[n]
+        folded: dict[str, tuple[str, tuple[float, float, str]]] = {}
+        for key, value in ov.items():
+            bare = key.split(":", 1)[1] if ":" in key else key
+            for c in _candidates(bare):
+                folded.setdefault(c, (key, value))
+        for n in names:
+            for c in _candidates(n):
+                if c in folded:
+                    return folded[c]
+        return None
+
     def lookup(self, model: str) -> Price | None:
-        overrides = self.overrides
-        for name in _candidates(model):
-            if name in overrides:
-                i, o, source = overrides[name]
-                return Price(model, i, o, source)
+        found = self.override(_candidates(model))
+        if found is not None:
+            i, o, source = found[1]
+            return Price(model, i, o, source)
         for name in _candidates(model):
             if name in self.models:
                 i, o = self.models[name]
@@ -213,16 +231,15 @@ def price_for(judge_name: str | None, model: str | None, table: PriceTable | Non
     kind = (judge_name or "").partition(":")[0]
     names = [n for n in (model, (judge_name or "").partition(":")[2], judge_name) if n]
     if kind in LOCAL_KINDS:
-        overrides = table.overrides
-        for n in names:
-            if n in overrides:
-                i, o, source = overrides[n]
-                return Price(n, i, o, source)
-        return None
+        found = table.override(names)
+        if found is None:
+            return None
+        i, o, source = found[1]
+        return Price(found[0], i, o, source)
     for n in names:
-        found = table.lookup(n)
-        if found is not None:
-            return found
+        price = table.lookup(n)
+        if price is not None:
+            return price
     return None
 
 

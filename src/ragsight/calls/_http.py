@@ -65,8 +65,11 @@ def resolve_base_url(base_url: str | None) -> str:
     raw = raw.strip().rstrip("/")
     try:
         url = httpx.URL(raw)
-    except httpx.InvalidURL as exc:
+        port = url.port
+    except (httpx.InvalidURL, ValueError) as exc:
         raise ConfigError(f"base_url {display_url(raw)!r} is not a valid URL ({exc})") from None
+    if port is not None and not 1 <= port <= 65535:
+        raise ConfigError(f"base_url {display_url(raw)!r}: the port {port} is not a port number (1 to 65535)")
     if url.scheme not in ("http", "https") or not url.host:
         raise ConfigError(
             f"base_url {display_url(raw)!r} must be an absolute http:// or https:// URL, "
@@ -135,7 +138,8 @@ def display_url(url: str | httpx.URL) -> str:
     """``url`` fit for a message: no user info, query or fragment (they can carry keys)."""
     try:
         parsed = httpx.URL(str(url))
-    except httpx.InvalidURL:
+        _ = parsed.port
+    except (httpx.InvalidURL, ValueError):
         return "<invalid URL>"
     if not parsed.host:
         return redact(str(url).split("?", 1)[0].split("@")[-1])

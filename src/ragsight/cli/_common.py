@@ -11,7 +11,7 @@ import shlex
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from rich.console import Console
 from rich.text import Text
@@ -38,6 +38,7 @@ __all__ = [
     "piped_at_80",
     "say",
     "shell_command",
+    "store_files",
     "writing_output",
 ]
 
@@ -106,11 +107,28 @@ def say(console: Console, text: str | Text, **kw: Any) -> None:
     console.print(text, soft_wrap=not console.is_terminal, **kw)
 
 
-def checked_output(path: str | os.PathLike[str], what: str) -> Path:
+PathName: TypeAlias = "str | os.PathLike[str] | None"
+
+
+def store_files(store: PathName) -> list[tuple[str, PathName]]:
+    """The files of a SQLite store, as ``checked_output(reads=...)`` takes them: the store and the
+    journal files SQLite keeps beside it (an output written over any of them loses the store)."""
+    if store is None or str(store) in ("", ":memory:"):
+        return []
+    return [("the store", store), *((f"the store's {kind} file", f"{store}{suffix}") for kind, suffix in
+                                    (("write-ahead log", "-wal"), ("shared-memory", "-shm"),
+                                     ("journal", "-journal")))]
+
+
+def checked_output(path: str | os.PathLike[str], what: str, *, store: PathName = None,
+                   reads: Iterable[tuple[str, PathName]] = ()) -> Path:
     """A file the user named for output, checked before the work (see ``check_writable_target``):
-    a ConfigError (exit 2, one line) when it cannot be written."""
+    a ConfigError (exit 2, one line) when it cannot be written, or when it is the ``store`` (or
+    one of its journal files) or one of the files the command reads, ``reads`` (pairs of what the
+    file is and its path), which writing there would replace. Every command that writes a file
+    the user names calls this before anything is written."""
     try:
-        return check_writable_target(path, what)
+        return check_writable_target(path, what, [*store_files(store), *reads])
     except OSError as exc:
         raise ConfigError(str(exc)) from None
 

@@ -38,14 +38,18 @@ def _open_store(path: str) -> Store:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     if len(args.runs) > 2:
         raise ConfigError("diagnose takes one run, or two to compare: ragsight diagnose RUN_A RUN_B")
+    if not 0 <= args.seed < 2**32:
+        raise ConfigError(f"--seed must be a whole number from 0 to {2**32 - 1}, not {args.seed}")
+    if args.embedder_base_url and not args.embedder:
+        raise ConfigError("--embedder-base-url is the server of --embedder openai:MODEL; give --embedder too")
     thresholds = parse_thresholds(args.threshold)
     with _open_store(args.store) as store:
         results = [load_result(store, ref) for ref in args.runs]
         if len(results) == 2 and results[0].run_id == results[1].run_id:
             raise ConfigError(f"run {results[0].run_id} is given twice; name two different runs")
         two = len(results) == 2
-        found = [diagnose(r, thresholds=thresholds, topics=not two, embedder=args.embedder, seed=args.seed)
-                 for r in results]
+        found = [diagnose(r, thresholds=thresholds, topics=not two, embedder=args.embedder, seed=args.seed,
+                          embedder_base_url=args.embedder_base_url) for r in results]
     payload: dict[str, Any]
     if two:
         change = diagnose_change(found[0], found[1], seed=args.seed, allow_poor_pairing=args.allow_poor_pairing)
@@ -77,6 +81,8 @@ def register(subparsers: Any) -> None:
     dg.add_argument("--embedder", metavar="SPEC",
                     help="groups the failing questions into topics: local, local:minilm, openai:MODEL, or words "
                          "(their words, no model); default: the run's local embedder, else local:e5-small")
+    dg.add_argument("--embedder-base-url", metavar="URL",
+                    help="the server of --embedder openai:MODEL (default: the run's, when it used that embedder)")
     dg.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation draws (default 0)")
     dg.add_argument("--allow-poor-pairing", action="store_true",
                     help="with two runs: compare even when fewer than 80%% of the samples pair")

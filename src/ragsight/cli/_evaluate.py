@@ -31,6 +31,7 @@ from ..report import count_noun as _count
 from ..report import print_repeats
 from ..result import EvaluationResult
 from ..run import (
+    RepeatsBudgetExceeded,
     RunInterrupted,
     RunOptions,
     aestimate,
@@ -170,6 +171,15 @@ def _metadata(pairs: Sequence[str]) -> dict[str, Any]:
     return meta
 
 
+def _inputs(args: argparse.Namespace, data: Any) -> list[tuple[str, Any]]:
+    """The files evaluate reads, which its --out must not replace (the store is checked apart)."""
+    config = args.config or ("pyproject.toml" if os.path.isfile("pyproject.toml") else None)
+    return [("the data file", data if isinstance(data, (str, os.PathLike)) else None),
+            ("the --config file", config), ("the --alignment file", args.alignment),
+            *(("a --rubric file", r) for r in args.rubric),
+            *(("a --tools-from file", t) for t in args.tools_from if os.path.isfile(t))]
+
+
 def example_path() -> str:
     return str(resources.files("ragsight").joinpath("data").joinpath("example.jsonl"))
 
@@ -198,9 +208,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RagsightError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
     if args.repeats < 1:
         raise RagsightError(f"--repeats must be at least 1, not {args.repeats}")
+    _refuse_unused(args)
+    if args.out:  # a missing folder, a folder or a read-only file is found now, not after the run
+        checked_output(args.out, "--out file", store=args.store, reads=_inputs(args, data))
+        if args.out.lower().endswith(".parquet"):
+            for module in ("pandas", "pyarrow"):
+                if importlib.util.find_spec(module) is None:
+                    raise MissingExtraError("--out FILE.parquet", "parquet", module)
     data = with_tools_from(data, args.tools_from, args.resume, lambda t: say(err, t, markup=False))
     register_cli_rubrics(args.config, args.rubric)  # checked before any call; --metrics NAME finds them
     thresholds = gate_thresholds(args.fail_under, args.fail_over, args.config)
+    if thresholds and args.repeats > 1:
+        raise ConfigError("--fail-under/--fail-over (or the thresholds of the config file) gate one run; "
+                          "leave out --repeats")
     metrics = _metric_specs(args.metrics)
     prices = {**prices_from_config(args.config), **parse_price_flags(args.price)}
     if args.max_cost is not None and not args.max_cost > 0:
@@ -217,27 +237,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if added:
             err.print(f"The gate names {', '.join(added)}: evaluated besides the default metrics.",
                       markup=False)
-    if args.out:  # a missing folder, a folder or a read-only file is found now, not after the run
-        checked_output(args.out, "--out file")
-        if args.out.lower().endswith(".parquet"):
-            for module in ("pandas", "pyarrow"):
-                if importlib.util.find_spec(module) is None:
-                    raise MissingExtraError("--out FILE.parquet", "parquet", module)
-    if args.repeats > 1:
-        if thresholds:
-            raise ConfigError("--fail-under/--fail-over gate one run; leave out --repeats")
-        return _evaluate_repeats(args, data, metrics)
     check_store_path(args.store)
     policy = RetryPolicy(max_attempts=args.max_retries + 1, call_timeout_s=args.timeout,
                          step_deadline_s=max(300.0, args.timeout * 3))
     settings = AnalysisSettings(explain=args.explain, support_threshold=args.threshold)
     if args.alignment:
         settings = aligned_settings(args.alignment, settings, metrics, notice=lambda t: say(err, t, markup=False))
-    run_id = args.resume or new_run_id()
-    progress = Progress()
+    judge = JudgeSpec(args.judge, base_url=args.base_url, api_version=args.api_version,
+                      concurrency=args.judge_concurrency, prices=prices)
+    embedder = EmbedderSpec(args.embedder, base_url=args.embedder_base_url)
 
     def notice(text: str) -> None:
         say(err, text, markup=False)
+
+    if args.repeats > 1:  # every option as a single run has it; the cost cap for all the runs together
+        options = RunOptions(cache=False, concurrency=args.concurrency, settings=settings, policy=policy,
+                             notice=notice, show_progress=False if args.quiet else None, backend=args.backend,
+                             ray_address=args.ray_address, max_cost=args.max_cost)
+        return _evaluate_repeats(args, data, metrics, judge, embedder, options)
+    run_id = args.resume or new_run_id()
+    progress = Progress()
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -247,10 +266,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             with ProgressDisplay(progress, "off" if args.quiet else None, console=err):
                 result = run_sync(lambda: aevaluate(
                     data, metrics, store=args.store, resume=args.resume, metadata=_metadata(args.metadata),
-                    run_id=None if args.resume else run_id,
-                    judge=JudgeSpec(args.judge, base_url=args.base_url, api_version=args.api_version,
-                                    concurrency=args.judge_concurrency, prices=prices),
-                    embedder=EmbedderSpec(args.embedder, base_url=args.embedder_base_url),
+                    run_id=None if args.resume else run_id, judge=judge, embedder=embedder,
                     options=RunOptions(cache=not args.no_cache, concurrency=args.concurrency,
                                        settings=settings, policy=policy, progress=progress, notice=notice,
                                        backend=args.backend, ray_address=args.ray_address,
@@ -364,17 +380,44 @@ def _failing_metric(result: EvaluationResult, thresholds: Sequence[Threshold]) -
     return None
 
 
-def _evaluate_repeats(args: argparse.Namespace, data: Any, metrics: str | None) -> int:
+def _refuse_unused(args: argparse.Namespace) -> None:
+    """An option the chosen mode cannot honour is refused before anything runs, never dropped."""
+    if args.repeats > 1:
+        # (--no-cache asks what repeated runs do anyway: they never read the cache)
+        for given, flag, why in (
+            (args.resume, "--resume", "repeated runs start afresh"),
+            (args.out, "--out", "it writes one run's results; write each repeated run's with "
+                                "'ragsight export RUN --out FILE'"),
+        ):
+            if given:
+                raise ConfigError(f"{flag} cannot be combined with --repeats: {why}; leave out one of them")
+    elif args.temperature is not None:
+        raise ConfigError("--temperature sets the judge's sampling temperature of --repeats N; give --repeats "
+                          "2 or more, or leave out --temperature")
 
-    if args.resume:
-        raise RagsightError("--repeats cannot be combined with --resume")
-    check_store_path(args.store)
-    with Store(args.store) as store:
-        report = run_sync(lambda: evaluate_repeats(
-            data, args.repeats, temperature=args.temperature, metrics=metrics,
-            judge=JudgeSpec(args.judge, base_url=args.base_url),
-            embedder=EmbedderSpec(args.embedder, base_url=args.embedder_base_url), store=store,
-            metadata=_metadata(args.metadata), options=RunOptions(cache=False, concurrency=args.concurrency),
-        ))
+
+def _evaluate_repeats(args: argparse.Namespace, data: Any, metrics: str | None, judge: JudgeSpec,
+                      embedder: EmbedderSpec, options: RunOptions) -> int:
+    try:
+        with Store(args.store) as store:
+            report = run_sync(lambda: evaluate_repeats(
+                data, args.repeats, temperature=args.temperature, metrics=metrics, judge=judge, embedder=embedder,
+                store=store, metadata=_metadata(args.metadata), options=options,
+            ), sigterm=True)
+    except RepeatsBudgetExceeded as stop:
+        done = ", ".join(stop.finished) or "none"
+        stopped = (f"; repeated run {stop.repeat} ({stop.run_id}) stopped with {stop.done} of {stop.total} "
+                   "samples saved" if stop.run_id else "")
+        say(err, f"stopped before exceeding --max-cost {format_limit(stop.limit)} for all {stop.repeats} repeated "
+                 f"runs: {format_usd(stop.spent)} spent by this command; {len(stop.finished)} of {stop.repeats} "
+                 f"runs finished (in {args.store}: {done}){stopped}. No spread is reported from an unfinished "
+                 "set of runs; give a larger --max-cost (--dry-run estimates one run).", markup=False)
+        return EXIT_BUDGET
     print_repeats(report, out)
+    bad = [p for r in report.results for p in r.problems if not p.message.startswith("warning:")]
+    if bad and not args.allow_bad_rows:
+        say(err, f"error: input rows could not be used and were not evaluated ({len(bad)} in all the runs); "
+                 f"exit status {EXIT_FAILED}. Fix the rows, or pass --allow-bad-rows to accept the runs "
+                 "without them.", markup=False)
+        return EXIT_FAILED
     return EXIT_OK

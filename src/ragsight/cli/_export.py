@@ -30,7 +30,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     with _open_existing(args.store) as store:
         run_id = store.resolve_run(args.run)
         target = args.out or f"{run_id}.{args.format}"
-        path = checked_output(target, "export file")
+        path = checked_output(target, "export file", store=args.store)
         result = load_result(store, run_id)
         try:
             with writing_output(target, "export file"):

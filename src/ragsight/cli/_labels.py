@@ -65,7 +65,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     if args.out:
-        checked_output(args.out, "labels file")
+        checked_output(args.out, "labels file", store=args.store)
     with _open(args.store) as store, writing_output(args.out, "labels file") if args.out else nullcontext():
         n = export_labels(store, args.out, args.run)
     if args.out:
@@ -95,7 +95,7 @@ def cmd_align(args: argparse.Namespace) -> int:
     if args.examples < 0 or args.folds < 2:
         raise ConfigError("--examples must be 0 or more and --folds at least 2")
     if args.out:  # the alignment is saved after its judge calls: the path is checked first
-        checked_output(args.out, "alignment file")
+        checked_output(args.out, "alignment file", store=args.store)
     with _open(args.store) as store:
         run_id = store.resolve_run(args.run)
         judge = (args.judge or store.run(run_id).config.get("judge_spec")) if args.examples else None

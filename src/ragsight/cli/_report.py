@@ -80,7 +80,7 @@ def _floats_pair(text: str, flag: str) -> tuple[float, float]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = checked_output(args.out, "report file")  # before the work, not after it
+    path = checked_output(args.out, "report file", store=args.store)  # before the work, not after it
     with _open_store(args.store) as store:
         runs = load_runs(store, args.runs)
     text = render_report(runs, title=args.title, allow_poor_pairing=args.allow_poor_pairing)

@@ -84,9 +84,15 @@ def _write(rows: Iterable[Mapping[str, Any]], path: str) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    checked_output(args.out, "--out file")  # written after the conversations: checked first
+    reads = [("the scenarios file", args.scenarios)]
+    store = None if args.no_cache else args.store
+    # written after the conversations: checked first, and never over the scenarios or the store
+    checked_output(args.out, "--out file", store=store, reads=reads)
     partial = resume_path(args.out)
-    checked_output(partial, "file of finished conversations")
+    checked_output(partial, "file of finished conversations", store=store, reads=reads)
+    if partial.is_symlink():  # appended to as conversations end: a link would send them elsewhere
+        raise InputError(f"the file of finished conversations {partial} is a symbolic link; remove it (or give "
+                         "another --out): ragsight appends to that file itself")
     settings = SimulationSettings(max_turns=args.max_turns, seed=args.seed, temperature=args.temperature,
                                   timeout=args.timeout, retries=args.retries, concurrency=args.concurrency)
     scenarios, problems = read_scenarios(args.scenarios)
@@ -120,7 +126,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         judge = make_judge(args.judge, base_url=args.base_url, policy=policy, notice=notice)
         if store is not None:
             judge = judge.for_run(cache=SQLiteCallCache(store))
-        kept_before = sum(1 for _ in partial.open("r", encoding="utf-8")) if partial.is_file() else 0
+        # lines counted as bytes: a file cut inside a UTF-8 character (a crash mid-write) still counts
+        kept_before = partial.read_bytes().count(b"\n") if partial.is_file() else 0
         if kept_before and show:
             say(err, f"continuing: {partial} holds {kept_before} finished conversation(s) of an earlier run "
                      "(those made with the same scenarios, target, judge and settings are kept)")

@@ -104,7 +104,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.example and not name:
         name = example_spec()["name"]
     if args.html:
-        checked_output(args.html, "--report file")
+        checked_output(args.html, "--report file", store=args.store)
     with Store(args.store) as st:
         rep = build_report(st, name, quality=args.quality)
     print_sweep_report(rep, out)
@@ -123,7 +123,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return _dry_run(spec, args)
     html = args.html or ("ragsight-sweep-example.html" if args.example else None)
     if html:  # checked before the sweep pays for anything, not after it ran
-        checked_output(html, "--report file")
+        checked_output(html, "--report file", store=args.store, reads=[
+            ("the sweep file", None if args.example else args.spec),
+            ("the test set", spec.path(spec.testset) if spec.testset else None)])
 
     def progress(event: str, run: ConfigRun, i: int, total: int) -> None:
         if args.quiet:

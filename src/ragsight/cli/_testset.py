@@ -209,8 +209,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
         filter=filt,
         attempts=args.attempts,
     )
-    checked_output(args.out, "--out file")  # both files are written after paying: checked first
-    checked_output(rejected_path(args.out), "file of rejected questions")
+    # both files are written after paying: checked first, and never over a document or the store
+    store_path = None if args.no_cache else args.store
+    docs = [("a document", d) for d in args.docs]
+    checked_output(args.out, "--out file", store=store_path, reads=docs)
+    checked_output(rejected_path(args.out), "file of rejected questions", store=store_path, reads=docs)
     corpus = load_corpus(args.docs, chunking)
     err.print(f"{len(corpus.doc_ids)} document(s), {len(corpus.chunks)} chunk(s)")
     policy = RetryPolicy(call_timeout_s=args.timeout, step_deadline_s=max(300.0, args.timeout * 3))
@@ -309,7 +312,8 @@ def _mix(text: str | None, default: Mapping[str, float]) -> Mapping[str, float] 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    checked_output(args.out, "--out file")  # written after every question was asked: checked first
+    # written after every question was asked: checked first, and never over the test set
+    checked_output(args.out, "--out file", reads=[("the test set", args.testset)])
     rows = read_testset(args.testset)
     if args.retries < 0:
         raise ConfigError("--retries must be 0 or more")

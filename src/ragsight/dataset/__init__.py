@@ -20,6 +20,7 @@ from ._files import (
     atomic_write,
     check_writable_target,
     read_toml,
+    same_file,
     strict_json,
     write_failure,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "metric_level",
     "read_toml",
     "read_tools",
+    "same_file",
     "sample_from_mapping",
     "sample_level",
     "strict_json",

@@ -19,14 +19,14 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from ..errors import ConfigError
 
-__all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "read_toml", "strict_json",
-           "write_failure"]
+__all__ = ["atomic_path", "atomic_write", "check_writable_target", "finite", "read_toml", "same_file",
+           "strict_json", "write_failure"]
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
@@ -81,11 +81,28 @@ def strict_json(value: Any, **kwargs: Any) -> str:
         return json.dumps(finite(value), allow_nan=False, **kwargs)
 
 
-def check_writable_target(path: str | os.PathLike[str], what: str = "output file") -> Path:
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two names lead to one file: the same file on disk where both exist (a hard link,
+    a symbolic link, another spelling of the path), else the same resolved real path (a file
+    not made yet, such as a store the run is about to create)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+    except (OSError, ValueError):
+        return False
+
+
+def check_writable_target(path: str | os.PathLike[str], what: str = "output file",
+                          reads: Iterable[tuple[str, str | os.PathLike[str] | None]] = ()) -> Path:
     """Check, before long work, that ``path`` can be written the way :func:`atomic_write` writes
     it: its folder exists, is a folder and takes a new file; ``path`` itself is a regular file
     that may be written, or does not exist yet (a folder, a device, a pipe or a socket is
-    refused). Returns the path.
+    refused); and it is none of the files the command reads or keeps, ``reads`` (pairs of what
+    the file is, "the store", and its path; None is skipped), which writing would replace.
+    Returns the path.
 
     Raises an ``OSError`` (FileNotFoundError, NotADirectoryError, IsADirectoryError,
     PermissionError, FileExistsError) with a one-line message naming the path, for the caller to
@@ -94,6 +111,11 @@ def check_writable_target(path: str | os.PathLike[str], what: str = "output file
     target = Path(path)
     if not str(path).strip():
         raise FileNotFoundError(f"the {what} is an empty name; give a file name")
+    for label, other in reads:
+        if other is not None and str(other) not in ("", ":memory:") and same_file(target, other):
+            spelled = "" if str(other) == str(path) else f" ({other})"
+            raise FileExistsError(f"the {what} {target} is {label}{spelled}; writing it would replace "
+                                  "that file: give another file name")
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.exists():
         raise FileNotFoundError(f"the folder of the {what} {target} does not exist ({parent})")

@@ -75,7 +75,10 @@ class FileSamples(Sequence[Sample]):
             raise _changed(self.source)
 
     def _open(self) -> Any:
-        f = self.path.open("rb")
+        try:
+            f = self.path.open("rb")
+        except OSError:  # removed or renamed away (for now: renamed back, it is checked as any file)
+            raise _changed(self.source) from None
         try:
             self._check(f)
         except BaseException:

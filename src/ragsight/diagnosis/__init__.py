@@ -8,6 +8,7 @@ from ._change import (
     PASSING,
     CauseChange,
     DiagnosisChange,
+    NotJudged,
     SampleChange,
     diagnose_change,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "EvidenceItem",
     "FailingMetric",
     "Finding",
+    "NotJudged",
     "SampleChange",
     "SampleDiagnosis",
     "Threshold",

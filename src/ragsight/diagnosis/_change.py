@@ -8,11 +8,17 @@ same sample (*fixed*: the sample passes in B, or fails there for another reason)
 ``ragsight compare`` uses (the share of samples with the cause as primary, B minus A, times the
 pairs). Fewer than :data:`MIN_PAIRED_SHARE` of the samples paired, of any level (the turns or the
 conversations of a conversation data set, each on its own), is refused unless asked for, as
-``ragsight compare`` refuses it."""
+``ragsight compare`` refuses it.
+
+A change is judged only on the metrics both runs measured on the sample: a metric one run did
+not measure (not among its metrics, skipped on the sample, or the sample not scored) is left out
+of both sides, so a sample failing it in A is never called fixed by B's silence. Each such metric
+is named in ``not_judged`` with the samples failing it that could not be judged."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._stats import MIN_PAIRED_SHARE, LevelPairing, Pairing, paired_difference, too_few_paired
@@ -27,7 +33,8 @@ from ._model import (
 )
 from ._samples import pair_unit
 
-__all__ = ["MIN_PAIRED_SHARE", "PASSING", "CauseChange", "DiagnosisChange", "SampleChange", "diagnose_change"]
+__all__ = ["MIN_PAIRED_SHARE", "PASSING", "CauseChange", "DiagnosisChange", "NotJudged", "SampleChange",
+           "diagnose_change"]
 
 PASSING = "passing"
 """The state of a paired sample that fails no threshold in a run."""
@@ -71,6 +78,32 @@ class SampleChange:
 
 
 @dataclass(frozen=True)
+class NotJudged:
+    """A metric that failed on ``failing`` paired samples of run ``run`` ("A" or "B") which the
+    other run did not measure (``everywhere``: not among its metrics at all; else skipped on those
+    samples or not scored): those samples' change on it cannot be judged, and is not counted."""
+
+    metric: str
+    run: str
+    failing: int
+    everywhere: bool
+
+    @property
+    def other(self) -> str:
+        return "B" if self.run == "A" else "A"
+
+    def describe(self) -> str:
+        where = f"not measured in {self.other}" if self.everywhere else \
+            f"not measured in {self.other} on these samples (skipped or not scored)"
+        n = f"{self.failing} sample{'' if self.failing == 1 else 's'}"
+        return f"{self.metric}: {where}, {n} failing in {self.run} cannot be judged"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "failing_in": self.run, "not_measured_in": self.other,
+                "samples": self.failing, "whole_run": self.everywhere, "line": self.describe()}
+
+
+@dataclass(frozen=True)
 class DiagnosisChange:
     """What changed between the diagnoses of run A and run B (see the module docstring)."""
 
@@ -85,6 +118,8 @@ class DiagnosisChange:
     now_failing: int
     levels: tuple[LevelPairing, ...] = ()
     """The pairing per level (turns and conversations of a conversation data set)."""
+    not_judged: tuple[NotJudged, ...] = ()
+    """The metrics one run failed on samples the other did not measure (see the module docstring)."""
 
     @property
     def pairing(self) -> Pairing:
@@ -113,7 +148,8 @@ class DiagnosisChange:
                             "levels": [{"unit": lv.unit, "samples_a": lv.n_baseline, "samples_b": lv.n_other,
                                         "paired": lv.paired, "share": lv.share} for lv in self.levels]},
                 "causes": [c.to_dict() for c in self.causes], "changed": [s.to_dict() for s in self.changed],
-                "now_passing": self.now_passing, "now_failing": self.now_failing}
+                "now_passing": self.now_passing, "now_failing": self.now_failing,
+                "not_judged": [x.to_dict() for x in self.not_judged]}
 
 
 def diagnose_change(a: Diagnosis, b: Diagnosis, *, seed: int = 0, allow_poor_pairing: bool = False
@@ -133,9 +169,18 @@ def diagnose_change(a: Diagnosis, b: Diagnosis, *, seed: int = 0, allow_poor_pai
     by_a = {s.sample_id: s for s in a.samples}
     by_b = {s.sample_id: s for s in b.samples}
     rows = []
+    left_out: dict[tuple[str, str], int] = {}
     for k in paired:
+        both = a.measured(k) & b.measured(k)
         sa, sb = by_a.get(a.keys[k]), by_b.get(b.keys[k])
-        rows.append((k, sa, sb))
+        for run, s in (("A", sa), ("B", sb)):
+            for f in () if s is None else s.failing:
+                if f.metric not in both:
+                    left_out[(f.metric, run)] = left_out.get((f.metric, run), 0) + 1
+        rows.append((k, on_metrics(sa, both), on_metrics(sb, both)))
+    not_judged = tuple(
+        NotJudged(metric, run, n, metric not in (b.thresholds if run == "A" else a.thresholds))
+        for (metric, run), n in sorted(left_out.items(), key=lambda kv: (kv[0][1], kv[0][0])))
 
     def primary(s: SampleDiagnosis | None) -> str:
         return PASSING if s is None else s.primary
@@ -169,4 +214,24 @@ def diagnose_change(a: Diagnosis, b: Diagnosis, *, seed: int = 0, allow_poor_pai
         run_a=a.run_id, run_b=b.run_id, n_a=len(a.keys), n_b=len(b.keys), paired=len(rows), causes=tuple(out),
         changed=changed,
         now_passing=sum(1 for _, sa, sb in rows if sa is not None and sb is None),
-        now_failing=sum(1 for _, sa, sb in rows if sa is None and sb is not None), levels=pairing.levels)
+        now_failing=sum(1 for _, sa, sb in rows if sa is None and sb is not None), levels=pairing.levels,
+        not_judged=not_judged)
+
+
+def on_metrics(s: SampleDiagnosis | None, metrics: Collection[str]) -> SampleDiagnosis | None:
+    """The sample's diagnosis judged on ``metrics`` only: its failing metrics among them, the
+    findings as explaining those, and the primary cause chosen among them as a diagnosis chooses
+    it; None when it fails none of them (passing, as far as they tell)."""
+    if s is None:
+        return None
+    failing = tuple(f for f in s.failing if f.metric in metrics)
+    if len(failing) == len(s.failing):
+        return s
+    if not failing:
+        return None
+    findings = tuple(replace(f, explains=tuple(m for m in f.explains if m in metrics)) for f in s.findings)
+    candidates = sorted((f for f in findings if f.explains and not f.secondary_only),
+                        key=lambda f: (f.cause == "judge", not f.strong, -len(f.evidence), PRIORITY.index(f.cause)))
+    primary = candidates[0].cause if candidates else UNDIAGNOSED
+    ordered = tuple(sorted(findings, key=lambda f: (f.cause != primary, PRIORITY.index(f.cause))))
+    return replace(s, failing=failing, primary=primary, findings=ordered)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._score import Outcome
 from .._stats import summarize
 from ..errors import ConfigError
 from ..result import EvaluationResult
@@ -32,7 +33,15 @@ from ._model import (
     UnmeasuredCause,
 )
 from ._samples import diagnose_sample, metric_name, pair_key
-from ._topics import cluster, embed_questions, name_topics, topic_count
+from ._topics import (
+    centre,
+    cluster,
+    embed_questions,
+    embedder_endpoint,
+    name_topics,
+    nearest,
+    topic_count,
+)
 
 __all__ = ["adiagnose", "diagnose", "parse_thresholds", "thresholds_for"]
 
@@ -87,15 +96,6 @@ def _unmeasured(run_names: frozenset[str], has: Mapping[str, bool]) -> tuple[Unm
     return tuple(out)
 
 
-def _nearest(members: Sequence[int], vectors: np.ndarray, centre: np.ndarray) -> int:
-    """The member whose vector is closest to ``centre`` (cosine; ties: the earliest)."""
-    norm = float(np.linalg.norm(centre))
-    c = centre / norm if norm else centre
-    sims = [float(np.dot(vectors[i], c)) for i in members]
-    best = max(sims)
-    return next(i for i, s in zip(members, sims) if s >= best - 1e-12)
-
-
 @dataclass(frozen=True)
 class _Collected:
     """Every sample read once: the failing ones diagnosed, the pairing keys of all."""
@@ -106,6 +106,7 @@ class _Collected:
     keys: dict[tuple[str, ...], str]
     n: int
     has: dict[str, bool]
+    not_scored: dict[tuple[str, ...], tuple[str, ...]]
 
 
 def _collect(result: EvaluationResult, thresholds: Mapping[str, float] | None) -> _Collected:
@@ -114,37 +115,48 @@ def _collect(result: EvaluationResult, thresholds: Mapping[str, float] | None) -
     keys: dict[tuple[str, ...], str] = {}
     found: list[SampleDiagnosis] = []
     has = {"contexts": False, "reference": False, "response": False, "tools": False}
+    not_scored: dict[tuple[str, ...], tuple[str, ...]] = {}
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+    all_keys = tuple(result.metric_keys)
     n = 0
     for s in result.samples:
-        keys[pair_key(s)] = s.id
+        key = pair_key(s)
+        keys[key] = s.id
         has["contexts"] |= bool(s.contexts)
         has["reference"] |= s.reference is not None
         has["response"] |= s.response is not None
         has["tools"] |= bool(s.reference_tool_calls or s.tool_calls)
         per = result.scores.get(s.id)
+        missing = all_keys if not per else tuple(
+            k for k in all_keys if k not in per or per[k].outcome is Outcome.SKIPPED)
+        if missing:
+            not_scored[key] = shared.setdefault(missing, missing)  # one tuple for the many alike
         if not per:
             continue
         n += 1
         d = diagnose_sample(s, per, th, run_names, result.metric_keys)
         if d is not None:
             found.append(d)
-    return _Collected(th, run_names, found, keys, n, has)
+    return _Collected(th, run_names, found, keys, n, has, not_scored)
 
 
 def _assemble(result: EvaluationResult, c: _Collected, seed: int, n_boot: int,
-              topics: tuple[list[int], list[tuple[str, ...]], np.ndarray, str] | None = None) -> Diagnosis:
+              topics: tuple[list[int], list[tuple[str, ...]], Any, str] | None = None) -> Diagnosis:
     """The diagnosis from the samples read, with their topics (labels, names, vectors, method)
     when grouped."""
     found, n = c.found, c.n
     topic_list: list[Topic] = []
     labels: list[int] = []
-    vectors = np.zeros((0, 0))
+    vectors: Any = np.zeros((0, 0))
     method = ""
     if topics is not None:
         labels, names, vectors, method = topics
         found = [replace(d, topic=label) for d, label in zip(found, labels)]
         topic_list = [Topic(t, names[t], tuple(d.sample_id for d in found if d.topic == t)) for t in range(len(names))]
-    centres = [vectors[[i for i, lab in enumerate(labels) if lab == t]].mean(axis=0) for t in range(len(topic_list))]
+    members_of: list[list[int]] = [[] for _ in topic_list]
+    for i, lab in enumerate(labels):
+        members_of[lab].append(i)
+    centres = [centre(vectors, members_of[t]) for t in range(len(topic_list))]
 
     counts: list[CauseCount] = []
     for cause in (*CAUSES, UNDIAGNOSED):
@@ -165,7 +177,7 @@ def _assemble(result: EvaluationResult, c: _Collected, seed: int, n_boot: int,
             members = [i for i in idx if labels[i] == t]
             if members:
                 groups.append(TopicGroup(t, topic.words, tuple(found[i].sample_id for i in members),
-                                         found[_nearest(members, vectors, centres[t])].sample_id))
+                                         found[nearest(members, vectors, centres[t])].sample_id))
         counts.append(CauseCount(
             cause=cause, count=len(idx),
             ci_low=None if st.ci_low is None else round(st.ci_low * n, 2),
@@ -177,7 +189,7 @@ def _assemble(result: EvaluationResult, c: _Collected, seed: int, n_boot: int,
     return Diagnosis(
         run_id=result.run_id, n_samples=n, thresholds=c.thresholds, samples=tuple(found), causes=tuple(counts),
         unmeasured=_unmeasured(c.run_names, c.has), topics=tuple(topic_list), topic_method=method, keys=c.keys,
-        seed=seed)
+        seed=seed, not_scored=c.not_scored)
 
 
 async def adiagnose(
@@ -188,13 +200,16 @@ async def adiagnose(
     embedder: Any = None,
     seed: int = 0,
     n_boot: int = 2000,
+    embedder_base_url: str | None = None,
 ) -> Diagnosis:
     """:func:`diagnose` for async code."""
+    _check_seed(seed)
     c = _collect(result, thresholds)
     if not topics or not c.found:
         return _assemble(result, c, seed, n_boot)
+    url = embedder_endpoint(embedder, embedder_base_url, result.config, result.run_id)
     texts = [d.question or d.sample_id for d in c.found]
-    vectors, method = await embed_questions(texts, embedder, result.config.get("embedder_spec"))
+    vectors, method = await embed_questions(texts, embedder, result.config.get("embedder_spec"), url)
     labels = cluster(vectors, topic_count(len(texts)))
     return _assemble(result, c, seed, n_boot, (labels, name_topics(texts, labels), vectors, method))
 
@@ -207,6 +222,7 @@ def diagnose(
     embedder: Any = None,
     seed: int = 0,
     n_boot: int = 2000,
+    embedder_base_url: str | None = None,
 ) -> Diagnosis:
     """Why the run's samples fail, from the evidence its scores hold (no judge call).
 
@@ -219,8 +235,16 @@ def diagnose(
     evaluated samples. ``topics``: group the failing questions by their embeddings (``embedder``:
     None for the run's local embedder or the offline one, ``"words"`` for TF-IDF words, a spec or
     an Embedder) and name each group by its most distinctive words; ``topics=False`` embeds
-    nothing."""
+    nothing. A remote ``embedder`` (``openai:MODEL``) is asked at ``embedder_base_url``, else at
+    the server the run stored for it, else not at all (ConfigError): the failing questions never
+    go where the run did not send them. ``seed``: 0 to 2**32 - 1."""
+    _check_seed(seed)
     if not topics:
         return _assemble(result, _collect(result, thresholds), seed, n_boot)
     return run_sync(lambda: adiagnose(result, thresholds=thresholds, topics=topics, embedder=embedder, seed=seed,
-                                      n_boot=n_boot))
+                                      n_boot=n_boot, embedder_base_url=embedder_base_url))
+
+
+def _check_seed(seed: Any) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise ConfigError(f"seed (--seed) must be a whole number from 0 to {2**32 - 1}, not {seed!r}")

@@ -357,6 +357,13 @@ class Diagnosis:
     keys: Mapping[tuple[str, ...], str] = field(default_factory=dict, repr=False)
     """Every sample's pairing key (conversation turn or id) -> its id, failing or not."""
     seed: int = 0
+    not_scored: Mapping[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict, repr=False)
+    """A sample's pairing key -> the run's metric keys that did not measure it (skipped, or no
+    score at all); only the samples with one. A change is judged only on what both runs measured."""
+
+    def measured(self, key: tuple[str, ...]) -> frozenset[str]:
+        """The metric keys that measured the sample of this pairing key in this run."""
+        return frozenset(self.thresholds) - frozenset(self.not_scored.get(key, ()))
 
     def cause(self, name: str) -> CauseCount | None:
         return next((c for c in self.causes if c.cause == name), None)

@@ -3,6 +3,7 @@ of evidence, its topics and one example with its evidence lines."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ._change import DiagnosisChange
@@ -42,6 +43,15 @@ KIND_WORDS = {
     "failed": "failed",
     "undetermined": "undetermined",
 }
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _id(text: str) -> str:
+    """A sample id on one line as it is, a line break or another control character in it shown
+    escaped (\\n), so an id cannot start a line of its own in the output."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _n(k: int, noun: str) -> str:
@@ -85,13 +95,13 @@ def diagnosis_lines(d: Diagnosis, evidence: int = 2) -> list[str]:
         if c.kinds:
             lines.append("  evidence: " + ", ".join(f"{KIND_WORDS.get(k, k)} {n}" for k, n in c.kinds.items()))
         if c.topics and len(d.topics) > 1:
-            lines.append("  topics: " + "; ".join(f'"{" ".join(g.words)}" {len(g.samples)} (e.g. {g.example})'
+            lines.append("  topics: " + "; ".join(f'"{" ".join(g.words)}" {len(g.samples)} (e.g. {_id(g.example)})'
                                                   for g in c.topics))
         s = d.sample(c.example) if c.example else None
         if s is None:
             continue
         failing = ", ".join(f.describe() for f in s.failing)
-        lines.append(f'  e.g. {s.sample_id} "{_clip(s.question, 90)}" ({failing})')
+        lines.append(f'  e.g. {_id(s.sample_id)} "{_clip(s.question, 90)}" ({failing})')
         if c.cause == UNDIAGNOSED:
             lines += [f"    {_clip(n, 200)}" for n in s.notes[:evidence]]
             continue
@@ -130,11 +140,15 @@ def change_lines(c: DiagnosisChange, examples: int = 10) -> list[str]:
     lines.append("(fixed: primary in A, not found in B; new: primary in B, not found in A; CI of the paired "
                  "permutation test, unadjusted; none shown with too few pairs)")
     lines.append(f"Now passing: {c.now_passing}; now failing: {c.now_failing}.")
+    if c.not_judged:
+        lines.append("Not judged (a metric one run did not measure; those failures are not counted as fixed "
+                     "or new):")
+        lines.extend(f"  {x.describe()}" for x in c.not_judged)
     if c.changed:
         lines.append("")
         lines.append("Samples whose cause changed:")
         for s in c.changed[:examples]:
-            lines.append(f'  {s.sample_id}: {s.before} -> {s.after}  "{_clip(s.question, 70)}"')
+            lines.append(f'  {_id(s.sample_id)}: {s.before} -> {s.after}  "{_clip(s.question, 70)}"')
         if len(c.changed) > examples:
             lines.append(f"  ... and {len(c.changed) - examples} more (--json lists them all)")
     return lines

@@ -464,8 +464,10 @@ class OpenAIProvider:
         usage = data.get("usage")
         if not isinstance(usage, Mapping):
             usage = {}
-        prompt_tokens = self._usage.count(usage.get("prompt_tokens"), "prompt_tokens")
-        completion_tokens = self._usage.count(usage.get("completion_tokens"), "completion_tokens")
+        prompt_tokens = self._usage.count(usage.get("prompt_tokens"), "prompt_tokens",
+                                          floor=1 if any(m["content"] for m in body["messages"]) else 0)
+        completion_tokens = self._usage.count(usage.get("completion_tokens"), "completion_tokens",
+                                              floor=1 if text else 0)
         if prompt_tokens is None:  # estimated: the server reported no usage
             prompt_tokens = sum(self.count_tokens(m["content"]) for m in body["messages"])
         if completion_tokens is None:

@@ -32,14 +32,16 @@ class UsageReader:
     """Reads the token counts a server reports with an answer. A count is a whole number from 0
     below :data:`MAX_TOKEN_COUNT`; anything else (a bool, a float, ``1e400``, ``10**400``, a
     negative number, a string) is treated as missing, so the provider counts the tokens of the
-    text instead, and the first such value is said once, as a warning."""
+    text instead, and the first such value is said once, as a warning. ``floor``: the least a
+    true count can be (1 for the prompt of a call, or the reply of one that answered: a server
+    reporting 0 for them would make every call free and a money limit blind)."""
 
     def __init__(self, who: str) -> None:
         self.who = who
         self.ignored = 0
 
-    def count(self, value: Any, key: str) -> int | None:
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_TOKEN_COUNT:
+    def count(self, value: Any, key: str, floor: int = 0) -> int | None:
+        if isinstance(value, int) and not isinstance(value, bool) and floor <= value < MAX_TOKEN_COUNT:
             return value
         if value is not None:
             self.ignored += 1

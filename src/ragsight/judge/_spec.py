@@ -4,6 +4,7 @@ Judge a name describes."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,9 +19,12 @@ from ._openai import OpenAIProvider
 from ._policy import RetryPolicy
 from ._protocol import JudgeProvider
 
-__all__ = ["DEFAULT_NOTICE", "JudgeSpec", "make_judge"]
+__all__ = ["DEFAULT_NOTICE", "MAX_CONCURRENCY", "JudgeSpec", "make_judge"]
 
 DEFAULT_NOTICE = "No judge configured. "  # then the embedded judge's agreement line (_catalogue.py)
+MAX_CONCURRENCY = 4096
+"""The most calls in flight a judge spec may ask for (``--judge-concurrency``): each is a
+connection, a task and a slot of the limiter, built before the first call."""
 
 
 def _say(notice: Any, text: str) -> None:
@@ -76,6 +80,21 @@ def make_judge(spec: Any = None, *, base_url: str | None = None, policy: RetryPo
     )
 
 
+def _checked_price(model: Any, value: Any) -> tuple[Any, ...]:
+    """A price of ``JudgeSpec(prices=...)`` as ``--price`` takes one: (input, output[, source])
+    dollars per million tokens, each a finite number, 0 or more (a negative or NaN price would
+    make every call free and the money limit blind)."""
+    where = f"JudgeSpec(prices=...) for {model!r}"
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigError(f"JudgeSpec(prices=...): a model name is a non-empty text, not {model!r}")
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) not in (2, 3):
+        raise ConfigError(f"{where}: a price is (input, output) dollars per million tokens, not {value!r}")
+    for x in value[:2]:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+            raise ConfigError(f"{where}: a price must be a number of dollars (0 or more), not {x!r}")
+    return tuple(value)
+
+
 @dataclass(frozen=True)
 class JudgeSpec:
     """The judge of a run and how to reach it, given whole as ``judge=`` to
@@ -110,8 +129,12 @@ class JudgeSpec:
         if isinstance(self.model, JudgeSpec):
             raise ConfigError("JudgeSpec(model=...) takes a judge's name, a provider or a Judge, "
                               "not another JudgeSpec")
+        c = self.concurrency
+        if c is not None and (isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= MAX_CONCURRENCY):
+            raise ConfigError(f"the judge's concurrency (--judge-concurrency) is a whole number from 1 to "
+                              f"{MAX_CONCURRENCY}, not {c!r}")
         if self.prices is not None:  # a copy, frozen in its values: (input, output[, source])
-            object.__setattr__(self, "prices", {k: tuple(v) for k, v in self.prices.items()})
+            object.__setattr__(self, "prices", {k: _checked_price(k, v) for k, v in self.prices.items()})
 
     @classmethod
     def of(cls, judge: JudgeSpec | str | JudgeProvider | Judge | None) -> JudgeSpec:

@@ -21,13 +21,23 @@ A segment addresses the evaluator when it
 
 Ordinary prose that uses these words ("the judge ruled", "answer yes when apt asks to continue")
 matches none of them.
+
+The text is matched as a reader sees it, not as it is spelled: Unicode NFKC (full-width and
+styled letters as plain ones), the characters that print nothing removed (zero-width spaces and
+joiners, soft hyphens, bidirectional controls, variation selectors: an instruction with one
+between every two letters reads the same), every run of white space one space, and a sentence
+that runs over line breaks matched whole ("Ignore the\nabove"). A line with nothing addressing
+the evaluator is kept exactly as written; a line holding such text is kept in its normalised
+form, with the text replaced.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+import unicodedata
 
-__all__ = ["REMOVED", "instructions_in", "remove_instructions"]
+__all__ = ["REMOVED", "instructions_in", "normalise_for_matching", "remove_instructions"]
 
 REMOVED = "[text addressed to the evaluator, removed]"
 
@@ -75,38 +85,156 @@ def _addresses(segment: str) -> bool:
     return bool(_ASK.search(segment) and _ABOUT.search(segment))
 
 
+# Line breaks other than "\n" (a reader sees a new line at each): CR, VT, FF, the file, group and
+# record separators, NEL, and the Unicode line and paragraph separators.
+_BREAKS = re.compile("\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+# Characters that print nothing: the format characters (Unicode category Cf: zero-width space,
+# joiners, soft hyphen, bidirectional controls, word joiner, BOM, tags...), and, though of other
+# categories, the combining grapheme joiner, the Hangul fillers, the Khmer inherent vowels, the
+# Mongolian free variation selectors and the variation selectors. (A test checks the Cf ranges
+# against the running Python's Unicode tables.)
+_INVISIBLE = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164\uffa0\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_SPACES = re.compile(r"\s+")
+_CROSS_ASK_CHARS = 300  # a yes/no request over line breaks counts within this many characters
+# A line that starts an item of its own (a list item, "key: value"): a yes/no word on one line and
+# "claim" on the next are then two items, not one request
+_MARK = re.compile(r"^[-*\u2022\u00b7\u25aa\u2023]\s")
+_ITEM = re.compile(r"^(?:[-*\u2022\u00b7\u25aa\u2023]|\d{1,3}[.)]|[^\W\d][\w ]{0,30}:)\s")
+
+
+def normalise_for_matching(line: str) -> str:
+    """``line`` as a reader sees it (see the module docstring): NFKC, the characters that print
+    nothing removed, each run of white space one space, stripped."""
+    if not line.isascii():
+        line = _INVISIBLE.sub("", unicodedata.normalize("NFKC", _INVISIBLE.sub("", line)))
+    return _SPACES.sub(" ", line).strip()
+
+
 def _segments(line: str) -> list[str]:
     """A line's sentences (a line with no sentence end is one segment)."""
     return _SENTENCE_END.split(line)
 
 
-def instructions_in(text: str) -> list[str]:
-    """The segments of ``text`` that address the evaluator, in order (stripped)."""
-    found: list[str] = []
-    for line in text.split("\n"):
-        if _addresses(line):
-            found += [s.strip() for s in _segments(line) if _addresses(s)] or [line.strip()]
+def _lines(text: str) -> tuple[list[str], list[str]]:
+    """(the lines as written, the same lines normalised for matching)."""
+    written = _BREAKS.sub("\n", text).split("\n")
+    return written, [normalise_for_matching(line) for line in written]
+
+
+def _may_address(norm: list[str]) -> bool:
+    """A quick test on the whole text: False when no rule can match anywhere in it."""
+    lines = "\n".join(norm)
+    return bool(_ADDRESS.search(lines) or _ASK.search(lines) or _ADDRESS.search(lines.replace("\n", " ")))
+
+
+def _across(norm: list[str], touched: set[int]) -> list[tuple[int, int, int, int]]:
+    """The sentences that address the evaluator when read over line breaks: (first line, offset
+    in it, last line, end offset in it), in order, each reaching a line not ``touched`` (a line
+    already found addressing the evaluator on its own). Blank lines break nothing: the lines
+    around them are read as one text. After a touched line, a line that starts as a sentence or
+    an item does (a capital, a digit, a list mark) starts anew: a touched line is neutralised, and
+    the text after it is read for itself unless it reads on from it."""
+    runs: list[list[tuple[int, int]]] = []  # per run: (line, its offset in the run's joined text)
+    texts: list[list[str]] = []
+    at = 0
+    previous: int | None = None
+    for i, line in enumerate(norm):
+        if not line:
+            continue
+        if not runs or (previous in touched and (line[:1].isupper() or line[:1].isdigit() or _MARK.match(line))):
+            runs.append([])
+            texts.append([])
+            at = 0
+        runs[-1].append((i, at))
+        texts[-1].append(line)
+        at += len(line) + 1
+        previous = i
+    found = []
+    for parts, pieces in zip(runs, texts):
+        if len(parts) < 2:
+            continue
+        joined = " ".join(pieces)
+
+        def where(offset: int, parts: list[tuple[int, int]] = parts) -> tuple[int, int]:
+            lo, hi = 0, len(parts) - 1
+            while lo < hi:  # the last line starting at or before offset
+                mid = (lo + hi + 1) // 2
+                if parts[mid][1] <= offset:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return parts[lo][0], offset - parts[lo][1]
+
+        bounds = [(0, 0), *((m.start(), m.end()) for m in _SENTENCE_END.finditer(joined)), (len(joined), len(joined))]
+        for (_, start), (end, _) in itertools.pairwise(bounds):
+            sentence = joined[start:end]
+            first, off = where(start)
+            last, off_end = where(max(start, end - 1))
+            if first == last or all(k in touched or not norm[k] for k in range(first, last + 1)):
+                continue
+            if _ADDRESS.search(sentence) or (
+                    len(sentence) <= _CROSS_ASK_CHARS and _ASK.search(sentence) and _ABOUT.search(sentence)
+                    and not any(_ITEM.match(norm[k]) for k in range(first + 1, last + 1))):
+                found.append((first, off, last, off_end + 1))
     return found
+
+
+def instructions_in(text: str) -> list[str]:
+    """The segments of ``text`` that address the evaluator, in order (stripped, as matched:
+    normalised, a sentence over line breaks on one line)."""
+    _, norm = _lines(text)
+    if not _may_address(norm):
+        return []
+    found: list[tuple[int, str]] = []
+    whole: set[int] = set()
+    for i, line in enumerate(norm):
+        if _addresses(line):
+            whole.add(i)
+            found += [(i, s.strip()) for s in _segments(line) if _addresses(s)] or [(i, line.strip())]
+    for first, off, last, end in _across(norm, whole):
+        text_over = " ".join([norm[first][off:], *(norm[k] for k in range(first + 1, last) if norm[k]),
+                              norm[last][:end]])
+        found.append((first, text_over.strip()))
+    return [t for _, t in sorted(found, key=lambda x: x[0])]
+
+
+def _replaced(line: str) -> str:
+    """A normalised line that addresses the evaluator, with each such sentence replaced."""
+    parts = _segments(line)
+    kept = [p for p in parts if not _addresses(p)]
+    if len(kept) == len(parts):  # only the whole line addresses it (a sentence split apart)
+        kept = []
+    out: list[str] = []
+    for p in parts:
+        piece = p if p in kept else REMOVED
+        if not (piece == REMOVED and out and out[-1] == REMOVED):
+            out.append(piece)
+    return " ".join(out)
 
 
 def remove_instructions(text: str) -> str:
     """``text`` with each segment that addresses the evaluator replaced by :data:`REMOVED`
     (consecutive ones by one); unchanged when there is none."""
-    if not _ADDRESS.search(text) and not _ASK.search(text):
+    written, norm = _lines(text)
+    if not _may_address(norm):
         return text
-    lines = []
-    for line in text.split("\n"):
-        if not _addresses(line):
-            lines.append(line)
-            continue
-        parts = _segments(line)
-        kept = [p for p in parts if not _addresses(p)]
-        if len(kept) == len(parts):  # only the whole line addresses it (a sentence split apart)
-            kept = []
-        out: list[str] = []
-        for p in parts:
-            piece = p if p in kept else REMOVED
-            if not (piece == REMOVED and out and out[-1] == REMOVED):
-                out.append(piece)
-        lines.append(" ".join(out))
-    return "\n".join(lines)
+    lines: list[str | None] = list(written)
+    touched: set[int] = set()
+    for i, line in enumerate(norm):
+        if _addresses(line):
+            lines[i] = _replaced(line)
+            touched.add(i)
+    for first, off, last, end in _across(norm, touched):
+        head, tail = norm[first][:off].rstrip(), norm[last][end:].lstrip()
+        head, tail = (_replaced(x) if x and _addresses(x) else x for x in (head, tail))
+        lines[first] = " ".join(x for x in (head, REMOVED, tail) if x)
+        for k in range(first + 1, last + 1):
+            lines[k] = None  # joined into the first
+        touched.update(range(first, last + 1))
+    if not touched:
+        return text
+    return "\n".join(line for line in lines if line is not None)

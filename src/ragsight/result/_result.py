@@ -17,6 +17,7 @@ from ..dataset import (
     atomic_write,
     conversation_aggregates,
     metric_level,
+    same_file,
     strict_json,
 )
 from ..errors import ConfigError, MissingExtraError
@@ -263,7 +264,14 @@ class EvaluationResult:
         ``parquet`` (one flat row per sample); by default the format the file name says
         (``.csv``, ``.parquet``, anything else JSONL). ``ragsight export`` and ``ragsight
         evaluate --out`` both write through this, so they write the same rows. Returns the
-        format written."""
+        format written. A ``path`` that is the run's store (or one of the files SQLite keeps
+        beside it) is refused (ConfigError), before anything is written."""
+        if self.store_path and self.store_path != ":memory:":
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                if same_file(path, f"{self.store_path}{suffix}"):
+                    raise ConfigError(f"the output file {os.fspath(path)} is the store of run {self.run_id} "
+                                      f"({self.store_path}{suffix}); writing it would replace the store: give "
+                                      "another file name")
         if fmt is None:
             suffix = os.path.splitext(os.fspath(path))[1].lower()
             fmt = suffix[1:] if suffix in (".csv", ".parquet") else "jsonl"

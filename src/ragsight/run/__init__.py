@@ -10,12 +10,13 @@ from ._evaluate import aevaluate, evaluate, new_run_id
 from ._options import RunOptions
 from ._preflight import check_store_path
 from ._process import RunInterrupted, run_sync
-from ._repeats import RepeatReport, evaluate_repeats
+from ._repeats import RepeatReport, RepeatsBudgetExceeded, evaluate_repeats
 from ._spend import PacedSpendLimit
 
 __all__ = [
     "PacedSpendLimit",
     "RepeatReport",
+    "RepeatsBudgetExceeded",
     "RunInterrupted",
     "RunOptions",
     "aestimate",

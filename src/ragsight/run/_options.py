@@ -19,6 +19,7 @@ from ..judge import JudgeSpec, RetryPolicy
 __all__ = ["Plan", "RunOptions", "refuse_moved"]
 
 BACKENDS = ("local", "ray")
+MAX_SAMPLES_IN_FLIGHT = 4096
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,20 @@ class RunOptions:
     max_cost: float | None = None
 
     def __post_init__(self) -> None:
+        for name, kind, what in (("settings", AnalysisSettings, "ragsight.AnalysisSettings(...)"),
+                                 ("policy", RetryPolicy, "ragsight.judge.RetryPolicy(...)"),
+                                 ("progress", Progress, "ragsight.engine.Progress()")):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                raise ConfigError(f"RunOptions({name}=...) takes {what} or None, not {type(value).__name__} "
+                                  f"{value!r:.60}")
+        if self.notice is not None and not callable(self.notice):
+            raise ConfigError(f"RunOptions(notice=...) takes a function of one text or None, not "
+                              f"{type(self.notice).__name__}")
+        c = self.concurrency
+        if c is not None and (isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= MAX_SAMPLES_IN_FLIGHT):
+            raise ConfigError(f"concurrency (--concurrency) is a whole number of samples in flight from 1 to "
+                              f"{MAX_SAMPLES_IN_FLIGHT}, not {c!r}")
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend '{self.backend}'; use 'local' (this process) or 'ray' "
                               "(a Ray cluster)")

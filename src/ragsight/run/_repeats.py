@@ -6,6 +6,11 @@ is the only thing that changes unless you pass ``temperature``: at temperature 0
 a provider that decodes greedily (the embedded judge, most servers) returns the same output
 whatever the seed, so a spread of 0 then says "deterministic", not "stable under sampling".
 Pass ``temperature=0.7`` (for example) to measure the judge's sampling noise.
+
+Every option of the evaluation applies to each run (the judge spec with its server, API version,
+ceiling and prices; the options' policy, settings, backend...), except ``max_cost``, which is the
+limit of the whole call: each run is given what the runs before it left, and the repeats stop
+(:class:`RepeatsBudgetExceeded`) before a call could take the total past it.
 """
 
 from __future__ import annotations
@@ -16,13 +21,27 @@ from typing import Any
 
 from .._stats import RunSpread, run_spread
 from ..dataset import Dataset
-from ..errors import ConfigError
+from ..errors import BudgetExceededError, ConfigError
 from ..judge import Judge, JudgeSpec, RetryPolicy
 from ..result import EvaluationResult
 from ._evaluate import aevaluate
 from ._options import RunOptions
 
-__all__ = ["RepeatReport", "evaluate_repeats"]
+__all__ = ["RepeatReport", "RepeatsBudgetExceeded", "evaluate_repeats"]
+
+
+class RepeatsBudgetExceeded(BudgetExceededError):
+    """Repeated runs stopped at their ``max_cost``, the limit of all the runs together:
+    ``spent`` is what all of them paid; ``finished`` the ids of the runs that ended before the
+    stop; ``run_id``, ``done`` and ``total`` are those of the run that stopped ("" and 0 when the
+    limit was used up between two runs); ``repeat`` its number (1..n) and ``repeats`` n."""
+
+    def __init__(self, message: str, *, spent: float, limit: float, finished: tuple[str, ...], repeat: int,
+                 repeats: int) -> None:
+        super().__init__(message, spent=spent, limit=limit)
+        self.finished = finished
+        self.repeat = repeat
+        self.repeats = repeats
 
 
 @dataclass(frozen=True)
@@ -86,20 +105,36 @@ async def evaluate_repeats(
     results: list[EvaluationResult] = []
     seeds: list[int] = []
     used_temperature = 0.0
+    cap: float | None = options.max_cost
+    spent = 0.0
     for i in range(n):
         seed = base_seed + i
+        left = None if cap is None else cap - spent
+        if cap is not None and left is not None and not left > 0:
+            raise RepeatsBudgetExceeded(
+                f"max_cost ${cap:g} is spent after {i} of {n} repeated runs", spent=spent, limit=cap,
+                finished=tuple(r.run_id for r in results), repeat=i + 1, repeats=n)
         judge = _judge_for(spec, seed, temperature, options.policy)
         used_temperature = judge.temperature
-        result = await aevaluate(
-            dataset,
-            judge=replace(spec, model=judge),
-            options=options,
-            metadata={**metadata, "repeat": i + 1, "judge_seed": seed},
-            run_id=f"{run_id}-r{i + 1}" if run_id else None,
-            **kwargs,
-        )
+        try:
+            result = await aevaluate(
+                dataset,
+                judge=replace(spec, model=judge),
+                options=options if left is None else replace(options, max_cost=left),
+                metadata={**metadata, "repeat": i + 1, "judge_seed": seed},
+                run_id=f"{run_id}-r{i + 1}" if run_id else None,
+                **kwargs,
+            )
+        except BudgetExceededError as stop:
+            assert cap is not None
+            stopped = RepeatsBudgetExceeded(
+                f"max_cost ${cap:g} reached in repeated run {i + 1} of {n}", spent=spent + stop.spent,
+                limit=float(cap), finished=tuple(r.run_id for r in results), repeat=i + 1, repeats=n)
+            stopped.run_id, stopped.done, stopped.total = stop.run_id, stop.done, stop.total
+            raise stopped from None
         results.append(result)
         seeds.append(seed)
+        spent += float((result.cost or {}).get("usd") or 0.0)
 
     metrics: list[str] = []
     for r in results:

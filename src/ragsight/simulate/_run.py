@@ -185,7 +185,8 @@ class _ResumeFile:
         if not self.path.is_file():
             return {}
         kept: dict[str, dict[str, Any]] = {}
-        for line in self.path.read_text("utf-8", errors="replace").splitlines():
+        # lines end at "\n" only: a U+2028, NEL, FF or VT inside a message is part of its text
+        for line in self.path.read_text("utf-8", errors="replace").split("\n"):
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:
@@ -196,7 +197,9 @@ class _ResumeFile:
         return kept
 
     def append(self, fp: str, row: Mapping[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
+        # never through a symbolic link (O_NOFOLLOW, where the system has it): the file is ours
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(self.path, flags, 0o644), "a", encoding="utf-8") as f:
             f.write(json.dumps({"fingerprint": fp, "row": row}, ensure_ascii=False) + "\n")
             f.flush()
             os.fsync(f.fileno())

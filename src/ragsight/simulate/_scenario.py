@@ -149,7 +149,9 @@ def read_scenarios(path: str | os.PathLike[str]) -> tuple[list[Scenario], list[S
     be read at all, or holds no row, raises :class:`~ragsight.errors.InputError`."""
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"{p}: no such file. Give a JSONL file of scenarios (docs/simulate.md), or write "
+        what = ("is a folder" if p.is_dir() else "is not a regular file (a pipe, a device or a socket)"
+                if p.exists() else "no such file")
+        raise InputError(f"{p}: {what}. Give a JSONL file of scenarios (docs/simulate.md), or write "
                          "one with 'ragsight generate DOCS --types scenario=0.8,scenario_out_of_scope=0.2'.")
     try:
         text = p.read_text("utf-8-sig")
@@ -159,15 +161,18 @@ def read_scenarios(path: str | os.PathLike[str]) -> tuple[list[Scenario], list[S
     problems: list[ScenarioProblem] = []
     seen: dict[str, int] = {}
     lines = 0
-    for n, line in enumerate(text.splitlines(), start=1):
+    # JSONL lines end at "\n" only: U+2028, NEL, FF or VT inside a text are part of it, as written
+    for n, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         lines += 1
         where = f"{p.name}, line {n}"
         try:
             row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        except (ValueError, RecursionError) as exc:  # ValueError: JSON, or a number too long to read
+            msg = (exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+                   if isinstance(exc, RecursionError) else "a number too long to read: more than 4,300 digits")
             problems.append(ScenarioProblem(where, None, None, f"not valid JSON ({msg})."))
             continue
         try:

@@ -1,22 +1,57 @@
 """The Python target: a function ``module:function`` (or any callable), sync or async, called with
 the question (and the configuration as keyword arguments, the history for a conversation); a sync
-callable runs in a worker thread so it never blocks the others.
+callable runs in a thread of its own so it never blocks the others.
+
+That thread is a daemon thread, not one of the event loop's pool: a call that never returns is
+abandoned when its time-out ends the wait (Python cannot stop a thread), and neither the end of
+the event loop nor the end of the process waits for it, so the run ends, its question or
+conversation marked failed and its output written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import importlib
 import inspect
 import os
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
 from ._reply import TargetError, TargetReply, reply_from
 
-__all__ = ["CallableTarget"]
+__all__ = ["CallableTarget", "in_daemon_thread"]
+
+
+async def in_daemon_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a daemon thread of its own (with the caller's context
+    variables), awaited; cancelling the wait abandons the call (see the module docstring)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if done.done():  # the wait was cancelled (a time-out): the answer goes nowhere
+            return
+        if ok:
+            done.set_result(value)
+        else:
+            done.set_exception(value)
+
+    def work() -> None:
+        try:
+            value, ok = ctx.run(fn, *args, **kwargs), True
+        except BaseException as exc:  # handed to the awaiting task as it is
+            value, ok = exc, False
+        with contextlib.suppress(RuntimeError):  # the event loop ended meanwhile
+            loop.call_soon_threadsafe(settle, ok, value)
+
+    threading.Thread(target=work, name=f"ragsight-target-{getattr(fn, '__name__', 'call')}", daemon=True).start()
+    return await done
 
 
 class CallableTarget:
@@ -68,7 +103,7 @@ class CallableTarget:
             if inspect.iscoroutinefunction(self.fn):
                 result = await self.fn(question, **kwargs)
             else:
-                result = await asyncio.to_thread(self.fn, question, **kwargs)
+                result = await in_daemon_thread(self.fn, question, **kwargs)
                 if inspect.isawaitable(result):
                     result = await result
         except TargetError:

@@ -17,7 +17,7 @@ from typing import Any
 from ..calls import redact
 from ..errors import ConfigError
 from ._reply import _MISSING, TargetError, TargetReply, env_secrets, reply_from
-from ._target_http import HttpFields
+from ._target_http import MAX_REPLY_BYTES, HttpFields
 
 __all__ = ["CommandTarget"]
 
@@ -60,7 +60,7 @@ class CommandTarget:
             message["config"] = self.config
         payload = json.dumps(message).encode()
         try:
-            out, err = await asyncio.wait_for(proc.communicate(payload), timeout=self.timeout)
+            out, err = await asyncio.wait_for(_talk(proc, payload), timeout=self.timeout)
         except asyncio.TimeoutError:
             await _kill_group(proc)
             raise TargetError(
@@ -70,6 +70,9 @@ class CommandTarget:
             await _kill_group(proc)
             raise
         await _kill_group(proc)  # what it left running in the background
+        if out is None:
+            raise TargetError(f"{self.name}: printed more than {MAX_REPLY_BYTES // 2**20} MB; it was stopped "
+                              "there and its output not used", retryable=False)
         if proc.returncode != 0:
             tail = " ".join(redact(err.decode("utf-8", "replace"), env_secrets()).split())[-300:]
             raise TargetError(
@@ -102,6 +105,46 @@ class CommandTarget:
             context_id_field=f.context_id,
             where=self.name,
         )
+
+
+_ERR_TAIL = 64 * 1024
+
+
+async def _talk(proc: asyncio.subprocess.Process, payload: bytes) -> tuple[bytes | None, bytes]:
+    """Write ``payload`` to the command's stdin and read its stdout (None when it printed more
+    than :data:`MAX_REPLY_BYTES`: the command is killed then) and the end of its stderr, all at
+    once (a command may print before it reads), then wait for it to end."""
+
+    async def feed() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(payload)
+            await proc.stdin.drain()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.close()
+
+    async def read_out() -> bytes | None:
+        assert proc.stdout is not None
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := await proc.stdout.read(65536):
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                await _kill_group(proc)
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def read_err() -> bytes:
+        assert proc.stderr is not None
+        tail = b""
+        while chunk := await proc.stderr.read(65536):
+            tail = (tail + chunk)[-_ERR_TAIL:]
+        return tail
+
+    _, out, err = await asyncio.gather(feed(), read_out(), read_err())
+    await proc.wait()
+    return out, err
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:

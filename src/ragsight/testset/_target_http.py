@@ -17,7 +17,12 @@ from ..calls import display_url, error_text, make_client, parse_retry_after, red
 from ..errors import ConfigError
 from ._reply import TargetError, TargetReply, reply_from, set_path
 
-__all__ = ["HttpFields", "HttpTarget", "fill_template", "parse_headers"]
+__all__ = ["MAX_REPLY_BYTES", "HttpFields", "HttpTarget", "fill_template", "parse_headers"]
+
+MAX_REPLY_BYTES = 32 * 2**20
+"""The most of a target's reply that is read (an HTTP body, a command's output): a target that
+sends more has its answer refused at that point and its connection closed, or its process
+killed, instead of filling the memory until the time-out."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,7 @@ class HttpTarget:
             if self.config:
                 body["config"] = self.config
         try:
-            response = await self._http().post(self.url, json=body)
+            response = await self._post(body)
         except httpx.TimeoutException:
             raise TargetError(
                 f"{self.name}: no answer within {self.timeout:g} s", retryable=True
@@ -143,6 +148,13 @@ class HttpTarget:
                 retryable=True,
             ) from None
         status = response.status_code
+        if 300 <= status < 400:
+            where = response.headers.get("location", "")
+            raise TargetError(
+                f"{self.name}: HTTP {status}, a redirect" + (f" to {display_url(where)}" if where else "")
+                + "; give the URL that answers (redirects are not followed: the question would go elsewhere)",
+                retryable=False,
+            )
         if status >= 400 or status < 200:
             detail = error_text(response, self.secrets)  # redacted before it is cut
             retryable = status in (408, 409, 429) or status >= 500
@@ -167,6 +179,23 @@ class HttpTarget:
             context_id_field=f.context_id,
             where=self.name,
         )
+
+    async def _post(self, body: Any) -> httpx.Response:
+        """POST ``body`` and read the reply, at most :data:`MAX_REPLY_BYTES` of it (a larger one
+        is a TargetError at that point, the connection closed)."""
+        async with self._http().stream("POST", self.url, json=body) as streamed:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in streamed.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise TargetError(f"{self.name}: the reply (HTTP {streamed.status_code}) is larger than "
+                                      f"{MAX_REPLY_BYTES // 2**20} MB; it was cut there and not used", retryable=False)
+                chunks.append(chunk)
+        headers = [(k, v) for k, v in streamed.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks),
+                              request=streamed.request)
 
     async def aclose(self) -> None:
         if self._client is not None:
