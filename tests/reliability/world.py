@@ -207,6 +207,8 @@ class JudgeWorld:
         if prompt_id == "extract_claims":
             text = block(user, "response") or block(user, "reference") or ""
             return {"claims": sentences(text)}, None
+        if prompt_id == "extract_claims_part":  # the sentences asked about, each its own claim
+            return {"claims": sentences(block(user, "sentences") or "")}, None
         if prompt_id == "verify_claims":
             claims = numbered_items(block(user, "claims") or "")
             n = count if count is not None else len(claims)

@@ -207,11 +207,13 @@ FERRY_CLAIMS = ["On Sundays there is one crossing, at 10:30.", "An adult ticket 
 
 def ferry_script() -> RagScript:
     c1, c2 = FERRY_CLAIMS
-    return RagScript(claims={FERRY_REF: FERRY_CLAIMS}, claim_in_chunk={
+    # the first sentence (a time: two numbers) goes to the judge to split, and its claim is checked
+    # against the reference; the second is a plain sentence, its own claim
+    return RagScript(claims={FERRY_REF: FERRY_CLAIMS}, parts={c1: [c1]}, claim_in_chunk={
         (c1, SUNDAY): 0.92, (c2, SUNDAY): 0.04,
         (c1, WEEKDAYS): 0.35, (c2, WEEKDAYS): 0.03,  # same topic, not the Sunday crossing
         (c1, PRICE): 0.05, (c2, PRICE): 0.81,
-    }, verdicts={(c1, "contexts"): True, (c2, "contexts"): True})
+    }, verdicts={(c1, "contexts"): True, (c2, "contexts"): True, (c1, "reference"): True})
 
 
 def ferry(sid: str, contexts: list[str]) -> dict[str, Any]:
@@ -233,7 +235,7 @@ def test_an_embedded_chunk_is_relevant_when_it_supports_a_reference_claim() -> N
     assert reasons[1] == f'supports reference claim 1 (P 0.92): "{FERRY_CLAIMS[0]}"'
     # the claim verdicts are the whole cost: no chunk step, no generated reason
     assert judge.calls_for("chunk_relevant") == [] and judge.calls_for("explain_chunk") == []
-    assert len(judge.calls_for("verify_claim")) == 6
+    assert len([c for c in judge.calls_for("verify_claim") if c.variables["target"] != "reference"]) == 6
     assert {r.prompt_id for r in score.evidence.calls} == {"verify_claim"}
 
 
@@ -245,7 +247,7 @@ def test_with_context_recall_the_reference_is_read_once_and_each_call_is_the_sam
     assert result.scores["b"]["context_precision"].value == pytest.approx(1.0)
     assert result.scores["b"]["context_recall"].value == pytest.approx(1.0)
     # one extraction of the reference serves both metrics (and both samples: the same text)
-    assert len(judge.calls_for("extract_claims")) == 1
+    assert len(judge.calls_for("extract_claims_part")) == 1
     per_chunk = [c for c in judge.calls_for("verify_claim") if c.variables["target"] == "chunk"]
     # sample b's four calls (its chunks at other ranks, with other neighbours) are the same
     # requests as sample a's, answered once: 3 chunks x 2 claims in all

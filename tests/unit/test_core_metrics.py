@@ -67,9 +67,11 @@ def test_context_precision_no_relevant_chunk_is_zero() -> None:
 
 
 def test_context_recall_seed_example_three_of_four() -> None:
-    ref = "A. B. C. D."
-    claims = ["A holds.", "B holds.", "C holds.", "D holds."]
-    script = RagScript(claims={ref: claims})
+    # four plain sentences: four claims, with no extraction call
+    claims = ["The first fact holds true.", "The second fact holds true.", "The third fact holds true.",
+              "The fourth fact holds true."]
+    ref = " ".join(claims)
+    script = RagScript()
     for c, ok in zip(claims, [True, True, True, False]):
         script.verdicts[(c, "contexts")] = ok
     result = ragsight.evaluate([{"id": "r", "contexts": ["ctx"], "reference": ref}], ["context_recall"],

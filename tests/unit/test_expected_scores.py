@@ -9,6 +9,7 @@ import pytest
 
 import ragsight
 from ragsight import Outcome
+from ragsight.analyses import AnalysisSettings
 from ragsight.errors import ConfigError
 from tests.fakes.embedder import TableEmbedder
 from tests.scripted import RagScript
@@ -40,8 +41,11 @@ def world() -> RagScript:
 def run(spec: str, *, choices: bool = True) -> ragsight.Score:
     s = world()
     judge = s.choice_judge() if choices else s.judge()
+    # the scripted claims stand for the reference's as written (the arithmetic is the point here, not
+    # how a reference becomes claims: tests/unit/test_reference_claims.py)
     res = ragsight.evaluate([{"id": "s", "response": RESP, "reference": REF, "contexts": [CONTEXT]}], [spec],
-                            judge=judge, embedder=TableEmbedder({RESP: [1, 0], REF: [0.6, 0.8]}))
+                            judge=judge, embedder=TableEmbedder({RESP: [1, 0], REF: [0.6, 0.8]}),
+                            options=ragsight.RunOptions(settings=AnalysisSettings(reference_facts=False)))
     return res.scores["s"][spec]
 
 

@@ -118,8 +118,10 @@ def test_the_dry_run_of_the_embedded_judge_estimates_its_time(tmp_path: Path, mo
     result = asyncio.run(run_estimate.aestimate(example_path(), "faithfulness,context_recall", judge="local"))
     (prov,) = made
     assert prov.local_calls == result.calls > 0
-    # the contexts are shared by a sample's verdicts: far fewer tokens evaluated than sent
-    assert 0 < prov.evaluated_tokens < result.prompt_tokens / 2
+    # the contexts are shared by a sample's verdicts: far fewer tokens evaluated than sent (the
+    # check of the reference's claims against the reference has a prefix of its own: 46% of the
+    # tokens sent were evaluated before it, 57% with it)
+    assert 0 < prov.evaluated_tokens < result.prompt_tokens * 0.6
     assert prov.seconds is not None and prov.seconds > 0
 
 

@@ -170,11 +170,11 @@ def test_retrieval_accuracy_by_text_normalises_whitespace_only() -> None:
 
 
 REF = "The fleet has 64 aircraft. The average age is 7.8 years."
-G1, G2 = "The fleet has 64 aircraft.", "The average age of the fleet is 7.8 years."
+G1, G2 = "The fleet has 64 aircraft.", "The average age is 7.8 years."  # plain sentences: their own claims
 
 
 def accuracy_world() -> RagScript:
-    s = RagScript(claims={REF: [G1, G2]})
+    s = RagScript()
     s.verdicts[(G1, "contexts:top1")] = True
     s.verdicts[(G2, "contexts:top1")] = False
     s.verdicts[(G1, "contexts")] = True
@@ -198,8 +198,8 @@ def test_retrieval_accuracy_by_judge_needs_every_reference_claim_in_the_top_k() 
     assert "1 of 2 reference claims not supported" in top1.reason
     # k = 2 and k = 5 both check the whole list: one verification, shared
     assert len(judge.calls_for("verify_claims")) == 2
-    assert len(judge.calls_for("extract_claims")) == 1
-    assert {r.prompt_id for r in scores[specs[1]].evidence.calls} == {"extract_claims", "verify_claims"}
+    assert judge.calls_for("extract_claims") == [] and judge.calls_for("extract_claims_part") == []
+    assert {r.prompt_id for r in scores[specs[1]].evidence.calls} == {"verify_claims"}
 
 
 def test_retrieval_accuracy_by_judge_reference_without_claims_is_undetermined() -> None:

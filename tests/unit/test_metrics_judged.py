@@ -25,7 +25,7 @@ from tests.scripted import RagScript
 # ---- factual_correctness ------------------------------------------------------------------
 
 RESP = "Response claims 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 11. No more."  # its claims are made of its own words
-REF = "F."
+REF = "Reference claims 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 11. No more."  # each claim must be the reference's
 
 
 def fc_world(tp: int, fp: int, fn: int, matched: int | None = None) -> RagScript:
@@ -41,6 +41,7 @@ def fc_world(tp: int, fp: int, fn: int, matched: int | None = None) -> RagScript
         s.verdicts[(c, "reference")] = i < tp
     for i, c in enumerate(ref):
         s.verdicts[(c, "response")] = i < matched
+        s.verdicts[(c, "reference")] = True  # the reference states its own claims (checked)
     return s
 
 
@@ -89,7 +90,7 @@ def test_factual_correctness_evidence_lists_both_directions() -> None:
     assert targets == ["reference"] * 3 + ["response"] * 3
     assert [c.supported for c in score.evidence.claims] == [True, True, False, True, True, False]
     assert score.reason == "TP=2 FP=1 FN=1"
-    assert {r.prompt_id for r in score.evidence.calls} == {"extract_claims", "verify_claims"}
+    assert {r.prompt_id for r in score.evidence.calls} == {"extract_claims", "extract_claims_part", "verify_claims"}
 
 
 def test_factual_correctness_precision_mode_never_reads_reference_claims() -> None:
@@ -207,6 +208,8 @@ def ns_world() -> RagScript:
     supported by the irrelevant chunk 2; D is incorrect and supported by chunks 1 and 3."""
     s = RagScript()
     s.claims[NS_REF] = [G1, G2]
+    s.parts["It opened in 1889."] = [G2]  # the reference's pronoun sentence, split with the whole text in view
+    s.verdicts[(G2, "reference")] = True
     s.claims[NS_RESP] = [A, B, C, D]
     for g in (G1, G2):
         s.verdicts[(g, "contexts")] = True

@@ -293,6 +293,7 @@ def test_a_response_that_declines_is_not_sent_for_claims_by_the_correctness_metr
     reference = "gzip -l prints the compressed size, the uncompressed size and the ratio of each file."
     script = RagScript(claims={reference: ["gzip -l prints the ratio of each file."]})
     script.verdicts[("gzip -l prints the ratio of each file.", "response")] = False
+    script.verdicts[("gzip -l prints the ratio of each file.", "reference")] = True  # the reference's own
     judge = script.judge()
     result = ragsight.evaluate([row("s", "Sorry, I cannot help with that.", reference=reference)],
                                ["factual_correctness"], judge=judge)

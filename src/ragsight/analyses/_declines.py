@@ -17,9 +17,13 @@ __all__ = ["FILLER", "META", "REFERRAL", "DeclineSignals", "detect_declines", "i
 # ---- the phrase detector ---------------------------------------------------------------------
 
 # The documents, as a response names them.
-_DOCS = (r"(?:documents?|docs|handbook|context|texts?|excerpts?|sources?|passages?|pages?|materials?|"
-         r"records?|snippets?|information (?:provided|given|available)|(?:provided|given|available) "
-         r"(?:information|documents?|context|texts?|excerpts?|sources?|passages?))")
+_DOCS = (r"(?:documents?|documentation|docs|manuals?|handbook|knowledge\s+base|context|texts?|excerpts?|"
+         r"sources?|passages?|materials?|snippets?|"
+         # a page or a record is also a thing a database holds: the response's only when named so
+         r"(?:these|those|provided|retrieved|given)\s+(?:pages?|records?)|"
+         r"information (?:provided|given|available|(?:that\s+)?i\s+have)|(?:provided|given|available) "
+         r"(?:information|documents?|context|texts?|excerpts?|sources?|passages?)|"
+         r"what\s+(?:i|we)\s+(?:was\s+|were\s+|have\s+been\s+)?(?:given|shown|provided|have))")
 _NOT = r"(?:\s*n['’]t|\s+not)"
 # verbs that say the documents lack the answer, unambiguous without a subject
 _SAY = r"(?:say|state|specify|mention|tell|indicate|clarify)"
@@ -30,26 +34,67 @@ _HOLD = (r"(?:contain|include|provide|cover|describe|address|discuss|give|list|e
 _PART_SAY = r"(?:stated|mentioned|specified|documented|indicated|disclosed)"
 _PART_HOLD = r"(?:covered|provided|included|given|listed|described|addressed|found|answered|available|known|discussed|explained|contained)"
 
+# what a response lacks when it declines: "no information", "not any details" (a noun followed by
+# the end of its clause or by what it is about: "no information schema", "no data is written" state facts)
+_LACK = r"(?:information|info|mention|details?|data|indication|answer|record|knowledge|reference|documentation|entry|section)"
+_LACK_END = (r"(?=\s*$|\s*[,.;:!?]|\s+(?:about|on|regarding|concerning|in|of|for|as\s+to|to\s+answer|that\s+(?:would|could|answers?)|"
+             r"available|given|provided|here|there|whatsoever|at\s+all|to\s+(?:this|that|it|the|a|an|any|your|such)\b|"
+             r"(?:is|are|was|were|can\s+be|could\s+be)\s+(?:given|provided|available|mentioned|stated|known|found|"
+             r"retrieved|included|listed)))")
+# who declines: "I", "we", or the documents (a thing "cannot see changes": a fact about the thing)
+_WHO = rf"(?:^|\b(?:i|we)(?:'m|'re|'ve|'d)?\s+|\b{_DOCS}\b[^.;:!?]{{0,40}}?)"
+
 DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("documents do not say", rf"\b(?:do|does|did){_NOT}\s+(?:\w+\s+)?{_SAY}\b"),
+    ("documents do not say",
+     # "he didn't mention her name" reports a fact: the subject is the documents, a pronoun for them, or none
+     rf"(?:^|\b(?:it|they|this|that|which)\s+|\b{_DOCS}\b[^.;:!?]{{0,40}}?)(?P<q>\b(?:do|does|did){_NOT}\s+(?:\w+\s+)?"
+     r"(?:say|mention|tell|clarify|state|specify|indicate)\b)"),
     ("documents do not contain", rf"\b{_DOCS}\b[^.;:!?]{{0,40}}?\b(?:do|does|did){_NOT}\s+(?:\w+\s+)?{_HOLD}"),
+    ("documents have no", rf"\b{_DOCS}\b[^.;:!?]{{0,40}}?\b(?:has|have|contains?|includes?|gives?|offers?|lacks?)\s+no\b|"
+                          rf"\b{_DOCS}\b[^.;:!?]{{0,40}}?\black\b"),
     ("not stated", rf"(?:\bnot|n't)\s+(?:\w+\s+)?{_PART_SAY}\b"),
     ("not in the documents",
-     rf"(?:\bnot|n't)\s+(?:anywhere\s+|explicitly\s+)?(?:in|within|among|part\s+of)\s+(?:the\s+|any\s+|these\s+|those\s+|my\s+|your\s+)?(?:\w+\s+)?{_DOCS}"),
+     rf"(?:\bnot|n't)\s+(?:anywhere\s+|explicitly\s+)?(?:(?:appear|seem|show\s+up|feature|exist)s?\s+(?:to\s+be\s+)?)?"
+     rf"(?:in|within|among|part\s+of)\s+(?:the\s+|any\s+|these\s+|those\s+|my\s+|your\s+)?(?:\w+\s+)?{_DOCS}"),
     ("not covered in the documents",
      rf"(?:\bnot|n't)\s+(?:\w+\s+)?{_PART_HOLD}\s+(?:in|by|within|from|among|anywhere in)\s+(?:the\s+|any\s+|these\s+|those\s+|my\s+|your\s+)?(?:\w+\s+)?{_DOCS}"),
-    ("says nothing", r"\bsays?\s+nothing\b|\bis\s+silent\s+(?:on|about)\b|\bmakes?\s+no\s+(?:mention|reference)\b"),
-    ("nothing in the documents", rf"\bnothing\s+(?:in|within|about\s+(?:this|that|it)\s+in)\s+(?:the\s+)?(?:\w+\s+)?{_DOCS}"),
-    ("none of the documents", rf"\bnone\s+of\s+the\s+(?:\w+\s+)?{_DOCS}"),
-    ("no information", r"\bno\s+(?:specific\s+|relevant\s+|such\s+|further\s+|other\s+)?(?:information|mention|details?|data|indication|answer|record|knowledge)\b"),
+    ("no X is mentioned in the documents",
+     rf"^(?:no|nothing)\b[^.;:!?]{{0,40}}?\b(?:is|are|was|were)\s+(?:\w+\s+)?(?:{_PART_SAY}|said)\b|"
+     rf"^(?:no|nothing)\b[^.;:!?]{{0,40}}?\b(?:is|are|was|were)\s+(?:\w+\s+)?{_PART_HOLD}\s+(?:in|by|within)\s+"
+     rf"(?:the\s+|these\s+|my\s+)?(?:\w+\s+)?{_DOCS}"),
+    ("says nothing", r"\bsays?\s+nothing\b|\b(?:is|are)\s+silent\s+(?:on|about|regarding|concerning|as\s+to|with\s+regard\s+to)\b|"
+                     r"\bmakes?\s+no\s+(?:mention|reference)\b"),
+    ("nothing in the documents",
+     rf"\bnothing\s+(?:(?:about|on|regarding|concerning)\s+[^.;:!?]{{0,40}}?\s+)?(?:in|within|from)\s+(?:the\s+|these\s+|my\s+|your\s+)?(?:\w+\s+)?{_DOCS}|"
+     r"\bnothing\s+(?:that\s+)?(?:i|we)\s+(?:was\s+|were\s+|have\s+been\s+)(?:given|shown|provided)\b|"
+     r"\bnothing\s+(?:that\s+)?(?:i|we)\s+(?:have|found|see|can\s+(?:see|find))\s+(?:mentions?|covers?|says?|addresses|"
+     r"discuss\w*|describes?|answers?|talks?\s+about|refers?\s+to)\b"),
+    ("none of the documents", rf"\bnone\s+of\s+the\s+(?:\w+\s+)?{_DOCS}|"
+                              r"\bnone\s+of\s+(?:them|these|those)\s+(?:\w+\s+)?(?:address|mention|cover|say|discuss|describe|talk)"),
+    ("no information", rf"\bno\s+(?:specific\s+|relevant\s+|such\s+|further\s+|other\s+|more\s+)?{_LACK}{_LACK_END}|"
+                       rf"\bthere\s+(?:is|are|was|were|does|do|did)(?:n't|\s+not)\s+(?:seem\s+to\s+be\s+|appear\s+to\s+be\s+)?"
+                       rf"(?:any\s+)?(?:\w+\s+)?{_LACK}{_LACK_END}"),
     ("not enough information",
-     r"\b(?:not\s+enough|insufficient|too\s+little|limited)\s+(?:information|context|details?|data)\b"),
+     r"\b(?:not\s+enough|insufficient|too\s+little|limited)\s+(?:information|context|details?)\b|"
+     r"\b(?:would|'d)\s+need\s+more\s+(?:information|context|details?)\b"),
     ("does not have the information",
-     rf"\b(?:do|does|did){_NOT}\s+have\s+(?:any\s+|enough\s+|that\s+|this\s+|the\s+|such\s+|specific\s+|relevant\s+)*(?:information|details?|data|knowledge|answer)\b"),
+     rf"{_WHO}(?P<q>(?:(?:do|does|did){_NOT}\s+have|lack)\s+(?:access\s+to\s+)?"
+     rf"(?:any\s+|enough\s+|that\s+|this\s+|the\s+|such\s+|specific\s+|relevant\s+)*(?:(?:information|details?|data|knowledge|answer|"
+     r"documentation|docs|sources?)\b|(?:\w+\s+)?(?:information|details?|data)\s+(?:needed|required)))"),
     ("cannot answer",
-     r"\b(?:can\s*not|can['’]t|could\s*not|couldn['’]t|(?:am|is|are|was|were)\s+(?:not\s+)?unable\s+to|unable\s+to|not\s+able\s+to)\s+(?:\w+\s+)?(?:answer|find|locate|determine|tell|say|confirm|identify|see|help|provide\s+(?:an?\s+|the\s+|that\s+|this\s+|any\s+)?(?:answer|information|details?))\b"),
-    ("cannot be answered", r"\bcan(?:not|['’]t)\s+be\s+(?:answered|determined|found|confirmed|established|inferred|known)\b"),
-    ("I don't know", r"\b(?:i|we)\s+(?:do|did)(?:\s*n['’]?t|\s+not)\s+know\b|\bno\s+idea\b|\bnot\s+sure\b|\bnot\s+certain\b"),
+     r"(?:^|\b(?:i|we)(?:'m|'re|'ve|'d)?\s+(?:\w+\s+)?)(?P<q>(?:can\s*not|can['’]t|could\s*not|couldn['’]t|(?:am|is|are|was|were)\s+(?:not\s+)?unable\s+to|"
+     r"(?:am|was|were|'m|'re)(?:n't|\s+not)\s+able\s+to|unable\s+to|not\s+able\s+to)\s+(?:\w+\s+)?(?:answer|find|locate|determine|tell|say|"
+     r"confirm|identify|see|help|provide\s+(?:an?\s+|the\s+|that\s+|this\s+|any\s+)?(?:answer|information|details?))\b)|"
+     r"\b(?:can\s*not|can['’]t|could\s*not|couldn['’]t)\s+(?:answer|help\s+with)\s+(?:this|that|your|the)\b|"
+     r"\b(?:i|we)(?:'m|\s+am|'re|\s+are)\s+not\s+(?:finding|seeing)\b|^not\s+that\s+(?:i|we)\s+(?:can|could)\s+(?:find|see|tell)\b|"
+     r"\b(?:is|isn't|is\s+not|'s\s+not)\s+(?:not\s+)?something\s+(?:that\s+)?(?:i|we)\s+(?:can|could)\s+(?:\w+\s+)?(?:answer|find|help|tell|say|see)\b"),
+    ("cannot be answered",
+     rf"(?:^|\b(?:this|that|it|which|the\s+answer|this\s+question|your\s+question|the\s+question)\s+)"
+     r"can(?:not|['’]t)\s+be\s+(?:answered|determined|found|confirmed|established|inferred|known)\b|"
+     rf"\bcan(?:not|['’]t)\s+be\s+(?:answered|determined|found|confirmed|established|inferred|known)\s+"
+     rf"(?:from|in|with|based\s+on)\s+(?:the\s+|these\s+|this\s+|my\s+)?(?:\w+\s+)?(?:{_DOCS}|information)"),
+    ("I don't know", r"\b(?:i|we)\s+(?:do|did)(?:\s*n['’]?t|\s+not)\s+know\b|\bno\s+idea\b|\bnot\s+sure\b|\bnot\s+certain\b|"
+                     r"\b(?:i|we)(?:'m|\s+am|'re|\s+are)\s+(?:\w+\s+)?unsure\b"),
     ("not available to me", r"\b(?:information|answer|details?|data)\s+(?:is|are)(?:\s+not|n't)\s+(?:available|known)\b|"
                             r"\bnot\s+available\s+to\s+(?:me|us)\b"),
     ("does not answer the question", rf"\b(?:do|does|did){_NOT}\s+(?:\w+\s+)?answer\s+(?:your|the|this|that)\s+question"),
@@ -58,14 +103,20 @@ DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
      rf"\b(?:unclear|not\s+clear)\s+(?:from|in|based\s+on)\s+(?:the\s+|these\s+|this\s+|my\s+)?(?:\w+\s+)?{_DOCS}"),
     ("not something the documents cover",
      rf"\bnot\s+something\s+(?:that\s+)?(?:the\s+|these\s+|my\s+)?(?:\w+\s+)?{_DOCS}\s+(?:\w+\s+)?(?:cover|mention|say|address|discuss|describe|include|contain|answer)"),
-    ("outside the documents", rf"\b(?:outside|beyond)\s+(?:the\s+)?(?:scope|what\s+the\s+{_DOCS}|my\s+knowledge)"),
-    ("bare", r"^\W*(?:unknown|n/?a|none|not\s+known|not\s+available|no\s+answer|unanswerable|"
+    ("outside the documents",
+     rf"\b(?:outside|beyond)\s+(?:of\s+)?(?:the\s+)?(?:scope(?:\s*$|\s+(?:here|of\s+(?:this|my|what|the\s+question|(?:the\s+|these\s+|my\s+)?(?:\w+\s+)?{_DOCS}))\b)|"
+     rf"what\s+(?:the\s+|these\s+|those\s+|my\s+)?(?:\w+\s+)?(?:{_DOCS}|i|we)\b|my\s+knowledge|(?:the\s+|these\s+|my\s+)?(?:\w+\s+)?{_DOCS}\b)"),
+    ("bare", r"^\W*(?:unknown|n/?a|none|not\s+known|not\s+available|not\s+found|no\s+answer|unanswerable|"
              r"cannot\s+answer|cannot\s+be\s+determined|no\s+comment)\W*$"),
 )
 # "the documents mention X, but not Y": a decline that only reads as one across the contrast
 _BUT_NOT = re.compile(
     rf"\b{_DOCS}\b[^.;:!?]*?\b(?:mention|say|cover|describe|discuss|list|include|address|talk\s+about)s?\b"
     r"[^.;:!?]*?,?\s+but\s+not\b", re.I)
+# "it does not cover X" after a clause about the documents ("I only have the SQLite documentation,
+# and it does not address replication"): "it" is the documents
+_THEY_DO_NOT = re.compile(rf"^(?:it|they|these|those|this|that|which)\s+(?:also\s+)?(?:do|does|did){_NOT}\s+(?:\w+\s+)?{_HOLD}",
+                          re.I)
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
 _DECLINE = [(name, re.compile(p, re.I)) for name, p in DECLINE_PATTERNS]
 
@@ -74,9 +125,12 @@ REFERRAL = re.compile(
     r"email|e-mail|write\s+to|refer\s+to)\b|\b(?:would|should|could|may|might|can)\s+be\s+(?:able\s+to\s+help|"
     r"the\s+right\s+(?:person|people|team|place))|\bright\s+(?:person|people|team|place)\s+to\s+ask\b", re.I)
 META = re.compile(
-    rf"^(?:the|these|those|your|my|our|this|that)?\s*(?:[\w-]+\s+(?:and\s+)?){{0,3}}?{_DOCS}\b[^.;:!?]*?\b"
+    rf"^(?:the|these|those|your|my|our|this|that)?\s*(?:[\w-]+\s+(?:and\s+)?){{0,3}}?(?:{_DOCS}|pages?)\b[^.;:!?]*?\b"
     r"(?:covers?|describes?|mentions?|says?|lists?|discuss(?:es)?|explains?|talks?\s+about|refers?\s+to|"
-    r"includes?|contains?|focus(?:es)?\s+on|deals?\s+with|(?:is|are)\s+(?:only\s+)?about|only)\b", re.I)
+    r"includes?|contains?|focus(?:es)?\s+on|deals?\s+with|(?:is|are)\s+(?:only\s+)?about|only)\b|"
+    # what the response has to go on: "I only have the SQLite documentation", "I looked through the passages"
+    rf"^(?:i|we)\s+(?:can\s+|could\s+)?(?:only\s+)?(?:have|had|answer|work|go|looked|searched|checked|read|went)\b"
+    rf"[^.;:!?]{{0,30}}?\b(?:{_DOCS})\b", re.I)
 FILLER = re.compile(r"^(?:answer|response|reply|result|note)\W*$|"
                     r"^(?:i['’]?m\s+|i\s+am\s+|we\s+are\s+)?(?:sorry|unfortunately|apologies|i\s+apologi[sz]e|"
                     r"regrettably|hmm|well|ok(?:ay)?|thanks?(?:\s+you)?|as\s+far\s+as\s+i\s+can\s+(?:tell|see))\W*$",
@@ -127,9 +181,9 @@ class DeclineSignals:
 # Declines in German, French and Spanish (then Portuguese, Italian, Dutch, Chinese, Japanese): the phrases a decline is made of, read after accents are
 # folded ("weiß" -> "weiss" is spelt both ways below). A response in these languages declines when
 # every clause is such a phrase or an apology; any other clause makes it "mixed" (the judge reads it).
-_DE_DOCS = r"(?:dokumente?n?|unterlagen|texte?n?|quellen?|kontext|handbuch|auszuge?n?|passagen?)"
-_FR_DOCS = r"(?:documents?|textes?|sources?|passages?|extraits?|contexte|manuel|informations?\s+fournies)"
-_ES_DOCS = r"(?:documentos?|textos?|fuentes?|pasajes?|extractos?|contexto|manual|informacion\s+proporcionada)"
+_DE_DOCS = r"(?:dokumente?n?|dokumentation|\w+-dokumentation|unterlagen|texte?n?|quellen?|kontext|handbuch|auszuge?n?|passagen?)"
+_FR_DOCS = r"(?:documents?|documentation|textes?|sources?|passages?|extraits?|contexte|manuel|informations?\s+fournies)"
+_ES_DOCS = r"(?:documentos?|documentacion|textos?|fuentes?|pasajes?|extractos?|contexto|manual|informacion\s+proporcionada)"
 _DOCS_OTHER = (r"(?:dokument\w*|unterlagen|texte?n?|quellen?|kontext|documents?|textes?|sources?|contexte|"
                r"documentos?|textos?|fontes?|contexto|documenti|testi|fonti|documenten|teksten|bronnen|"
                r"context|informationen|informations?|informaciones|informacion|informacao|informacoes|"
@@ -143,12 +197,19 @@ OTHER_DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
      r"\bnicht\s+(?:\w+\s+)?(?:erwahnt|angegeben|genannt|beschrieben|aufgefuhrt|beantwortet|dokumentiert|"
      r"bekannt|ersichtlich|zu\s+entnehmen)\b"),
     ("de: kann nicht beantworten",
-     r"\b(?:kann|konnen|koennen|konnte)\s+(?:ich\s+|wir\s+)?(?:\w+\s+){0,3}?nicht\s+(?:\w+\s+)?"
+     r"\b(?:kann|konnen|koennen|konnte)\s+(?:ich\s+|wir\s+)?(?:\w+\s+){0,6}?nicht\s+(?:\w+\s+)?"
      r"(?:beantworten|sagen|finden|feststellen|bestimmen|bestatigen)\b"),
     ("de: die dokumente sagen nichts",
      rf"\bgeht\s+(?:daraus\s+|aus\s+\w+\s+{_DE_DOCS}\s+)?nicht\s+hervor\b|"
      rf"\b{_DE_DOCS}\b[^.;:!?]{{0,40}}?\b(?:sagen|enthalten|erwahnen|nennen|steht|stehen)\s+(?:daruber\s+|dazu\s+)?"
      r"(?:nichts|keine)\b|\bsteht\s+(?:dort\s+|darin\s+|daruber\s+|dazu\s+)*nichts\b"),
+    ("de: finde nichts",
+     r"\b(?:finde|fand|finden|fanden|sehe)\s+(?:ich\s+|wir\s+)?(?:\w+\s+){0,5}?(?:nichts|keine\w*)\b"),
+    ("de: steht nicht in den unterlagen",
+     rf"\b(?:steht|stehen|ist|sind|findet\s+sich|finden\s+sich)\s+(?:\w+\s+)?nicht\s+(?:in|im)\s+(?:der|den|dem|meinen|diesen)?\s*"
+     rf"(?:\w+\s+)?{_DE_DOCS}\b|"
+     rf"\b{_DE_DOCS}\b[^.;:!?]{{0,40}}?\b(?:behandel|erwahn|beschreib|enthal|nenn|deck|geh|sag|beantwort)\w*\b"
+     r"[^.;:!?]{0,40}?\bnicht(?:\s+(?:ab|ein|darauf|daruber|dazu))?\s*$"),
     ("fr: je ne sais pas", r"\bje\s+ne\s+(?:le\s+)?sais\s+pas\b|\baucune\s+idee\b"),
     ("fr: aucune information",
      r"\b(?:aucune?|pas\s+(?:assez\s+|suffisamment\s+)?d['e]\s*)\s*(?:\w+\s+)?"
@@ -163,7 +224,12 @@ OTHER_DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
      r"confirmer|preciser)\b|\bimpossible\s+de\s+(?:\w+\s+)?(?:repondre|dire|savoir|determiner|trouver)\b"),
     ("fr: rien dans les documents",
      rf"\bne\s+(?:dit|disent|mentionne|mentionnent|precise|precisent|indique|indiquent)\s+rien\b|"
-     rf"\brien\s+(?:dans|sur\s+ce\s+point\s+dans)\s+(?:les\s+|le\s+|ces\s+|mes\s+)?{_FR_DOCS}"),
+     rf"\brien\s+(?:dans|sur\s+ce\s+point\s+dans)\s+(?:les\s+|le\s+|la\s+|ces\s+|mes\s+)?{_FR_DOCS}"),
+    ("fr: hors du cadre",
+     r"\b(?:depasse\w*|hors\s+(?:du|de)|en\s+dehors\s+(?:du|de))\s+(?:le\s+)?(?:cadre|champ|perimetre)\b"),
+    ("fr: ne trouve pas",
+     rf"\bne\s+(?:la\s+|le\s+|l'|les\s+)?(?:trouve|trouvons|vois|voyons)\s+(?:pas|rien)\b[^.;:!?]{{0,40}}?"
+     rf"(?:\b(?:information|reponse|mention|trace)|\b(?:dans|parmi)\s+(?:les\s+|la\s+|le\s+|ces\s+|mes\s+)?{_FR_DOCS})"),
     ("es: no lo se", r"\bno\s+lo\s+se\b|\bno\s+se\s*(?:$|[.,!])|\bno\s+se\s+(?:la\s+respuesta|nada)\b|\bni\s+idea\b"),
     ("es: no hay informacion",
      r"\b(?:no\s+(?:tengo|hay|dispongo\s+de|tenemos|encuentro|encontre)|ninguna?)\s+"
@@ -174,6 +240,11 @@ OTHER_DECLINE_PATTERNS: tuple[tuple[str, str], ...] = (
      rf"\b{_ES_DOCS}\b[^.;:!?]{{0,40}}?\bno\s+(?:\w+\s+)?(?:contiene|contienen|incluye|incluyen|proporciona|"
      r"proporcionan|habla|hablan|cubre|cubren|trata|tratan)\b|"
      r"\bno\s+(?:esta|estan)\s+(?:\w+\s+)?(?:especificad[oa]s?|indicad[oa]s?|mencionad[oa]s?|claro)\b"),
+    ("es: no encuentro nada",
+     rf"\bno\s+(?:encuentro|encontre|he\s+encontrado|hallo|halle|veo)\s+(?:nada|ninguna?)\b|"
+     rf"\bno\s+(?:encuentro|encontre|he\s+encontrado|hallo|halle|veo)\b[^.;:!?]{{0,40}}?\b(?:en|dentro\s+de)\s+"
+     rf"(?:la\s+|los\s+|las\s+|el\s+|esta\s+|estos\s+|mis\s+)?{_ES_DOCS}\b"),
+    ("es: fuera del alcance", r"\bfuera\s+(?:del|de\s+(?:mi|nuestro|su))\s+(?:alcance|ambito)\b"),
     ("es: no puedo responder",
      r"\bno\s+(?:puedo|podemos|es\s+posible|se\s+puede)\s+(?:\w+\s+)?(?:responder|contestar|decir|"
      r"determinar|saber|confirmar|precisar|encontrar)\b"),
@@ -300,6 +371,12 @@ def _detect_other(text: str) -> DeclineSignals:
                           tuple(quotes))
 
 
+def _quote(m: re.Match[str]) -> str:
+    """The words a pattern matched, without the subject it needed to see ("do not say", not
+    "documents do not say")."""
+    return (m.group("q") if "q" in m.re.groupindex and m.group("q") else m.group(0)).strip()
+
+
 def _words(text: str) -> list[str]:
     return re.findall(r"[^\W\d_]+", text.lower())
 
@@ -350,9 +427,11 @@ def detect_declines(response: str) -> DeclineSignals:
         if not clause:
             continue
         found = ([("mentions X but not Y", clause)] if but_not else
-                 [(name, m.group(0).strip()) for name, rx in _DECLINE if (m := rx.search(clause))])
+                 [(name, _quote(m)) for name, rx in _DECLINE if (m := rx.search(clause))])
         if found and not but_not and _in_condition(clause):
             found = []
+        if not found and clauses and clauses[-1][0] in ("meta", "decline") and (m := _THEY_DO_NOT.search(clause)):
+            found = [("the documents do not contain", m.group(0).strip())]
         hits = [name for name, _ in found]
         if hits:
             kind = "decline"

@@ -33,6 +33,7 @@ from . import (
     _conversation,
     _entities,
     _questions,
+    _reference,
     _sentences,
     _short_answer,
     _verdicts,
@@ -126,11 +127,12 @@ class SampleAnalyses:
         return self.judge
 
     async def verify(
-        self, claims: Sequence[str], target: str, source: str, chunks: list[str] | None = None
+        self, claims: Sequence[str], target: str, source: str, chunks: list[str] | None = None,
+        *, reasons: bool = True,
     ) -> VerdictList:
         """Verdicts for ``claims`` against the fenced ``source`` (not memoised: wrap it in
-        :meth:`once` with a key naming the target)."""
-        return await _verdicts.verify(self, list(claims), target, source, chunks)
+        :meth:`once` with a key naming the target); ``reasons=False``: no reason asked."""
+        return await _verdicts.verify(self, list(claims), target, source, chunks, reasons=reasons)
 
     async def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
         if self.embedder is None:
@@ -146,7 +148,9 @@ class SampleAnalyses:
         return self.once("claims:response", lambda: _claims.extract(self, "response"))
 
     def reference_claims(self) -> Awaitable[ClaimList]:
-        return self.once("claims:reference", lambda: _claims.extract(self, "reference"))
+        """The reference's facts, one claim each, every claim the judge wrote checked against
+        the reference (analyses/_reference.py)."""
+        return self.once("claims:reference", lambda: _reference.reference_claims(self))
 
     # ---- claim verdicts (_verdicts.py) ----------------------------------------------------------
 

@@ -80,6 +80,10 @@ class AnalysisSettings:
     # dropped (analyses/_claims.py); a decline gets no faithfulness and zero answer relevancy.
     # False keeps the behaviour before (for bench/nonanswer_check.py's before/after figures).
     nonanswers: bool = True
+    # A reference's claims are its sentences, the judge splitting only those with several facts,
+    # and each claim it writes checked against the reference (analyses/_reference.py); False
+    # extracts the whole reference unchecked, as before (for the before/after bench).
+    reference_facts: bool = True
     # An alignment fitted from human labels ('ragsight align', docs/review.md): worked examples
     # added to the claim-verdict prompts (fenced; the prompts' version becomes
     # '<version>+<verdict_examples_tag>'), and the alignment's name, recorded with the run.
@@ -113,6 +117,9 @@ class ClaimList:
     claims: tuple[str, ...]
     refs: tuple[JudgeCallRef, ...] = ()
     dropped: tuple[str, ...] = ()  # extracted, but not found in the text even when asked again
+    # the claims the judge wrote for a reference, each checked against the reference itself
+    # (kept when supported, else dropped: analyses/_reference.py)
+    checks: tuple[ClaimVerdict, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ..errors import OutputError
 from ..judge import Answer, Judge, JudgeFailedError, JudgeRejectedError
 from ..prompts import Prompt, fence, load_prompt
 from ._calibrated import PRIOR_SOURCE, assess_claim, combine, needs_prior
+from ._declines import detect_declines
 from ._signals import compute_signals, unfence
 from ._types import (
     ClaimList,
@@ -77,12 +78,17 @@ async def against_contexts(sa: SampleAnalyses) -> tuple[Checked, Checked]:
         claims.extend(resp.claims)
     if ref:
         claims.extend(ref.claims)
+    # a response claim that only declines ("That isn't covered in the documentation I have") is
+    # not asked about: faithfulness sets it aside (it says what the documents lack, not a fact)
+    aside = {i for i, c in enumerate(claims[:len(resp.claims) if resp else 0])
+             if st.nonanswers and detect_declines(c).verdict == "declines"}
+    asked = [c for i, c in enumerate(claims) if i not in aside]
     # the lowest-ranked chunks are dropped (and recorded) when not even a piece of each fits
     contexts = fit_for_judge(sa.judge, list(s.contexts or ()), field="contexts",
-                             output_tokens=64 + 60 * len(claims), alongside=claims,
-                             record=sa.truncations, per_item=FENCE_TOKENS, drop=True) if claims else []
-    verdicts = await verify(sa, claims, "contexts", contexts_block(contexts),
-                            chunks=contexts if st.need_chunk_support else None)
+                             output_tokens=64 + 60 * len(asked), alongside=asked,
+                             record=sa.truncations, per_item=FENCE_TOKENS, drop=True) if asked else []
+    verdicts = _with_declines(await verify(sa, asked, "contexts", contexts_block(contexts),
+                                           chunks=contexts if st.need_chunk_support else None), claims, aside)
     n_resp = len(resp.claims) if resp else 0
     out_resp: Checked = got_resp if isinstance(got_resp, Exception) else None
     out_ref: Checked = got_ref if isinstance(got_ref, Exception) else None
@@ -99,6 +105,28 @@ async def against_contexts(sa: SampleAnalyses) -> tuple[Checked, Checked]:
             verdicts.refs,
         )
     return out_resp, out_ref
+
+
+def _with_declines(verdicts: VerdictList, claims: list[str], aside: set[int]) -> VerdictList:
+    """``verdicts`` of the claims asked about, with a verdict put back for each claim set aside
+    as a decline (not supported, no probability, ``signals["declines"]`` 1), in claim order."""
+    if not aside:
+        return verdicts
+    got = iter(verdicts.verdicts)
+    support = iter(verdicts.chunk_support or ())
+    out: list[ClaimVerdict] = []
+    chunks: list[frozenset[int]] = []
+    for i, c in enumerate(claims):
+        if i in aside:
+            out.append(ClaimVerdict(claim=c, supported=False, probability=None, target=verdicts.target,
+                                    reason="a decline: it says what the documents do not contain (not judged)",
+                                    signals={"declines": 1.0}))
+            chunks.append(frozenset())
+        else:
+            out.append(next(got))
+            chunks.append(next(support, frozenset()))
+    return VerdictList(verdicts.target, tuple(out), tuple(chunks) if verdicts.chunk_support is not None else None,
+                       verdicts.refs)
 
 
 async def response_vs_reference(sa: SampleAnalyses) -> VerdictList:

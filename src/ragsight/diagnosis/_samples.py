@@ -581,6 +581,10 @@ def diagnose_sample(sample: Sample, scores: Mapping[str, Score], thresholds: Map
     if noise is not None and not named:
         notes.append("run noise_sensitivity to name the chunk a wrong claim came from")
         needs.append("noise_sensitivity")
+    declined, how, by = _declined(v)
+    if declined and how == "the judge" and any(f.cause == "unsupported" for f in findings):
+        notes.append(f"{by}'s judge reads the response as a decline, the decline detector does not: faithfulness "
+                     "judged its words as claims, so its unsupported claims may be a decline's words")
     explained_all = {m for f in findings for m in f.explains}
     for m in failing:
         if m.metric in explained_all or m.outcome != "scored":
