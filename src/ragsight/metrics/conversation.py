@@ -17,6 +17,12 @@ with a reason (the embedded judge: P(Yes) per item, the conversation first as th
 a reason is asked for the items judged No). The trail holds one verdict per judged message
 (``Evidence.claims``, target ``turn K``; ``details["verdicts"]``). A conversation with nothing to
 judge (no assistant or no user message) is ``undetermined``.
+
+With a judge that gives yes/no probabilities, two metrics read less than the whole conversation,
+so that what the user asked for is never taken for what the assistant did: conversation
+completeness judges each user message with the assistant message it may answer and what follows
+it (:func:`request_and_after`), and agent goal accuracy reads the assistant's messages and the
+tool results only (:func:`outcome_text`).
 """
 
 from __future__ import annotations
@@ -56,6 +62,14 @@ class _PerMessage(Metric):
         message's number."""
         return {}
 
+    async def judge(
+        self, ctx: SampleAnalyses, text: str, shown: list[tuple[int, int, Turn]],
+        judged: list[tuple[int, int, Turn]], items: list[str], asked: list[int],
+    ) -> tuple[list[tuple[bool, float | None, str]], tuple[Any, ...]]:
+        """The verdicts of the items at ``asked`` (indices into ``judged`` and ``items``), in order:
+        every item read against the whole numbered conversation ``text``."""
+        return await judge_items(ctx, self.step, text, [items[i] for i in asked], self.extra(ctx.sample))
+
     async def compute(self, ctx: SampleAnalyses) -> Score:
         text, shown = transcript(ctx.sample.history or ())
         judged = [(n, turn, m) for n, turn, m in shown if m.role == self.role and m.content.strip()]
@@ -64,8 +78,8 @@ class _PerMessage(Metric):
         items = [f"[{n}] {m.role}: {' '.join(m.content.split())}" for n, _, m in judged]
         settled = self.settled(shown)
         decided = {i: settled[n] for i, (n, _, _) in enumerate(judged) if n in settled}
-        asked = [item for i, item in enumerate(items) if i not in decided]
-        got, calls = await judge_items(ctx, self.step, text, asked, self.extra(ctx.sample)) if asked else ([], ())
+        asked = [i for i in range(len(items)) if i not in decided]
+        got, calls = await self.judge(ctx, text, shown, judged, items, asked) if asked else ([], ())
         answers = iter(got)
         verdicts = [(True, None, decided[i]) if i in decided else next(answers) for i in range(len(items))]
         rows = [{"message": n, "turn": turn, "verdict": ok, "probability": p, "reason": reason}
@@ -106,11 +120,33 @@ class KnowledgeRetention(_PerMessage):
 
 
 class ConversationCompleteness(_PerMessage):
+    """A user message's request is met only when the assistant's words meet it. A judge with
+    yes/no probabilities (the embedded judge) reads each user message with only what follows it
+    (and the assistant message it answers, when there is one): asked about every message against
+    the whole conversation, the 1.5B judge said yes to all of them, four requests never answered
+    included (``bench/conversation_check.py``). A remote judge reads the whole conversation in one
+    call."""
+
     name = "conversation_completeness"
     step = "conversation_completeness"
     role = "user"
     what = "had their request met"
     empty = "the conversation has no user message to judge"
+
+    async def judge(
+        self, ctx: SampleAnalyses, text: str, shown: list[tuple[int, int, Turn]],
+        judged: list[tuple[int, int, Turn]], items: list[str], asked: list[int],
+    ) -> tuple[list[tuple[bool, float | None, str]], tuple[Any, ...]]:
+        if not ctx.need_judge().supports_choices:
+            return await super().judge(ctx, text, shown, judged, items, asked)
+        out: list[tuple[bool, float | None, str]] = []
+        calls: list[Any] = []
+        for i in asked:
+            part, request = request_and_after([m for _, _, m in shown], [n for n, _, _ in shown].index(judged[i][0]))
+            got, refs = await judge_items(ctx, self.step, part, [request])
+            out.extend(got)
+            calls.extend(refs)
+        return out, tuple(calls)
 
 
 class RoleAdherence(_PerMessage):
@@ -123,6 +159,25 @@ class RoleAdherence(_PerMessage):
 
     def extra(self, sample: Sample) -> str:
         return fence("role", sample.system_role or "")
+
+
+def request_and_after(messages: list[Turn], k: int) -> tuple[str, str]:
+    """The numbered conversation a user message's request is judged in, and the request as an
+    item: the assistant message before it (what it may answer), the message itself and every
+    message after it; the request is numbered as shown there."""
+    start = k - 1 if k > 0 and messages[k - 1].role == "assistant" else k
+    text, _ = transcript(tuple(messages[start:]))
+    n = k - start + 1
+    m = messages[k]
+    return text, f"[{n}] {m.role}: {' '.join(m.content.split())}"
+
+
+def outcome_text(turns: tuple[Turn, ...]) -> str:
+    """The numbered conversation an expected outcome is judged against by a judge with yes/no
+    probabilities: the assistant's messages and the tool results only. An outcome is reached when
+    the conversation states it; what the user asked for states nothing (the 1.5B judge, shown the
+    user's request, judged two goals never met as reached)."""
+    return transcript(tuple(m for m in turns if m.role in ("assistant", "tool")))[0]
 
 
 class AgentGoalAccuracy(Metric):
@@ -140,6 +195,8 @@ class AgentGoalAccuracy(Metric):
         turns: tuple[Turn, ...] = s.history or ()
         text, shown = transcript(turns)
         outcome = " ".join((s.expected_outcome or "").split())
+        if ctx.need_judge().supports_choices:
+            text = outcome_text(turns)
         [(reached, p, reason)], calls = await judge_items(ctx, "agent_goal", text, [outcome])
         details: dict[str, Any] = {"expected_outcome": outcome, "reached": reached, "probability": p,
                                    "reason": reason, "messages": len(shown)}
