@@ -34,7 +34,7 @@ from _stats import auroc_pairs  # noqa: E402
 SET = HERE / "conversation_goals.jsonl"
 
 
-async def run(rows: list[dict]) -> int:
+async def run(rows: list[dict], explain: str) -> int:
     from ragsight.analyses import AnalysisSettings
     from ragsight.conversation import Turn
     from ragsight.engine import score_sample
@@ -52,7 +52,7 @@ async def run(rows: list[dict]) -> int:
         turns = tuple(Turn(m["role"], m["content"]) for m in row["messages"])
         sample = Sample(id=row["id"], conversation_id=row["id"], history=turns,
                         expected_outcome=row["expected_outcome"])
-        scores = {s.metric: s for s in await score_sample(sample, metrics, judge, None, AnalysisSettings(use_cache=False))}
+        scores = {s.metric: s for s in await score_sample(sample, metrics, judge, None, AnalysisSettings(use_cache=False, explain=explain))}
         comp, goal = scores["conversation_completeness"], scores["agent_goal_accuracy"]
         print(f"{row['id']}: completeness {comp.value} ({comp.outcome.value}: {comp.reason})")
         verdicts = comp.evidence.details.get("verdicts") or []
@@ -84,12 +84,14 @@ async def run(rows: list[dict]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="", help="comma-separated chat ids (default: all)")
+    ap.add_argument("--explain", default="unsupported", choices=["none", "unsupported", "all"],
+                    help="which verdicts get a reason (default: the No verdicts; none saves their generation)")
     args = ap.parse_args(argv)
     rows = read_jsonl(SET)
     if args.only:
         wanted = set(args.only.split(","))
         rows = [r for r in rows if r["id"] in wanted]
-    return asyncio.run(run(rows))
+    return asyncio.run(run(rows, args.explain))
 
 
 if __name__ == "__main__":

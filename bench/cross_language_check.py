@@ -38,9 +38,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--judge", default="local", help="the judge (default: the embedded one)")
     ap.add_argument("--n", type=int, default=0, help="the first N questions of each language (default: all)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per judge call (default 300)")
+    ap.add_argument("--store", default=None,
+                    help="a store file whose judge cache the run reads and writes (default: in memory); the "
+                         "change asks the judge nothing new, so a run after one with the code before it "
+                         "reads every verdict from the cache and differs only in how they are combined")
+    ap.add_argument("--explain", default="none", choices=["none", "unsupported", "all"],
+                    help="which verdicts get a reason (default none: the figures need none, and they cost "
+                         "a generation each)")
     args = ap.parse_args(argv)
 
     import ragsight
+    from ragsight.analyses import AnalysisSettings
     from ragsight.judge import RetryPolicy
 
     rows = read_jsonl(SET)
@@ -51,8 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             keep.update(groups[: args.n])
         rows = [r for r in rows if r["id"].rsplit("-", 1)[0] in keep]
     policy = RetryPolicy(call_timeout_s=args.timeout, step_deadline_s=2 * args.timeout)
-    result = ragsight.evaluate(rows, METRICS, judge=args.judge,
-                               options=ragsight.RunOptions(policy=policy, show_progress=False))
+    result = ragsight.evaluate(rows, METRICS, judge=args.judge, store=args.store,
+                               options=ragsight.RunOptions(policy=policy, show_progress=False,
+                                                           settings=AnalysisSettings(explain=args.explain)))
     got: dict[str, dict[str, float]] = {m: {} for m in METRICS}
     marked = 0
     for r in rows:
@@ -81,9 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if vals:
             print(f"{m}: mean {np.mean(vals):.3f} over {len(vals)} questions (1.0 is right)")
     print(f"samples marked as judged across languages: {marked} of {len(rows)}")
-    note = ragsight.result.languages_note(result) if hasattr(ragsight, "result") and \
-        hasattr(ragsight.result, "languages_note") else None
-    print(f"run note: {note}")
+    import ragsight.result as results
+
+    note = getattr(results, "languages_note", None)  # the code before the change has none
+    print(f"run note: {note(result) if note else None}")
     return 0
 
 

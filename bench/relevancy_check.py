@@ -60,9 +60,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--store", default=None,
                     help="a store file whose judge cache the run reads and writes (default: none, no cache); "
                          "the before and after runs share the generated questions through it")
+    ap.add_argument("--ids", default="", help="comma-separated row ids (default: all)")
+    ap.add_argument("--load", default=None,
+                    help="print the figures of a run already in --store (its id) instead of running: a run "
+                         "stopped part way has its finished rows there")
+    ap.add_argument("--explain", default="unsupported", choices=["none", "unsupported", "all"],
+                    help="which verdicts get a reason (default: the No verdicts; none saves their generation)")
     args = ap.parse_args(argv)
 
     import ragsight
+    from ragsight.analyses import AnalysisSettings
     from ragsight.judge import RetryPolicy
 
     rows = read_jsonl(SET)
@@ -71,11 +78,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         follows = sorted({r["id"].rsplit("-", 1)[0] for r in rows if "history" in r})[: args.n]
         keep = set(singles) | set(follows)
         rows = [r for r in rows if r["id"].rsplit("-", 1)[0] in keep]
+    if args.ids:
+        wanted = set(args.ids.split(","))
+        rows = [r for r in rows if r["id"] in wanted]
     data = [{k: v for k, v in r.items()} for r in rows]
     policy = RetryPolicy(call_timeout_s=args.timeout, step_deadline_s=2 * args.timeout)
-    result = ragsight.evaluate(data, ["answer_relevancy"], judge=args.judge, embedder="local", store=args.store,
-                               options=ragsight.RunOptions(cache=args.store is not None, policy=policy,
-                                                           show_progress=False))
+    if args.load:
+        from ragsight.result import load_result
+
+        result = load_result(ragsight.Store(args.store), args.load)
+        rows = [r for r in rows if r["id"] in result.scores]
+    else:
+        result = ragsight.evaluate(data, ["answer_relevancy"], judge=args.judge, embedder="local", store=args.store,
+                                   options=ragsight.RunOptions(cache=args.store is not None, policy=policy,
+                                                               settings=AnalysisSettings(explain=args.explain),
+                                                               show_progress=False))
     value: dict[str, float] = {}
     cosine: dict[str, float] = {}
     judged: dict[str, float] = {}

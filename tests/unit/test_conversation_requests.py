@@ -118,3 +118,23 @@ def test_a_goal_not_stated_is_not_reached_and_says_why() -> None:
     assert got.value == 0.0 and got.reason == "the expected outcome was not reached: scripted goal"
     [why] = provider.calls_for("agent_goal")
     assert "want my money back" not in why.variables["conversation"]
+
+
+def test_the_embedded_judge_is_refused_at_preflight_with_the_reason() -> None:
+    import ragsight
+    from ragsight.errors import ConfigError
+
+    provider = ScriptedProvider(choice_handlers={"conversation_completeness_choice": lambda v: 0.9,
+                                                 "agent_goal_choice": lambda v: 0.9})
+    provider.name = "local:scripted"  # what the embedded judge's provider is called
+    row = {"id": "c", "conversation_id": "c", "expected_outcome": "The booking AB12 is refunded.",
+           "history": [{"role": t.role, "content": t.content} for t in ASKED]}
+    for metric in ("conversation_completeness", "agent_goal_accuracy"):
+        with pytest.raises(ConfigError, match=f"^{metric} is not scored with the embedded judge "
+                                              r"\(local:scripted\): on chats written to check it"):
+            ragsight.evaluate([row], [metric], judge=provider)
+    assert provider.requests == []  # refused before any call
+    # knowledge retention is not refused
+    provider.choice_handlers["knowledge_retention_choice"] = lambda v: 0.9
+    got = ragsight.evaluate([row], ["knowledge_retention"], judge=provider).scores["c"]["knowledge_retention"]
+    assert got.value == 1.0

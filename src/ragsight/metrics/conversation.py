@@ -32,12 +32,26 @@ from typing import Any, ClassVar
 from .._score import ClaimVerdict, Evidence, Score
 from ..analyses import SampleAnalyses, judge_items, transcript, user_statements
 from ..dataset import Sample, Turn
+from ..judge import Judge
 from ..prompts import fence
 from ._base import Metric
 from ._levels import conversation_only
 from .tool_calls import compare_calls, describe
 
-__all__ = ["AgentGoalAccuracy", "ConversationCompleteness", "KnowledgeRetention", "RoleAdherence"]
+__all__ = ["EMBEDDED_REFUSAL", "AgentGoalAccuracy", "ConversationCompleteness", "KnowledgeRetention", "RoleAdherence"]
+
+EMBEDDED_REFUSAL = (
+    "{metric} is not scored with the embedded judge ({judge}): on chats written to check it, "
+    "it {found}, so its score would say the opposite of what happened (docs/validity.md). Use a remote judge for it (--judge openai:MODEL ...), or leave it out "
+    "(--metrics knowledge_retention,role_adherence)."
+)
+
+
+def embedded_refusal(metric: str, judge: Judge, found: str) -> str | None:
+    """The preflight refusal of ``metric`` for the embedded judge (a ``local:`` judge), else None."""
+    if not judge.name.startswith("local:"):
+        return None
+    return EMBEDDED_REFUSAL.format(metric=metric, judge=judge.name, found=found)
 
 
 class _PerMessage(Metric):
@@ -133,6 +147,11 @@ class ConversationCompleteness(_PerMessage):
     what = "had their request met"
     empty = "the conversation has no user message to judge"
 
+    def refuses(self, judge: Judge) -> str | None:
+        return embedded_refusal(self.name, judge, "judged requests met that the assistant never met (a "
+                                "request asked four times and never answered: 4 of 4 met, P 0.61-0.70, "
+                                "with the request read alone with what followed it)")
+
     async def judge(
         self, ctx: SampleAnalyses, text: str, shown: list[tuple[int, int, Turn]],
         judged: list[tuple[int, int, Turn]], items: list[str], asked: list[int],
@@ -189,6 +208,10 @@ class AgentGoalAccuracy(Metric):
 
     def missing(self, sample: Sample) -> str | None:
         return conversation_only(sample) or super().missing(sample)
+
+    def refuses(self, judge: Judge) -> str | None:
+        return embedded_refusal(self.name, judge, "judged a goal never met as reached (P 0.57, with only "
+                                "the assistant's messages shown)")
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         s = ctx.sample
