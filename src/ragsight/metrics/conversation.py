@@ -210,8 +210,8 @@ class AgentGoalAccuracy(Metric):
         return conversation_only(sample) or super().missing(sample)
 
     def refuses(self, judge: Judge) -> str | None:
-        return embedded_refusal(self.name, judge, "judged a goal never met as reached (P 0.57, with only "
-                                "the assistant's messages shown)")
+        return embedded_refusal(self.name, judge, "judged goals never met or met in part as reached "
+                                "(P 0.57 and 0.74, with only the assistant's messages shown)")
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         s = ctx.sample
