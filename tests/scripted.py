@@ -35,6 +35,9 @@ class RagScript:
     # (context_precision through the reference's claims); without it, the chunk's entry in
     # chunk_probabilities answers for every claim
     claim_in_chunk: dict[tuple[str, str], float] = field(default_factory=dict)
+    # (question as judged, response) -> P(Yes) of the embedded judge that the response responds
+    # to the question (answer_relevancy with a judge that gives probabilities)
+    addresses: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def _verdict(self, claim: str, target: str) -> bool:
         try:
@@ -138,8 +141,16 @@ class RagScript:
                 raise AssertionError(f"script has no chunk probability for {chunk!r}")
             return self.chunk_probabilities[chunk]
 
+        def answer_addresses(v: Mapping[str, Any]) -> float:
+            key = (v["question_text"], v["response_text"])
+            if key not in self.addresses:
+                raise AssertionError(f"script has no answer_addresses verdict for {key!r}")
+            return self.addresses[key]
+
         handlers = self.handlers()
         handlers["explain_verdict"] = lambda v: {"reason": "scripted reason"}
+        handlers["answer_addresses"] = lambda v: {"reason": f"scripted: {v['verdict']}"}
         handlers["explain_chunk"] = lambda v: {"reason": f"scripted: {v['chunk_text']} is {v['verdict']}"}
         return ScriptedProvider(handlers, choice_handlers={"verify_claim": verify_claim,
-                                                           "chunk_relevant": chunk_relevant})
+                                                           "chunk_relevant": chunk_relevant,
+                                                           "answer_addresses_choice": answer_addresses})

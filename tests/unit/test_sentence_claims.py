@@ -152,6 +152,7 @@ def test_answer_relevancy_asks_the_embedded_judge_for_one_question(local: bool, 
     s = script()
     qs = ["Who wrote gzip?", "What is gzip?", "Which algorithm does gzip use?"][:asked]
     s.questions[PLAIN_1] = (qs, False)
+    s.addresses[("What is gzip?", PLAIN_1)] = 0.9
     judge = embedded(s.choice_judge()) if local else s.choice_judge()
     res = ragsight.evaluate([{"id": "s", "question": "What is gzip?", "response": PLAIN_1}], ["answer_relevancy"],
                             judge=judge, embedder=TableEmbedder())
@@ -160,8 +161,8 @@ def test_answer_relevancy_asks_the_embedded_judge_for_one_question(local: bool, 
     assert score.evidence.details["asked"] == asked
     assert [q["question"] for q in score.evidence.details["questions"]] == qs
     # the reason a person reads speaks in the right number
-    assert score.reason == ("similarity of 1 generated question" if asked == 1
-                            else "mean similarity of 3 generated questions")
+    said = "; similarity of 1 generated question " if asked == 1 else "; mean similarity of 3 generated questions "
+    assert score.reason.startswith("responds to the question (judge P 0.90)") and said in score.reason
     (req,) = judge.calls_for("generate_questions")
     assert req.variables["n"] == str(asked)
 
@@ -172,6 +173,7 @@ def test_one_question_is_asked_for_as_one_and_a_string_of_several_is_cut_to_the_
     # still holds several keeps its first.
     s = script()
     s.questions[PLAIN_1] = (["What does gzip do? Who wrote it? When?"], False)
+    s.addresses[("What does gzip do?", PLAIN_1)] = 0.9
     judge = embedded(s.choice_judge())
     res = ragsight.evaluate([{"id": "s", "question": "What does gzip do?", "response": PLAIN_1}],
                             ["answer_relevancy"], judge=judge, embedder=TableEmbedder())
@@ -184,6 +186,7 @@ def test_one_question_is_asked_for_as_one_and_a_string_of_several_is_cut_to_the_
     # a remote judge is asked for three, in the words it always had
     s2 = script()
     s2.questions[PLAIN_1] = (["Q1?", "Q2?", "Q3?"], False)
+    s2.addresses[("What does gzip do?", PLAIN_1)] = 0.9
     remote = s2.choice_judge()
     ragsight.evaluate([{"id": "s", "question": "What does gzip do?", "response": PLAIN_1}],
                       ["answer_relevancy"], judge=remote, embedder=TableEmbedder())

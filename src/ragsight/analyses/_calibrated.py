@@ -44,6 +44,7 @@ __all__ = [
     "COEFFICIENTS",
     "DEFAULT_MODEL",
     "PRIOR_SOURCE",
+    "WORD_SIGNALS",
     "CombinationModel",
     "assess_claim",
     "combine",
@@ -256,9 +257,14 @@ def needs_prior(model: str = DEFAULT_MODEL) -> bool:
     return fitted is not None and "prior_logit" in fitted.features
 
 
+WORD_SIGNALS = ("overlap", "overlap_best", "bigram_overlap", "missing")
+"""The signals read from the claim's words found in the source: meaningless when the claim and the
+source are in different languages, and left out then (:func:`assess_claim`)."""
+
+
 def assess_claim(
     claim: str, source: str, judge_p: float | None, prior_p: float | None = None,
-    *, model: str = DEFAULT_MODEL, question: str = "",
+    *, model: str = DEFAULT_MODEL, question: str = "", across_languages: bool = False,
 ) -> tuple[float | None, dict[str, float]]:
     """One claim verdict's probability and evidence.
 
@@ -273,8 +279,16 @@ def assess_claim(
 
     ``question``: the user's question; for the number guard, a number the claim takes from it is
     not invented (a trial: "split -n l/3" for "split a file into 3 files" was capped).
+
+    ``across_languages``: the claim and the source are in different languages (a German answer
+    over English documents): the word signals (:data:`WORD_SIGNALS`) are left out, so the
+    combination reads the judge with the numbers and names (the mean: the judge's P alone), and
+    ``across_languages`` is recorded as 1.0.
     """
     signals = compute_signals(claim, unfence(source), question)
+    if across_languages:
+        signals = {k: v for k, v in signals.items() if k not in WORD_SIGNALS}
+        signals["across_languages"] = 1.0
     if prior_p is not None:
         signals["judge_prior"] = float(prior_p)
     if judge_p is None:

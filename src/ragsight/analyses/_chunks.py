@@ -161,7 +161,8 @@ async def _by_claims(
                 answers.append(a)
                 p = a.value["Yes"]
                 if calibrated:
-                    combined, _ = assess_claim(c, source, p, prior, model=judge.model, question=question)
+                    combined, _ = assess_claim(c, source, p, prior, model=judge.model, question=question,
+                                               across_languages=sa.languages is not None)
                     assert combined is not None  # a judge probability was given
                     p = combined
                 row.append(p)

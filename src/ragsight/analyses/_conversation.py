@@ -326,7 +326,8 @@ def _named(claim: str, number: int, shown: list[tuple[int, int, Turn]]) -> Resol
 def _assess(sa: SampleAnalyses, judge: Judge, claim: str, source: str, p_yes: float,
             prior: float | None) -> tuple[float, dict[str, float]]:
     if sa.settings.calibrated:
-        p, sig = assess_claim(claim, source, p_yes, prior, model=judge.model, question=sa.sample.question or "")
+        p, sig = assess_claim(claim, source, p_yes, prior, model=judge.model, question=sa.sample.question or "",
+                              across_languages=sa.languages is not None)
         assert p is not None
         return p, sig
     return p_yes, {**compute_signals(claim, unfence(source)), "judge_yes": p_yes}

@@ -1,5 +1,7 @@
-"""Generated questions (answer relevancy): N questions the response answers, and whether it is
-noncommittal. One JSON step for every judge."""
+"""Answer relevancy's analyses: N questions the response answers and whether it is noncommittal
+(one JSON step for every judge), and, for a judge with yes/no probabilities, whether the response
+responds to the question at all (``answer_addresses_choice``, P(Yes); a reason asked with
+``answer_addresses`` for a No)."""
 
 from __future__ import annotations
 
@@ -7,14 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..calls import fit_for_judge
 from ..errors import OutputError
+from ..judge import Answer, JudgeFailedError, JudgeRejectedError
 from ..prompts import fence, load_prompt
 from ._text import LANGUAGE_NAMES, evident_language
-from ._types import GeneratedQuestions, lenient_bool, list_of_str, refs
+from ._types import AddressVerdict, GeneratedQuestions, lenient_bool, list_of_str, refs
 
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
 
-__all__ = ["generate", "question_language"]
+__all__ = ["addresses", "generate", "question_language"]
 
 
 def question_language(response: str) -> str:
@@ -69,3 +72,46 @@ async def generate(sa: SampleAnalyses) -> GeneratedQuestions:
     )
     qs, noncommittal = ans.value
     return GeneratedQuestions(tuple(qs), noncommittal, refs(ans))
+
+
+async def addresses(sa: SampleAnalyses, question: str) -> AddressVerdict:
+    """Whether the response responds to ``question`` (the user's question, or a turn's question
+    rewritten to stand alone): the embedded judge's P(Yes), read from one yes/no call with the
+    question first and the response last; a short reason asked for a No (or for every verdict
+    with explain="all"). Only for a judge with yes/no probabilities."""
+    judge = sa.need_judge()
+    thr = sa.settings.support_threshold
+    q_text = fence("question", question)
+    response = fit_for_judge(judge, [sa.sample.response or ""], field="response", output_tokens=64,
+                             alongside=[q_text], record=sa.truncations)[0]
+    r_text = fence("response", response)
+    async with sa.batch:
+        ans = await judge.choose(load_prompt("answer_addresses_choice"),
+                                 {"question": q_text, "response": r_text, "question_text": question,
+                                  "response_text": sa.sample.response or ""},
+                                 use_cache=sa.settings.use_cache)
+    p = float(ans.value["Yes"])
+    ok = p >= thr
+    answers: list[Answer[Any]] = [ans]
+    reason = ""
+    if (not ok and sa.settings.explain != "none") or sa.settings.explain == "all":
+
+        def validate(d: dict[str, Any]) -> str:
+            why = d.get("reason")
+            if not isinstance(why, str):
+                raise OutputError('"reason" must be a string')
+            return why.strip()
+
+        try:
+            why = await judge.ask(load_prompt("answer_addresses"),
+                                  {"question": q_text, "response": r_text,
+                                   "verdict": "to respond" if ok else "not to respond",
+                                   "question_text": question, "response_text": sa.sample.response or ""},
+                                  validate, max_tokens=64, use_cache=sa.settings.use_cache)
+            answers.append(why)
+            reason = why.value
+        except JudgeRejectedError:
+            raise  # a rejected key stops the run; it is not a missing courtesy
+        except JudgeFailedError:
+            reason = ""  # a reason is a courtesy; the verdict stands without it
+    return AddressVerdict(question, p, ok, reason, refs(*answers))

@@ -18,6 +18,7 @@ memo, the batch lock of the embedded judge and the record of texts cut to fit th
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -38,7 +39,9 @@ from . import (
     _short_answer,
     _verdicts,
 )
+from ._text import languages_apart
 from ._types import (
+    AddressVerdict,
     AnalysisSettings,
     ChunkJudgement,
     ClaimList,
@@ -98,6 +101,15 @@ class SampleAnalyses:
         """Whether the run's judge is the embedded model (``local:...``), whose generated tokens
         are most of its time: answer relevancy asks it for fewer questions."""
         return self.judge is not None and self.judge.name.startswith("local:")
+
+    @functools.cached_property
+    def languages(self) -> tuple[str, str] | None:
+        """(the language of the question, response and reference, that of the contexts) when the
+        two differ (a German question and answer over English documents), else None. The claim
+        verdicts against the contexts then leave word overlap out (it means nothing across
+        languages), and the run counts the sample as judged across languages."""
+        s = self.sample
+        return languages_apart([s.question, s.response, s.reference_text], list(s.contexts or ()))
 
     @property
     def n_questions(self) -> int:
@@ -196,6 +208,11 @@ class SampleAnalyses:
         if self.sample.has("history"):
             return self.once("questions", lambda: _conversation.questions(self))
         return self.once("questions", lambda: _questions.generate(self))
+
+    def addresses(self, question: str) -> Awaitable[AddressVerdict]:
+        """Whether the response responds to ``question`` (answer relevancy with a judge that gives
+        yes/no probabilities)."""
+        return self.once(f"addresses:{question}", lambda: _questions.addresses(self, question))
 
     def entities(self, source: str) -> Awaitable[EntityList]:
         return self.once(f"entities:{source}", lambda: _entities.extract(self, source))

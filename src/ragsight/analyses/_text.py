@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Sequence
 
 __all__ = [
     "LANGUAGES",
@@ -29,6 +30,7 @@ __all__ = [
     "evident_language",
     "fold",
     "language",
+    "languages_apart",
     "normalise_entity",
     "number_form",
     "number_words",
@@ -194,6 +196,34 @@ def evident_language(text: str) -> str | None:
     if len(words & STOP_WORDS) < 2 or any(words & detect for detect in _DETECT.values()):
         return None
     return "en"
+
+
+SOURCE_ENGLISH_WORDS = 5
+"""Distinct English function words that make sources English for :func:`languages_apart` when
+:func:`evident_language` does not place them (a short French chunk has none of them; an English
+paragraph has dozens)."""
+
+
+def languages_apart(texts: Sequence[str | None], sources: Sequence[str]) -> tuple[str, str] | None:
+    """(the language of ``texts``, the language of ``sources``) when the words of ``texts`` show
+    their language (:func:`evident_language`, read as one text), the sources' language
+    (:func:`language`, read as one text) is another, else None: a German question and answer over
+    English documents. Word overlap between a claim and its source means nothing then (the
+    claim's words are translations of the source's), so the claim verdicts leave it out
+    (``assess_claim(across_languages=True)``). The sources' language must show as well, English
+    more leniently (:data:`SOURCE_ENGLISH_WORDS`): an English manual's "plus 5 bytes per block"
+    holds a French function word."""
+    mine = evident_language(" ".join(t for t in texts if t))
+    joined = " ".join(s for s in sources if s)
+    if mine is None or not joined.strip():
+        return None
+    theirs = evident_language(joined)
+    if theirs is None and language(joined) == "en" and \
+            len({t.lower() for t in tokens(joined)} & STOP_WORDS) >= SOURCE_ENGLISH_WORDS:
+        theirs = "en"
+    if theirs is None or mine == theirs:
+        return None
+    return mine, theirs
 
 
 _TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)

@@ -15,6 +15,7 @@ from ..judge import Answer
 from ..prompts import fence, neutralise
 
 __all__ = [
+    "AddressVerdict",
     "AnalysisSettings",
     "ChunkJudgement",
     "ClaimList",
@@ -175,6 +176,19 @@ class GeneratedQuestions:
     # rewrite set aside because it shares no content word with what the user said (else None)
     standalone_question: str | None = None
     standalone_rejected: str | None = None
+
+
+@dataclass(frozen=True)
+class AddressVerdict:
+    """Whether the response responds to the question (answer relevancy, a judge with yes/no
+    probabilities): P(Yes), the verdict at the run's threshold, and a reason when one was asked
+    for (a verdict of No, or every verdict with explain="all")."""
+
+    question: str  # the question as judged (a turn's question rewritten to stand alone)
+    probability: float
+    addresses: bool
+    reason: str = ""
+    refs: tuple[JudgeCallRef, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -238,7 +238,8 @@ async def _by_choices(
     for c, a, prior in zip(claims, answers, priors):
         p_yes = a.value["Yes"]
         if calibrated:
-            p, sig = assess_claim(c, source, p_yes, prior, model=judge.model, question=sa.sample.question or "")
+            p, sig = assess_claim(c, source, p_yes, prior, model=judge.model, question=sa.sample.question or "",
+                                  across_languages=sa.languages is not None)
             assert p is not None
         else:
             p, sig = p_yes, {**compute_signals(c, texts), "judge_yes": p_yes}
@@ -261,7 +262,8 @@ async def _by_choices(
                     p_chunk = a.value["Yes"]
                     if calibrated:
                         combined, _ = assess_claim(c, src, p_chunk, priors[i], model=judge.model,
-                                                   question=sa.sample.question or "")
+                                                   question=sa.sample.question or "",
+                                                   across_languages=sa.languages is not None)
                         assert combined is not None  # a judge probability was given
                         p_chunk = combined
                     if p_chunk >= thr:

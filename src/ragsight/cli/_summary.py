@@ -14,7 +14,7 @@ from ..dataset import group_problems
 from ..report import compact_table
 from ..report import count_noun as _count
 from ..report import fmt as _fmt
-from ..result import EvaluationResult, truncation_note
+from ..result import EvaluationResult, languages_note, truncation_note
 from ._common import DEFAULT_STORE, out, say, shell_command
 
 __all__ = ["REASONS_SHOWN", "concurrency_note", "print_evidence_hint", "print_summary"]
@@ -116,6 +116,9 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
     cut = truncation_note(result)
     if cut is not None:
         say(c, Text(cut, style="yellow"))
+    apart = languages_note(result)
+    if apart is not None:
+        say(c, Text(apart, style="yellow"))
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
             c.print(f"skipped {key} on {_count(n, 'sample')}: {reason}", markup=False)

@@ -112,7 +112,24 @@ async def score_sample(
         cuts = list(dict.fromkeys(ctx.truncations))
         by_key = {m.key: m for m in metrics}
         scores = tuple(_mark_truncated(s, by_key.get(s.metric), cuts) for s in scores)
+    if ctx.languages is not None:
+        # A question and answer in one language over contexts in another: said on every judged
+        # score that reads the contexts (their claim verdicts left word overlap out).
+        by_key = {m.key: m for m in metrics}
+        scores = tuple(_mark_languages(s, by_key.get(s.metric), ctx.languages) for s in scores)
     return scores
+
+
+def _mark_languages(score: Score, metric: Metric | None, langs: tuple[str, str]) -> Score:
+    """``score`` with ``details["across_languages"]`` ({"text": "de", "contexts": "en"}) when it
+    was judged and its metric reads the contexts."""
+    if not score.evidence.calls or metric is None:
+        return score
+    reads = set(metric.requires).union(*metric.requires_any) if metric.requires_any else set(metric.requires)
+    if "contexts" not in reads:
+        return score
+    mark = {"text": langs[0], "contexts": langs[1]}
+    return replace(score, evidence=replace(score.evidence, details={**score.evidence.details, "across_languages": mark}))
 
 
 def _mark_truncated(score: Score, metric: Metric | None, cuts: Sequence[Any]) -> Score:

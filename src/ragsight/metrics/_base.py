@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from .._score import Score
 from ..analyses import Need, SampleAnalyses
 from ..dataset import Sample
+from ..judge import Judge
 
 __all__ = ["OUT_OF_SCOPE_SKIP", "Metric"]
 
@@ -83,6 +84,11 @@ class Metric(ABC):
                 absent.append(" or ".join(group))
         if absent:
             return f"sample has no {', '.join(absent)}"
+        return None
+
+    def refuses(self, judge: Judge) -> str | None:
+        """Why this metric cannot be scored right with ``judge`` (the run stops at preflight
+        with this reason, before any call), or None."""
         return None
 
     async def score(self, ctx: SampleAnalyses) -> Score:

@@ -1,4 +1,14 @@
-"""answer_relevancy = mean cosine(question, q_i) over N questions generated from the response.
+"""answer_relevancy: does the response respond to the question?
+
+- A judge with yes/no probabilities (the embedded judge): P(Yes) of "does the answer tell what
+  the question asks for?" (``answer_addresses_choice``), with a short reason for a No. The
+  questions generated from the response and their cosine with the question are still computed
+  and kept in the evidence (``questions``, ``mean_similarity``), but they do not make the value:
+  with the e5-small embedder the cosine sits at 0.8-0.96 for any answer on the question's
+  subject, so an answer on the same subject that tells something else scored like a correct one
+  (the development set ``bench/relevancy_set.jsonl``, docs/validity.md).
+- Any other judge: the mean cosine(question, q_i) over the N questions generated from the
+  response (the definition of the specification).
 
 A noncommittal response ("I don't know") scores 0: one the abstention metric's phrase detector
 reads as a decline (English, German, French, Spanish) with no judge call, else one the judge
@@ -14,7 +24,9 @@ content word with what the user said is set aside for the question as asked:
 
 from __future__ import annotations
 
-from .._score import Evidence, Score
+from typing import Any
+
+from .._score import ClaimVerdict, Evidence, Score
 from ..analyses import SampleAnalyses
 from ._base import Metric
 from .abstention import detect_declines
@@ -37,8 +49,10 @@ class AnswerRelevancy(Metric):
         question = gen.standalone_question or ctx.sample.question or ""
         vecs = await ctx.embed([question, *gen.questions], kind="query")
         sims = [float(vecs[0] @ vecs[i]) for i in range(1, len(vecs))]
-        details = {
+        mean_sim = min(1.0, max(-1.0, sum(sims) / len(sims)))
+        details: dict[str, Any] = {
             "questions": [{"question": q, "similarity": round(s, 6)} for q, s in zip(gen.questions, sims)],
+            "mean_similarity": round(mean_sim, 6),
             "noncommittal": gen.noncommittal,
             "distinct_questions": len(gen.questions),
             "asked": ctx.n_questions,
@@ -48,14 +62,24 @@ class AnswerRelevancy(Metric):
             details["standalone_question"] = gen.standalone_question
         if gen.standalone_rejected is not None:
             details["standalone_rejected"] = gen.standalone_rejected
-        ev = Evidence(details=details, calls=gen.refs)
         if gen.noncommittal:
-            return Score.scored(self.key, 0.0, "the response is noncommittal", ev)
-        value = sum(sims) / len(sims)
-        value = min(1.0, max(-1.0, value))
+            return Score.scored(self.key, 0.0, "the response is noncommittal", Evidence(details=details, calls=gen.refs))
         said = "similarity of 1 generated question" if len(sims) == 1 else \
             f"mean similarity of {len(sims)} generated questions"
-        return Score.scored(self.key, value, said, ev)
+        if not ctx.need_judge().supports_choices:
+            details["value_from"] = "similarity"
+            return Score.scored(self.key, mean_sim, said, Evidence(details=details, calls=gen.refs))
+        verdict = await ctx.addresses(question)
+        details["value_from"] = "judged verdict"
+        details["addresses"] = {"question": verdict.question, "verdict": verdict.addresses,
+                                "probability": round(verdict.probability, 6), "reason": verdict.reason}
+        trail = (ClaimVerdict(claim=verdict.question, supported=verdict.addresses, probability=verdict.probability,
+                              reason=verdict.reason, target="response"),)
+        ev = Evidence(claims=trail, details=details, calls=(*gen.refs, *verdict.refs))
+        how = "responds to the question" if verdict.addresses else "does not respond to the question"
+        why = f": {verdict.reason}" if verdict.reason and not verdict.addresses else ""
+        return Score.scored(self.key, verdict.probability,
+                            f"{how} (judge P {verdict.probability:.2f}){why}; {said} {mean_sim:.2f}", ev)
 
 
 def _declined(ctx: SampleAnalyses, key: str) -> Score | None:

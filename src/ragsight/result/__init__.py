@@ -6,7 +6,7 @@ spend per metric in ``_cost``.
 """
 
 from ._cost import UNATTRIBUTED, metric_tokens, run_cost
-from ._result import LAZY_FROM, EvaluationResult, load_result, truncation_note
+from ._result import LAZY_FROM, EvaluationResult, languages_note, load_result, truncation_note
 from ._stored import StoredRun, StoredSamples, StoredScores
 from ._summary import (
     MetricSummary,
@@ -26,6 +26,7 @@ __all__ = [
     "StoredRun",
     "StoredSamples",
     "StoredScores",
+    "languages_note",
     "load_result",
     "metric_tokens",
     "overall_entry",

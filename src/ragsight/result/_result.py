@@ -35,7 +35,7 @@ from ..store import (
 from ._stored import StoredRun, StoredSamples, StoredScores
 from ._summary import MetricSummary, Overall, overall_of, summarize_outcomes, summarize_scores
 
-__all__ = ["LAZY_FROM", "EvaluationResult", "load_result", "truncation_note"]
+__all__ = ["LAZY_FROM", "EvaluationResult", "languages_note", "load_result", "truncation_note"]
 
 
 LAZY_FROM = 500
@@ -366,3 +366,25 @@ def truncation_note(result: EvaluationResult) -> str | None:
     return (f"cut to fit the judge's window: {n} sample{'s' if n != 1 else ''}; the largest cut: {where} "
             f"of sample {sid}, {tokens:,} tokens to {kept:,}. The scores that read a cut text list it "
             "under 'truncated' (ragsight show RUN --sample ID).")
+
+
+def languages_note(result: EvaluationResult) -> str | None:
+    """One sentence when samples were judged across languages (a question and answer in one
+    language over contexts in another: the summary and the report say it): how many samples, and
+    which languages. None when there were none."""
+    samples: set[str] = set()
+    pairs: dict[tuple[str, str], int] = {}
+    for sid, per in result.scores.items():
+        for score in per.values():
+            mark = score.evidence.details.get("across_languages")
+            if isinstance(mark, dict) and sid not in samples:
+                samples.add(sid)
+                pair = (str(mark.get("text", "?")), str(mark.get("contexts", "?")))
+                pairs[pair] = pairs.get(pair, 0) + 1
+    if not samples:
+        return None
+    n = len(samples)
+    which = ", ".join(f"{k} {a} over {b}" for (a, b), k in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0])))
+    return (f"judged across languages: {n} sample{'s' if n != 1 else ''} ({which}: question and answer in "
+            "one language, contexts in another); their claim verdicts read the judge without word overlap, "
+            "which means nothing across languages.")

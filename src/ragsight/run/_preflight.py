@@ -152,6 +152,9 @@ async def prepare(chosen: Sequence[Metric], plan: Plan, notice: Any,
     emb_spec, emb_url = _embedder_choice(plan, judge, notice)
     parts = Parts(judge, None, emb_spec, emb_url, tuple(need_embedder))
     try:
+        refused = [why for m in chosen if judge is not None and (why := m.refuses(judge)) is not None]
+        if refused:  # before any call: a metric the judge cannot score right is not run
+            raise ConfigError(" ".join(dict.fromkeys(refused)))
         if need_embedder:
             parts.embedder = make_embedder(emb_spec, base_url=emb_url, notice=notice)
         if check is not None:
