@@ -35,7 +35,7 @@ from .._stats import (
     threshold_metrics,
     too_few_paired,
 )
-from ..run import RepeatReport, evaluate_repeats
+from ..run import RepeatReport, RepeatsBudgetExceeded, evaluate_repeats
 from ._align import Agreement, Alignment, AlignmentExample, align, count_examples, load_alignment
 from ._calibrate import (
     CalibrationReport,
@@ -102,6 +102,7 @@ __all__ = [
     "Pairing",
     "PoorPairingError",
     "RepeatReport",
+    "RepeatsBudgetExceeded",
     "RunColumn",
     "RunData",
     "RunSpread",
