@@ -15,9 +15,10 @@ and a KV cache) for the rest of the session. The provider keeps state between te
 and saved prefix states); the embedded judge's verdicts do not depend on it (tests/local/
 test_sameness.py holds it to that), and a test that needs a clean start resets it as that file does.
 
-Parallel runs (pytest-xdist, ``-n 2``, as scripts/test.sh runs the suite): every test marked
-``local`` is put in one xdist group, so that one worker loads the model and runs them all one
-after the other, while the other worker runs the rest of the suite.
+Parallel runs (pytest-xdist, in the dev extra: ``pytest -n 2 --dist loadgroup``): every test
+marked ``local`` is put in one xdist group, so that one worker loads the model and runs them all
+one after the other, while the other worker runs the rest. scripts/test.sh runs the suite in one
+process: on 2 cores the model's tests already use both.
 
 Outside CI these tests skip when llama-cpp-python or the model parts are missing; in CI (CI set)
 they must run, so a missing install fails instead of skipping silently.
