@@ -43,16 +43,23 @@ from _data import read_jsonl  # noqa: E402
 from ragsight.analyses import contexts_block  # noqa: E402
 from ragsight.analyses._calibrated import assess_claim, combine  # noqa: E402
 from ragsight.analyses._signals import compute_signals, unfence  # noqa: E402
+from ragsight.judge import Judge, RetryPolicy  # noqa: E402
 from ragsight.prompts import fence  # noqa: E402
 
 DATA = HERE / "conflict_set.jsonl"
 LABELLED = ("wice", "expertqa")
 
 
+def patient(base: Judge, cache: validity.JsonlCache) -> Judge:
+    """The judge with long timeouts: on a shared, loaded machine one call may take minutes."""
+    return Judge(base.provider, cache=cache, sink=base.sink,
+                 policy=RetryPolicy(call_timeout_s=900.0, step_deadline_s=3600.0))
+
+
 async def labelled_rows() -> list[tuple[str, dict[str, Any], dict[str, float], float]]:
     """(set, row, signals, judge P(Yes)) of every development claim the rule touches."""
     cache = validity.JsonlCache(validity.CACHE_DIR / "calls.jsonl")
-    judge = validity.make_judge(cache)
+    judge = patient(validity.make_judge(cache), cache)
     out = []
     for name in LABELLED:
         for row in validity.load_set(name, "dev"):
@@ -83,7 +90,7 @@ def labelled_report() -> None:
 
 async def judge_all(rows: list[dict[str, Any]]) -> dict[str, float]:
     cache = validity.JsonlCache(validity.CACHE_DIR / "conflict_calls.jsonl")
-    judge = validity.make_judge(cache)
+    judge = patient(validity.make_judge(cache), cache)
     prompt = validity.load_prompt("verify_claim")
     out = {}
     for i, row in enumerate(rows, start=1):

@@ -16,11 +16,12 @@ verdicts:
   failing below its default threshold (``diagnosis.THRESHOLDS``), and whether ``diagnose`` finds
   the sample failing with unsupported claims.
 
-    .venv/bin/python bench/newcomer_scores.py
+    .venv/bin/python bench/newcomer_scores.py [--limit N]    # N: the first N answers of the file only
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ from ragsight import Outcome  # noqa: E402
 from ragsight.analyses import AnalysisSettings, SampleAnalyses  # noqa: E402
 from ragsight.analyses._calibrated import combine  # noqa: E402
 from ragsight.diagnosis import DEFAULT_THRESHOLD, THRESHOLDS, Threshold, diagnose_sample  # noqa: E402
-from ragsight.judge import Judge, RetryPolicy  # noqa: E402
+from ragsight.judge import Judge, JudgeFailedError, RetryPolicy  # noqa: E402
 from ragsight.metrics import Faithfulness  # noqa: E402
 from ragsight.sample import Sample  # noqa: E402
 
@@ -59,7 +60,13 @@ async def score_all(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     out = {}
     for i, row in enumerate(rows, start=1):
         ctx = SampleAnalyses(sample(row), judge, None, SETTINGS)
-        score = await Faithfulness().score(ctx)
+        try:
+            score = await Faithfulness().score(ctx)
+        except JudgeFailedError as exc:  # counted as failed (the product's run does the same), the rest goes on
+            out[row["id"]] = {"now": None, "before": None, "claims": [], "diagnosed": f"judge failed: {exc}",
+                              "threshold": threshold}
+            print(f"  [{i}/{len(rows)}] {row['id']}: judge failed ({exc})", file=sys.stderr, flush=True)
+            continue
         claims = score.evidence.claims
         before = []
         for v in claims:
@@ -81,7 +88,10 @@ async def score_all(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def main() -> int:
-    rows = read_jsonl(DATA)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--limit", type=int, default=None, help="the first N answers of the file only")
+    args = ap.parse_args()
+    rows = read_jsonl(DATA)[:args.limit]
     got = asyncio.run(score_all(rows))
     threshold = next(iter(got.values()))["threshold"]
     print(f"{DATA.name}: {len(rows)} answers over Debian manual pages "
@@ -93,8 +103,11 @@ def main() -> int:
         now = "-" if g["now"] is None else f"{g['now']:.2f}"
         before = "-" if g["before"] is None else f"{g['before']:.2f}"
         print(f"{r['id']:<18} {r['truth']:<5} {before:>7} {now:>6}  {g['diagnosed']!s:<9} {ps}")
-    planted = [got[r["id"]] for r in rows if r["truth"] == "fail"]
-    verbatim = [got[r["id"]] for r in rows if r["truth"] == "pass"]
+    failed = [r["id"] for r in rows if got[r["id"]]["now"] is None]
+    if failed:
+        print(f"no value (the judge failed or found no claim; left out below): {', '.join(failed)}")
+    planted = [got[r["id"]] for r in rows if r["truth"] == "fail" and r["id"] not in failed]
+    verbatim = [got[r["id"]] for r in rows if r["truth"] == "pass" and r["id"] not in failed]
 
     def fails(v: float | None, t: float) -> bool:
         return v is not None and v < t
