@@ -119,6 +119,9 @@ def main() -> int:
           f"{sum(g['before'] is not None and not fails(g['before'], 0.5) for g in verbatim)} of {len(verbatim)}; "
           f"now (>= {threshold:g}) {sum(g['now'] is not None and not fails(g['now'], threshold) for g in verbatim)} "
           f"of {len(verbatim)}")
+    print(f"at threshold 1 (a sample fails on any claim judged unsupported): planted fail "
+          f"{sum(fails(g['now'], 1.0) for g in planted)} of {len(planted)}, verbatim pass "
+          f"{sum(g['now'] is not None and not fails(g['now'], 1.0) for g in verbatim)} of {len(verbatim)}")
     print(f"verbatim answer passes the gate faithfulness={GATE:g}: before "
           f"{sum(g['before'] is not None and g['before'] >= GATE for g in verbatim)} of {len(verbatim)}; now "
           f"{sum(g['now'] is not None and g['now'] >= GATE for g in verbatim)} of {len(verbatim)}")
