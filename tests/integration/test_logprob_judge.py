@@ -92,9 +92,11 @@ def test_evaluate_with_logprob_verdicts_over_http(monkeypatch: pytest.MonkeyPatc
         verdict_calls = [r for r in srv.requests if (r.json or {}).get("max_tokens") == 1]
     score = res.scores["s"]["faithfulness"]
     assert score.outcome is Outcome.SCORED
-    # a model without fitted coefficients keeps its own P(Yes): no prior call, the mean of 0.8 and 0.3
+    # a model without fitted coefficients keeps its own P(Yes): no prior call; 1 of the 2 claims at
+    # P >= 0.5, the mean of 0.8 and 0.3 in the trail
     assert [c.probability for c in score.evidence.claims] == [pytest.approx(0.8), pytest.approx(0.3)]
-    assert score.value == pytest.approx(0.55) and score.evidence.details["form"] == "expected"
+    assert score.value == 0.5 and score.evidence.details["form"] == "count"
+    assert score.evidence.details["mean_p"] == pytest.approx(0.55)
     assert [c.supported for c in score.evidence.claims] == [True, False]
     assert len([r for r in verdict_calls if "ping" not in json.dumps(r.json)]) == 2
 

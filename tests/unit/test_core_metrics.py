@@ -151,18 +151,20 @@ def test_embedded_style_judge_gives_probabilities_per_claim() -> None:
         ["faithfulness"], judge=script.choice_judge(),
     )
     score = result.scores["py"]["faithfulness"]
-    # with probabilities, the expected share of supported claims; 2 of 3 at P >= 0.5
-    assert score.value == pytest.approx((0.97 + 0.9 + 0.1) / 3)
-    assert score.evidence.details == {"form": "expected", "supported": 2, "claims": 3,
-                                      "expected_supported": pytest.approx(1.97)}
+    # the share of claims judged supported, 2 of 3 at P >= 0.5; the expected share in the trail
+    assert score.value == pytest.approx(2 / 3)
+    assert score.evidence.details == {"form": "count", "supported": 2, "claims": 3,
+                                      "expected_supported": pytest.approx(1.97),
+                                      "mean_p": pytest.approx((0.97 + 0.9 + 0.1) / 3)}
     assert [c.probability for c in score.evidence.claims] == [0.97, 0.9, 0.1]
     # reasons only for the unsupported claim
     assert [bool(c.reason) for c in score.evidence.claims] == [False, False, True]
-    counted = ragsight.evaluate(
+    mean = ragsight.evaluate(
         [{"id": "py", "question": "Who invented Python?", "contexts": [PY_CONTEXT], "response": PY_RESPONSE}],
-        ["faithfulness(form=count)"], judge=script.choice_judge(),
-    ).scores["py"]["faithfulness(form=count)"]
-    assert counted.value == pytest.approx(2 / 3) and counted.reason == "2 of 3 claims supported by the contexts"
+        ["faithfulness(form=expected)"], judge=script.choice_judge(),
+    ).scores["py"]["faithfulness(form=expected)"]
+    assert mean.value == pytest.approx((0.97 + 0.9 + 0.1) / 3) and mean.evidence.details["form"] == "expected"
+    assert score.reason == "2 of 3 claims supported by the contexts; mean P(supported) 0.66"
 
 
 def test_sample_type_is_frozen() -> None:

@@ -48,10 +48,12 @@ def test_english_values_are_pinned() -> None:
     ctx = CONTEXTS["en"]
     assert compute_signals("Passengers may check one bag of 23 kg.", ctx) == {
         "overlap": 5 / 6, "overlap_best": 5 / 6, "bigram_overlap": 0.4, "numbers": 1.0, "n_numbers": 2.0,
-        "entities": 1.0, "n_entities": 0.0, "missing": 1.0, "n_content": 6.0, "digits": 1.0, "n_digits": 1.0}
+        "entities": 1.0, "n_entities": 0.0, "missing": 1.0, "n_content": 6.0, "digits": 1.0, "n_digits": 1.0,
+        "says_otherwise": 0.0}
     assert compute_signals("Refunds take 30 days and are paid by Acme Bank.", ctx) == {
         "overlap": 3 / 7, "overlap_best": 3 / 7, "bigram_overlap": 0.0, "numbers": 0.0, "n_numbers": 1.0,
-        "entities": 0.0, "n_entities": 2.0, "missing": 4.0, "n_content": 7.0, "digits": 0.0, "n_digits": 1.0}
+        "entities": 0.0, "n_entities": 2.0, "missing": 4.0, "n_content": 7.0, "digits": 0.0, "n_digits": 1.0,
+        "says_otherwise": 0.0}
     assert content_words("The cities' founders founded two museums in 1987.") == [
         "city", "founder", "found", "2", "museum", "1987"]
     # a French title inside an English question, an English stats table with "CHI": still English

@@ -76,7 +76,8 @@ def test_only_the_compound_sentence_goes_to_the_judge_and_each_half_gets_its_ver
     # the judge's claims take the place of the sentence they come from
     assert [v.claim for v in score.evidence.claims] == [*HALVES, PLAIN_2, PLAIN_1]
     assert [v.supported for v in score.evidence.claims] == [True, False, True, True]
-    assert score.value == pytest.approx((0.9 + 0.1 + 0.9 + 0.9) / 4)  # the scripted P(Yes)
+    assert score.value == pytest.approx(3 / 4)  # 3 of 4 judged supported
+    assert score.evidence.details["mean_p"] == pytest.approx((0.9 + 0.1 + 0.9 + 0.9) / 4)  # the scripted P(Yes)
     assert judge.calls_for("extract_claims") == []
     (part,) = judge.calls_for("extract_claims_part")
     assert part.variables["raw_sentences"] == COMPOUND

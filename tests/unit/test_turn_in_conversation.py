@@ -105,7 +105,8 @@ def test_remote_judge_resolves_it_through_the_first_turn_and_leaves_out_the_user
 def test_embedded_judge_names_the_message_with_the_highest_probability() -> None:
     provider = choice_judge(world())
     got = score(Faithfulness(), turn_sample(), provider)
-    assert got.value == pytest.approx(0.9)  # expected form: P(supported) of the one counted claim
+    assert got.value == 1.0  # the one counted claim is supported
+    assert got.evidence.details["mean_p"] == pytest.approx(0.9)  # its P(supported)
     [res] = got.evidence.details["resolved"]
     assert (res["message"], res["turn"], res["role"]) == (0, 0, "user")
     assert res["probabilities"] == {"0": 0.8}
@@ -325,7 +326,7 @@ def test_a_claim_naming_only_what_the_user_named_is_read_in_the_conversation() -
                     contexts=("The bike comes in red and black.",), conversation_id="c1", turn=1,
                     history=HISTORY)
     got = score(Faithfulness(), sample, provider)
-    assert got.value == pytest.approx(0.9)
+    assert got.value == 1.0 and got.evidence.details["mean_p"] == pytest.approx(0.9)
     [res] = got.evidence.details["resolved"]
     assert (res["message"], res["role"]) == (0, "user")
 

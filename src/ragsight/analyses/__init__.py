@@ -5,6 +5,7 @@ One module per analysis (``_claims``, ``_verdicts``, ``_short_answer``, ``_chunk
 per-item path (the embedded judge) side by side; :class:`SampleAnalyses` memoises them per sample.
 """
 
+from ._conflict import SAYS_OTHERWISE_SHARE, closest_sentence, says_otherwise, source_conflict
 from ._conversation import judge_items, refers, transcript, user_statements
 from ._declines import DeclineSignals, detect_declines
 from ._sample import SampleAnalyses
@@ -42,6 +43,7 @@ SampleContext = SampleAnalyses
 
 __all__ = [
     "LANGUAGES",
+    "SAYS_OTHERWISE_SHARE",
     "STOP_WORDS",
     "AnalysisSettings",
     "ChunkJudgement",
@@ -55,6 +57,7 @@ __all__ = [
     "SentenceLabels",
     "ShortAnswer",
     "VerdictList",
+    "closest_sentence",
     "content_words",
     "contexts_block",
     "describe_signals",
@@ -67,6 +70,8 @@ __all__ = [
     "numbered",
     "refers",
     "refs",
+    "says_otherwise",
+    "source_conflict",
     "split_sentences",
     "started_together",
     "stem",

@@ -49,6 +49,7 @@ __all__ = [
     "assess_claim",
     "combine",
     "combine_answer",
+    "conflict_capped",
     "feature_values",
     "get_model",
     "logit",
@@ -220,9 +221,16 @@ def number_capped(judge_p: float | None, signals: Mapping[str, float]) -> bool:
     return judge_p is not None and signals.get("n_digits", 0.0) > 0 and signals.get("digits", 1.0) < 1.0
 
 
+def conflict_capped(judge_p: float | None, signals: Mapping[str, float]) -> bool:
+    """Whether the conflict guard applies: the judge gave a probability and the source sentence
+    closest to the claim says otherwise (``says_otherwise``: another number, a negation, an
+    opposite word; :mod:`._conflict`)."""
+    return judge_p is not None and signals.get("says_otherwise", 0.0) > 0
+
+
 def combine(
     judge_p: float | None, signals: Mapping[str, float], *, model: str = DEFAULT_MODEL,
-    number_guard: bool = True,
+    number_guard: bool = True, conflict_guard: bool = True,
 ) -> float:
     """P(supported) in [0, 1] from the judge's P(Yes) (or None) and the signals.
 
@@ -232,9 +240,16 @@ def combine(
     The number guard (``bench/number_guard.py``): when a number the claim writes in
     digits is not in the source, the result is at most the judge's own P(Yes). A new-user trial's
     invented "RSA keys of 4096 bits" had P(Yes) 0.14 and was lifted to 0.51 by its words alone.
+
+    The conflict guard (``bench/conflict_check.py``): when the source sentence closest to the
+    claim holds its words with another number, a negation or an opposite word, the result is at
+    most the judge's own P(Yes): overlap never lifts a claim its source says otherwise about ("a
+    plain BEGIN starts an IMMEDIATE transaction", judge 0.44, was accepted at 0.68 by its words
+    against "the default transaction behavior is DEFERRED").
     """
     p = _combine("judge", judge_p, signals, model)
-    if number_guard and judge_p is not None and number_capped(judge_p, signals):
+    if judge_p is not None and ((number_guard and number_capped(judge_p, signals))
+                                or (conflict_guard and conflict_capped(judge_p, signals))):
         p = min(p, min(max(float(judge_p), 0.0), 1.0))
     return p
 
@@ -295,8 +310,11 @@ def assess_claim(
         signals["p_signals"] = combine(None, signals, model=model)
         return None, signals
     p = combine(judge_p, signals, model=model)
-    if number_capped(judge_p, signals) and p < combine(judge_p, signals, model=model, number_guard=False):
+    unguarded = combine(judge_p, signals, model=model, number_guard=False, conflict_guard=False)
+    if number_capped(judge_p, signals) and p < unguarded:
         signals["capped_by_number"] = 1.0
+    if conflict_capped(judge_p, signals) and p < unguarded:
+        signals["capped_by_conflict"] = 1.0
     signals["judge_yes"] = float(judge_p)
     signals["p_combined"] = p
     return p, signals

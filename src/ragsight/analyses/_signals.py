@@ -41,6 +41,12 @@ The signals (all in [0, 1] unless noted):
     number of claim content words not found in the source (a count, not a share).
 ``n_content``
     number of distinct content words in the claim (a count).
+``says_otherwise``
+    1.0 when the source sentence closest to the claim (holding at least half of its content
+    words) has another number, negates where the claim does not (or the reverse), or has the
+    opposite of one of its words (:mod:`._conflict`), else 0.0; the kind is recorded as
+    ``says_otherwise_number``, ``says_otherwise_negation`` or ``says_otherwise_antonym`` (1.0).
+    At 1.0 it caps the combined P(supported) at the judge's own (:func:`._calibrated.combine`).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._conflict import source_conflict
 from ._text import (
     NUMBER_RE,
     NUMBER_WORDS,
@@ -230,7 +237,8 @@ def compute_signals(claim: str, source: str | Sequence[str], question: str = "")
     chunks), as a dict of floats (see the module docstring). ``question``: the user's question,
     whose numbers count as found for ``digits`` (a number the claim takes from the question is
     not invented: a trial's "split -n l/3" for "split a file into 3 files")."""
-    prof = _profile(tuple(without_citations(x) for x in ((source,) if isinstance(source, str) else source)))
+    texts = tuple(without_citations(x) for x in ((source,) if isinstance(source, str) else source))
+    prof = _profile(texts)
     claim = without_citations(claim)
     claim_words = content_words(claim, prof.lang)
     wanted = set(claim_words)
@@ -245,7 +253,8 @@ def compute_signals(claim: str, source: str | Sequence[str], question: str = "")
     claim_digits = digit_numbers(claim, prof.lang)
     claim_entities = entity_words(claim, prof.lang)
 
-    return {
+    otherwise, _, _ = source_conflict(claim, texts)
+    out = {
         "overlap": _share(wanted, have),
         "overlap_best": _share(wanted, best_have),
         "bigram_overlap": _share(_bigrams(claim_words), prof.bigrams),
@@ -257,7 +266,11 @@ def compute_signals(claim: str, source: str | Sequence[str], question: str = "")
         "n_entities": float(len(claim_entities)),
         "missing": float(len(wanted - found)),
         "n_content": float(len(wanted)),
+        "says_otherwise": 1.0 if otherwise else 0.0,
     }
+    if otherwise:
+        out["says_otherwise_" + otherwise] = 1.0
+    return out
 
 
 # ---- answers against reference aliases (short-answer correctness) ----------------------------
@@ -357,6 +370,11 @@ def describe_signals(signals: dict[str, float]) -> str:
     out = ", ".join(parts)
     if signals.get("capped_by_number"):
         out += "; a number written in digits is not in the text: P at most the judge's"
+    if signals.get("capped_by_conflict"):
+        how = next((k for k in ("number", "negation", "antonym") if signals.get("says_otherwise_" + k)), "")
+        what = {"number": "another number", "negation": "a negation the other lacks",
+                "antonym": "an opposite word"}.get(how, "a difference")
+        out += f"; the closest sentence says otherwise ({what}): P at most the judge's"
     if "p_combined" in signals:
         out += f" -> P {signals['p_combined']:.2f}"
     elif "p_signals" in signals:

@@ -9,7 +9,8 @@ cause is looked for in the trail of the metrics that show it:
   were not retrieved, or ranked low, when the run has IR metrics on ids;
 - unsupported: faithfulness's claims not supported by the contexts, each told apart as
   *contradicted* (the chunk sentence that shares most of the claim's words has another number,
-  or one of the two negates; or the judge's reason says so), *silent* (no chunk sentence holds
+  one of the two negates, or it has the opposite of one of the claim's words; or the judge's
+  reason says so), *silent* (no chunk sentence holds
   half of the claim's words, or the judge's reason says the text does not mention it) or *not
   told apart* (a chunk speaks of it, and nothing shows a conflict); the verdicts themselves are
   yes/no;
@@ -42,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from .._score import ClaimVerdict, Outcome, Score
-from ..analyses import content_words, detect_declines, language, split_sentences
+from ..analyses import SAYS_OTHERWISE_SHARE, closest_sentence, detect_declines, says_otherwise
 from ..dataset import Sample
 from ._model import (
     PRIORITY,
@@ -107,7 +108,6 @@ _WOULD_TELL: Mapping[str, tuple[str, ...]] = {
     "agent_goal_accuracy": ("tool_call_accuracy",),
 }
 
-_NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|nor|without|neither)\b|n't\b")
 _SAYS_OTHERWISE = re.compile(r"contradict|conflict|inconsistent|opposite|instead|rather than|differ|disagree|whereas"
                              r"|incorrect|wrong")
 _SAYS_NOTHING = re.compile(r"\bnot (?:mention|state|say|contain|include|provide|specif|discuss|address)"
@@ -174,27 +174,7 @@ def failing_metrics(sample: Sample, scores: Mapping[str, Score], thresholds: Map
 def best_sentence(claim: str, chunks: Sequence[str], only: int | None = None) -> tuple[float, int | None, str]:
     """(share of the claim's content words it holds, chunk rank, sentence) of the chunk sentence
     holding the largest share of the claim's words (ties: the earliest); ``only``: that chunk."""
-    lang = language(" ".join(chunks)[:2000]) if chunks else "en"
-    words = set(content_words(claim, lang))
-    best: tuple[float, int | None, str] = (0.0, None, "")
-    if not words:
-        return best
-    for k, chunk in enumerate(chunks, start=1):
-        if only is not None and k != only:
-            continue
-        for sentence in split_sentences(chunk):
-            share = len(words & set(content_words(sentence, lang))) / len(words)
-            if share > best[0]:
-                best = (share, k, sentence)
-    return best
-
-
-def _numbers(text: str) -> set[str]:
-    return {w for w in content_words(text) if w[:1].isdigit()}
-
-
-def _negated(text: str) -> bool:
-    return bool(_NEGATION.search(text.lower().replace("\u2019", "'")))
+    return closest_sentence(claim, chunks, only)
 
 
 def _unsupported_item(claim: ClaimVerdict, chunks: Sequence[str], metric: str, agrees: bool) -> EvidenceItem:
@@ -202,10 +182,8 @@ def _unsupported_item(claim: ClaimVerdict, chunks: Sequence[str], metric: str, a
     share, rank, sentence = best_sentence(claim.claim, chunks)
     note = "the reference agrees: knowledge from outside the chunks" if agrees else ""
     reason = claim.reason.lower()
-    if share >= 0.5:
-        cn, sn = _numbers(claim.claim), _numbers(sentence)
-        if (cn - sn and sn - cn) or _negated(claim.claim) != _negated(sentence):
-            return EvidenceItem("contradicted", claim.claim, metric, rank, sentence, note)
+    if share >= SAYS_OTHERWISE_SHARE and says_otherwise(claim.claim, sentence):
+        return EvidenceItem("contradicted", claim.claim, metric, rank, sentence, note)
     if _SAYS_OTHERWISE.search(reason) and not _SAYS_NOTHING.search(reason):
         return EvidenceItem("contradicted", claim.claim, metric, rank if share >= 0.5 else None,
                             sentence if share >= 0.5 else "", note or f"judge: {claim.reason}")

@@ -1,7 +1,7 @@
 """answer_correctness = w1 * factual_correctness(f1) + w2 * answer_similarity (default 0.75, 0.25).
 
-``form`` is factual_correctness's (``auto``: expected counts when every verdict has a
-probability, else counts at the threshold).
+``form`` is factual_correctness's (``auto``: the claims judged supported, each at its threshold;
+``expected``: expected counts from P(supported)).
 """
 
 from __future__ import annotations

@@ -9,11 +9,12 @@ against every alias, with the question. With P = P(correct) the counts are TP = 
 so every mode gives P: the expected value of the spec's F-beta when the response is correct
 with probability P (1 or 0 for a judge that gives only a verdict).
 
-``form``: ``count`` counts the claims judged supported; ``expected`` uses expected counts (TP =
-the sum of P(supported) of the response claims against the reference, FP = the sum of 1 - P,
-FN = the sum of 1 - P of the reference claims against the response), so precision is the mean
-P(supported) and F-beta is the F-beta of the expected counts; ``auto`` (default) is
-``expected`` when every verdict has a probability (the embedded judge), else ``count``.
+``form``: ``auto`` (default) and ``count`` count the claims judged supported, each verdict at its
+threshold (the expected counts are in the evidence, ``expected_counts``, when every verdict has a
+probability); ``expected`` uses expected counts (TP = the sum of P(supported) of the response
+claims against the reference, FP = the sum of 1 - P, FN = the sum of 1 - P of the reference
+claims against the response), so precision is the mean P(supported) and F-beta is the F-beta of
+the expected counts.
 """
 
 from __future__ import annotations
@@ -108,6 +109,11 @@ class FactualCorrectness(Metric):
             details["counts_at_threshold"] = {
                 "tp": n_ok, "fp": len(vs_ref.verdicts) - n_ok,
                 "fn": sum(not v.supported for v in vs_resp_verdicts) if need_fn else None}
+        elif claims and all(v.probability is not None for v in claims):  # the expected counts, for the reader
+            e_tp = supported_count(vs_ref.verdicts, "expected")
+            details["expected_counts"] = {
+                "tp": e_tp, "fp": len(vs_ref.verdicts) - e_tp,
+                "fn": len(vs_resp_verdicts) - supported_count(vs_resp_verdicts, "expected") if need_fn else None}
         ev = Evidence(claims=tuple(claims), details=details, calls=refs)
         return tp, fp, fn, ev
 

@@ -1,8 +1,10 @@
 """faithfulness = supported response claims / all response claims, against the joined contexts.
 
-``form``: ``count`` counts the claims judged supported; ``expected`` sums P(supported), so the
-score is the mean P(supported) of the claims (the expected share); ``auto`` (default) is
-``expected`` when every verdict has a probability (the embedded judge), else ``count``.
+``form``: ``auto`` (default) and ``count`` give the share of claims judged supported, each
+verdict taken at its threshold (the embedded judge: P(supported) >= 0.5), as ragas, DeepEval and
+RAGChecker define it; the expected number of supported claims and the mean P(supported) are in
+the evidence (``expected_supported``, ``mean_p``) with every claim's P. ``expected`` sums
+P(supported) instead, so the score is the mean P(supported) of the claims (the expected share).
 
 A response that declines ("I don't know", "The documents do not say ...", in English, German,
 French or Spanish, by the abstention metric's phrase detector) makes no factual claim about the
@@ -25,7 +27,7 @@ from typing import Any
 from .._score import ClaimVerdict, Evidence, Score
 from ..analyses import Need, SampleAnalyses
 from ._base import Metric
-from ._support import check_form, resolve_form, supported_count
+from ._support import check_form, expected_details, resolve_form, supported_count
 from .abstention import detect_declines
 
 __all__ = ["Faithfulness"]
@@ -58,7 +60,7 @@ class Faithfulness(Metric):
         form = resolve_form(self.form, judged)
         n = len(judged)
         n_ok = sum(v.supported for v in judged)
-        details: dict[str, Any] = {"form": form, "supported": n_ok, "claims": n}
+        details: dict[str, Any] = {"form": form, "supported": n_ok, "claims": n, **expected_details(judged)}
         if form == "expected":
             details["expected_supported"] = supported_count(judged, form)
         if claims.dropped:
@@ -75,7 +77,8 @@ class Faithfulness(Metric):
             return Score.scored(self.key, expected / n,
                                 f"mean P(supported) of {n} claim{'s' if n != 1 else ''} against the contexts "
                                 f"(expected {expected:.2f} supported; {n_ok} at or above the threshold)", ev)
-        return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} claim{'s' if n != 1 else ''} supported by the contexts", ev)
+        return Score.scored(self.key, n_ok / n, f"{n_ok} of {n} claim{'s' if n != 1 else ''} supported by the "
+                            f"contexts{_mean_note(details)}", ev)
 
     async def in_conversation(self, ctx: SampleAnalyses) -> Score:
         """Faithfulness of a conversation turn: claims read in the conversation, restatements of
@@ -92,7 +95,7 @@ class Faithfulness(Metric):
             "form": form, "supported": n_ok, "claims": n, "restates_user": restated,
             "through_conversation": sum(v.target == "contexts+conversation" for v in counted),
             "resolved": [r.to_dict() for r in judged.resolutions],
-            "history_messages_shown": judged.messages_shown,
+            "history_messages_shown": judged.messages_shown, **expected_details(counted),
         }
         inherited = (ctx.sample.metadata or {}).get("contexts_inherited_from_turn")
         if inherited is not None:  # the turn had no evidence of its own: an earlier turn's, still in view
@@ -115,7 +118,8 @@ class Faithfulness(Metric):
                                 f"mean P(supported) of {n} claims against the contexts, read with the "
                                 f"earlier turns (expected {expected:.2f} supported{note})", ev)
         return Score.scored(self.key, n_ok / n,
-                            f"{n_ok} of {n} claims supported by the contexts, read with the earlier turns{note}", ev)
+                            f"{n_ok} of {n} claims supported by the contexts, read with the earlier turns{note}"
+                            f"{_mean_note(details)}", ev)
 
     def _declined(self, ctx: SampleAnalyses) -> Score | None:
         """``undetermined`` for a response that declines (no judge call), else None."""
@@ -128,6 +132,11 @@ class Faithfulness(Metric):
         return Score.undetermined(
             self.key, f"the response declines to answer ({signals.quoted()}): "
             "no factual claim about the subject", Evidence(details=details))
+
+
+def _mean_note(details: dict[str, Any]) -> str:
+    """"; mean P(supported) 0.62" when the verdicts have probabilities, else ""."""
+    return f"; mean P(supported) {details['mean_p']:.2f}" if "mean_p" in details else ""
 
 
 def _nothing_counted(restated: int, about_the_documents: int) -> str:

@@ -1,0 +1,141 @@
+"""The conflict guard of the embedded judge's claim verdicts, on a contradiction set written apart
+from the rule.
+
+The guard (``analyses/_conflict.py``, applied in ``analyses/_calibrated.py``): when the source
+sentence closest to a claim holds at least half of its content words and has another number, a
+negation the claim lacks (or the reverse), or the opposite of one of its words, the combination of
+the judge's P(Yes) and word overlap is at most the judge's own P(Yes). A new user's "A plain BEGIN
+starts an IMMEDIATE transaction" (judge 0.44) had been accepted at 0.68 on its words.
+
+``bench/conflict_set.jsonl``: claims against passages of Debian's manual pages, each labelled
+``contradicted`` (the passage says otherwise) or ``supported`` (a paraphrase, some with a
+negation on both sides). Part ``dev`` (30 claims: bzip2, flock, du, comm, fmt) was written after
+the first version of the rule; the rule's own output on it (no judge) showed negations of another
+clause read as contradictions, and the rule was narrowed to the clause that matches the claim
+before any judge call. Part ``confirm`` (19 claims: fold, expand, column, chrt) was written after
+that, with the rule frozen. Each claim is asked of the embedded judge once (P(Yes), prompt ``verify_claim``,
+cached on disk under ``$RAGSIGHT_VALIDITY_CACHE``), then combined with and without the guard.
+
+    .venv/bin/python bench/conflict_check.py          # the judge calls (cached), then the figures
+
+Printed: how many claims of each label the combination accepts (P >= 0.5) without and with the
+guard, which the guard flips, and the claims the rule sees (its ``says_otherwise`` kind). Then,
+on the human-labelled development claims (WiCE, ExpertQA; development split), the claims the
+rule touches, with the judge's P(Yes) of the ``bare`` probe of ``bench/validity.py`` (the same
+cache): at 0.5 only touched claims can change, so made right / made wrong is the whole change
+in accuracy there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))
+
+import validity  # noqa: E402
+from _data import read_jsonl  # noqa: E402
+
+from ragsight.analyses import contexts_block  # noqa: E402
+from ragsight.analyses._calibrated import assess_claim, combine  # noqa: E402
+from ragsight.analyses._signals import compute_signals, unfence  # noqa: E402
+from ragsight.judge import Judge, RetryPolicy  # noqa: E402
+from ragsight.prompts import fence  # noqa: E402
+
+DATA = HERE / "conflict_set.jsonl"
+LABELLED = ("wice", "expertqa")
+
+
+def patient(base: Judge, cache: validity.JsonlCache) -> Judge:
+    """The judge with long timeouts: on a shared, loaded machine one call may take minutes."""
+    return Judge(base.provider, cache=cache, sink=base.sink,
+                 policy=RetryPolicy(call_timeout_s=900.0, step_deadline_s=3600.0))
+
+
+async def labelled_rows() -> list[tuple[str, dict[str, Any], dict[str, float], float]]:
+    """(set, row, signals, judge P(Yes)) of every development claim the rule touches."""
+    cache = validity.JsonlCache(validity.CACHE_DIR / "calls.jsonl")
+    judge = patient(validity.make_judge(cache), cache)
+    out = []
+    for name in LABELLED:
+        for row in validity.load_set(name, "dev"):
+            prompt_id, values = validity.probe_calls(name, row, "bare")[0]
+            sig = compute_signals(row["answer"], unfence(values["source"]))
+            if not sig["says_otherwise"]:
+                continue
+            answer = await judge.choose(validity.load_prompt(prompt_id), values)
+            out.append((name, row, sig, float(answer.value["Yes"])))
+    return out
+
+
+def labelled_report() -> None:
+    rows = asyncio.run(labelled_rows())
+    print("human-labelled development claims the rule touches (judge P(Yes) of the bare probe):")
+    for name in LABELLED:
+        mine = [r for r in rows if r[0] == name]
+        right = wrong = 0
+        for _, row, sig, j in mine:
+            before, after = combine(j, sig, conflict_guard=False) >= 0.5, combine(j, sig) >= 0.5
+            if before != after:
+                ok = after == bool(validity.label_of(name, row))
+                right += ok
+                wrong += not ok
+        print(f"  {name:<9} {len(mine)} touched ({sum(validity.label_of(name, r[1]) for r in mine)} supported); "
+              f"at 0.5: {right} made right, {wrong} made wrong")
+
+
+async def judge_all(rows: list[dict[str, Any]]) -> dict[str, float]:
+    cache = validity.JsonlCache(validity.CACHE_DIR / "conflict_calls.jsonl")
+    judge = patient(validity.make_judge(cache), cache)
+    prompt = validity.load_prompt("verify_claim")
+    out = {}
+    for i, row in enumerate(rows, start=1):
+        values = {"source": contexts_block([row["chunk"]]), "claim": fence("claim", row["claim"]),
+                  "claim_text": row["claim"], "target": "contexts"}
+        answer = await judge.choose(prompt, values)
+        p = float(answer.value["Yes"])
+        out[row["id"]] = p
+        print(f"  [{i}/{len(rows)}] {row['id']}: P(Yes) {p:.2f}", file=sys.stderr, flush=True)
+    return out
+
+
+def main() -> int:
+    rows = read_jsonl(DATA)
+    judged = asyncio.run(judge_all(rows))
+    table: dict[str, dict[str, int]] = {}
+    flips = []
+    seen = []
+    for row in rows:
+        j = judged[row["id"]]
+        _, sig = assess_claim(row["claim"], contexts_block([row["chunk"]]), j)
+        before = combine(j, sig, conflict_guard=False)
+        after = combine(j, sig)
+        t = table.setdefault(f"{row.get('part', 'dev')}: {row['label']}", {"n": 0, "before": 0, "after": 0, "judge": 0})
+        t["n"] += 1
+        t["before"] += before >= 0.5
+        t["after"] += after >= 0.5
+        t["judge"] += j >= 0.5
+        kind = next((k for k in ("number", "negation", "antonym") if sig.get("says_otherwise_" + k)), "")
+        if kind:
+            seen.append(f"  {row.get('part', 'dev'):<7} {row['label']:<12} {kind:<9} {row['claim']}")
+        if (before >= 0.5) != (after >= 0.5):
+            flips.append(f"  {row.get('part', 'dev'):<7} {row['label']:<12} {before:.2f} -> {after:.2f} (judge {j:.2f}, "
+                         f"overlap {sig['overlap']:.2f}) {row['claim']}")
+    print(f"{DATA.name}: {len(rows)} claims against passages of Debian manual pages")
+    print("accepted at P >= 0.5:              judge alone   combined, no guard   combined, guard")
+    for label, t in sorted(table.items()):
+        print(f"  {label:<20} ({t['n']:>2})        {t['judge']:>3}             {t['before']:>3}                {t['after']:>3}")
+    print(f"the rule sees {len(seen)} claims:")
+    print("\n".join(seen))
+    print(f"flipped at 0.5 by the guard: {len(flips)}")
+    print("\n".join(flips))
+    labelled_report()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
