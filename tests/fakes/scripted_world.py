@@ -25,6 +25,10 @@ def extract_claims(v: Mapping[str, Any]) -> Any:
     return {"claims": _sentences(v["raw_text"])}
 
 
+def extract_claims_part(v: Mapping[str, Any]) -> Any:
+    return {"claims": _sentences(v["raw_sentences"])}
+
+
 def verify_claims(v: Mapping[str, Any], salt: str = "") -> Any:
     return {"verdicts": [
         {"id": i, "supported": _h(c, v["target"], salt) % 4 != 0, "chunks": [1],
@@ -40,7 +44,7 @@ def chunk_relevance(v: Mapping[str, Any]) -> Any:
 
 def provider(salt: str = "") -> ScriptedProvider:
     """The judge; another ``salt`` gives other verdicts on the same claims (a second "judge")."""
-    return ScriptedProvider({"extract_claims": extract_claims,
+    return ScriptedProvider({"extract_claims": extract_claims, "extract_claims_part": extract_claims_part,
                              "verify_claims": lambda v: verify_claims(v, salt),
                              "chunk_relevance": chunk_relevance}, model="scripted-world" + (f"-{salt}" if salt else ""),
                             max_concurrency=64)

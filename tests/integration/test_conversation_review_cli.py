@@ -158,22 +158,26 @@ def test_out_writes_the_rows_export_writes(review: Review, capsys: pytest.Captur
 
 def test_an_aligned_threshold_leaves_every_expected_form_value_as_it_was(review: Review) -> None:
     """docs/metrics.md: a threshold changes only the count form and the verdicts. Run B, made with
-    an alignment fitted with ``--examples 0`` (a threshold only), has run A's faithfulness value on
-    every turn; the verdicts at the threshold are what moved."""
+    an alignment fitted with ``--examples 0`` (a threshold only), keeps run A's expected-form value
+    (the mean P(supported), kept in each score's evidence) on every turn; the verdicts at the
+    threshold, and with them the count-form value, are what moved."""
     alignment = json.loads((review.dir / "faithfulness.align.json").read_text(encoding="utf-8"))
     assert alignment["examples"] == [] and 0.25 < alignment["threshold"] < 0.30
     a, b = read_jsonl(review.dir / "a.jsonl"), read_jsonl(review.dir / "b.jsonl")
     assert [row["id"] for row in a] == [row["id"] for row in b]
-    values = [(row["id"], row["scores"]["faithfulness"]["value"]) for row in a if row["turn"] is not None]
-    again = [(row["id"], row["scores"]["faithfulness"]["value"]) for row in b if row["turn"] is not None]
-    assert len(values) == 2 * N and all(v is not None for _, v in values)
-    assert again == [(sid, pytest.approx(v)) for sid, v in values]
     with Store(review.store) as st:
         before, after = st.scores(review.run_a), st.scores(review.run_b)
+    turns = [row["id"] for row in a if row["turn"] is not None]
+    assert len(turns) == 2 * N
+    values = [(sid, before[sid]["faithfulness"].evidence.details["mean_p"]) for sid in turns]
+    again = [(sid, after[sid]["faithfulness"].evidence.details["mean_p"]) for sid in turns]
+    assert all(v is not None for _, v in values)
+    assert again == [(sid, pytest.approx(v)) for sid, v in values]
     moved = [sid for sid in before if "faithfulness" in before[sid]
              and [c.supported for c in before[sid]["faithfulness"].evidence.claims]
              != [c.supported for c in after[sid]["faithfulness"].evidence.claims]]
     assert moved  # the verdicts at the threshold did change (a claim at 0.30 is now supported)
+    assert any(after[sid]["faithfulness"].value > before[sid]["faithfulness"].value for sid in moved)
 
 
 def test_compare_pairs_each_metric_on_its_own_level_and_names_the_alignment(

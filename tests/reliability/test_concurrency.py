@@ -42,7 +42,7 @@ def run(gate: Capacity, samples: list[dict[str, Any]], judge: Any = "openai:m",
 
 
 def test_adaptive_limit_gets_far_fewer_refusals_than_a_fixed_one_with_the_same_scores() -> None:
-    samples = make_samples(48)
+    samples = make_samples(96)  # enough calls that the fixed limit's steady refusals outweigh the adaptive start's
     clean = run(Capacity(JudgeWorld(latency=0.03), limit=10_000), samples)
 
     # The server takes 0.1 s per call, long beside the client's own time per call, so what it

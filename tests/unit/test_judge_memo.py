@@ -73,7 +73,7 @@ def test_evaluate_without_cache_sends_a_shared_text_once() -> None:
              "contexts": ["Paris is the capital of France."]} for i in range(2)]
     res = ragsight.evaluate(rows, ["faithfulness"], judge=Judge(provider), store=":memory:",
                             options=ragsight.RunOptions(cache=False))
-    assert [res.scores[sid]["faithfulness"].value for sid in ("s0", "s1")] == [0.9, 0.9]  # mean P(supported)
+    assert [res.scores[sid]["faithfulness"].value for sid in ("s0", "s1")] == [1.0, 1.0]  # P 0.9: supported
     assert seen == ["Paris is in France."]
 
 

@@ -107,7 +107,7 @@ def test_evaluate_scores_a_sample_whose_extraction_looped(tmp_path: Any) -> None
     res = ragsight.evaluate([row], ["faithfulness"], judge=Judge(provider), store=str(store),
                             options=ragsight.RunOptions(cache=False))
     score = res.scores["s1"]["faithfulness"]
-    assert score.value == 0.95  # the one claim's P(supported)
+    assert score.value == 1.0 and score.evidence.claims[0].probability == 0.95  # the one claim, supported
     assert [c.claim for c in score.evidence.claims] == ["Paris is in France."]
     with Store(str(store)) as st:
         calls = [c for c in st.judge_calls(res.run_id) if c["prompt_id"] == "extract_claims"]
