@@ -95,7 +95,12 @@ def extract_entities(v: Mapping[str, Any]) -> Any:
     return {"entities": sorted({w.strip(".,?") for w in v["raw_text"].split() if w[:1].isupper()})}
 
 
-HANDLERS = {"extract_claims": extract_claims, "verify_claims": verify_claims,
+def extract_claims_part(v: Mapping[str, Any]) -> Any:
+    return {"claims": _sentences(v["raw_sentences"])}
+
+
+HANDLERS = {"extract_claims": extract_claims, "extract_claims_part": extract_claims_part,
+            "verify_claims": verify_claims,
             "chunk_relevance": chunk_relevance, "generate_questions": generate_questions,
             "extract_entities": extract_entities}
 
@@ -178,6 +183,8 @@ class HttpWorld:
         if name == "extract_claims":
             text = re.findall(r"<(response|reference)>\n(.*?)\n</\1>", user, re.S)[-1][1]
             return {"claims": _sentences(text)}
+        if name == "extract_claims_part":  # the sentences asked about, each its own claim
+            return {"claims": _sentences(re.findall(r"<sentences>\n(.*?)\n</sentences>", user, re.S)[-1])}
         if name == "verify_claims":
             return {"verdicts": [{"id": i, "supported": _h(user, i) % 3 != 0,
                                   "chunks": [k for k in (1, 2, 3) if _h(user, i, k) % 2 == 0],

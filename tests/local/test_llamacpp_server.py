@@ -82,7 +82,8 @@ def test_llamacpp_server_gives_per_claim_probabilities(server: str, monkeypatch:
         assert score.outcome is Outcome.SCORED, score.reason
         (verdict,) = score.evidence.claims
         assert verdict.probability is not None and 0.0 < verdict.probability < 1.0
-        assert score.value == pytest.approx(verdict.probability)  # the expected form
+        assert score.value == (1.0 if verdict.supported else 0.0)  # the claim counted at its threshold
+        assert score.evidence.details["mean_p"] == pytest.approx(verdict.probability)  # the expected form, kept
         assert verdict.signals["judge_yes"] == pytest.approx(verdict.probability)  # no fitted model: bare P(Yes)
     assert res.judge_stats["calls"] == 2 and res.judge_stats["failed_steps"] == 0
     assert json.dumps(res.scores["in"]["faithfulness"].to_dict())  # the trail serialises
