@@ -309,20 +309,12 @@ async def _extract(sa: SampleAnalyses, source: str, text: str | None = None) -> 
     return ClaimList(source, tuple(kept), refs(ans, again), tuple(dropped))
 
 
-async def _extract_sentences(sa: SampleAnalyses, source: str, text: str) -> ClaimList | None:
-    """Claims from the text's sentences (see the module docstring), or None when the text is to
-    be extracted whole (not English, or no plain sentence in it)."""
-    if language(text) != "en":
-        return None
-    sentences = split_sentences(text)
-    reasons = [split_reason(s) for s in sentences]
-    if all(r is not None for r in reasons):
-        return None
-    limit = sa.settings.max_claims
-    hard = [s for s, r in zip(sentences, reasons) if r is not None]
-    if not hard:
-        return ClaimList(source, tuple(dict.fromkeys(sentences))[:limit], ())
+async def ask_sentence_claims(sa: SampleAnalyses, source: str, text: str, hard: list[str]) -> tuple[Any, str]:
+    """One ``extract_claims_part`` call: the judge's claims for the ``hard`` sentences of
+    ``text`` (the ``source`` text: response or reference), shown whole; the answer and the text
+    as the judge saw it (cut to fit)."""
     judge = sa.need_judge()
+    limit = sa.settings.max_claims
     question = fence("question", sa.sample.question) if sa.sample.question else ""
     block = "\n".join(hard)
     text = fit_for_judge(judge, [text], field=source, output_tokens=1024, alongside=[question, block],
@@ -340,6 +332,23 @@ async def _extract_sentences(sa: SampleAnalyses, source: str, text: str) -> Clai
          "raw_text": text, "raw_sentences": block},
         validate, max_tokens=1024, use_cache=sa.settings.use_cache,
     )
+    return ans, text
+
+
+async def _extract_sentences(sa: SampleAnalyses, source: str, text: str) -> ClaimList | None:
+    """Claims from the text's sentences (see the module docstring), or None when the text is to
+    be extracted whole (not English, or no plain sentence in it)."""
+    if language(text) != "en":
+        return None
+    sentences = split_sentences(text)
+    reasons = [split_reason(s) for s in sentences]
+    if all(r is not None for r in reasons):
+        return None
+    limit = sa.settings.max_claims
+    hard = [s for s, r in zip(sentences, reasons) if r is not None]
+    if not hard:
+        return ClaimList(source, tuple(dict.fromkeys(sentences))[:limit], ())
+    ans, text = await ask_sentence_claims(sa, source, text, hard)
     asked = sa.sample.question or ""
     check = source == "response" and sa.settings.nonanswers
     made = [c for c in ans.value if not check or grounded(c, text, asked)]

@@ -38,13 +38,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._score import ClaimVerdict
-from ..calls import fit_for_judge
-from ..errors import OutputError
-from ..prompts import fence, load_prompt
+from ..prompts import fence
 from . import _claims
 from ._declines import detect_declines
 from ._text import content_words, language, split_sentences
-from ._types import ClaimList, list_of_str, refs
+from ._types import ClaimList, refs
 
 if TYPE_CHECKING:
     from ._sample import SampleAnalyses
@@ -104,23 +102,5 @@ def _home(claim: str, sentences: list[str]) -> str:
 async def _split(sa: SampleAnalyses, text: str, hard: list[str]) -> tuple[list[str], tuple[Any, ...]]:
     """The judge's claims for the ``hard`` sentences of the reference ``text`` (one
     ``extract_claims_part`` call), and the call's reference."""
-    judge = sa.need_judge()
-    limit = sa.settings.max_claims
-    question = fence("question", sa.sample.question) if sa.sample.question else ""
-    block = "\n".join(hard)
-    text = fit_for_judge(judge, [text], field="reference", output_tokens=1024, alongside=[question, block],
-                         record=sa.truncations)[0]
-
-    def validate(d: dict[str, Any]) -> list[str]:
-        claims = list_of_str(d, "claims")
-        if len(claims) > limit:
-            raise OutputError(f"too many claims ({len(claims)}); give at most {limit}")
-        return claims
-
-    ans = await judge.ask(
-        load_prompt("extract_claims_part"),
-        {"question": question, "text": fence("reference", text), "sentences": fence("sentences", block),
-         "raw_text": text, "raw_sentences": block},
-        validate, max_tokens=1024, use_cache=sa.settings.use_cache,
-    )
+    ans, _ = await _claims.ask_sentence_claims(sa, "reference", text, hard)
     return list(ans.value), refs(ans)
