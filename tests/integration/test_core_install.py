@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,11 +34,16 @@ def core_dependencies() -> list[str]:
 @pytest.fixture(scope="module")
 def core_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("core") / "venv"
+    # pip builds in the source tree, and setuptools leaves build/ there: install from a copy
+    source = venv.parent / "source"
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", str(venv)], check=True, env=env, timeout=120)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    for args in ([*pip, "--no-deps", str(ROOT)], [*pip, *core_dependencies()]):
+    for args in ([*pip, "--no-deps", str(source)], [*pip, *core_dependencies()]):
         proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
         if proc.returncode != 0:
             pytest.skip(f"cannot install into a fresh venv here: {proc.stderr[-500:]}")

@@ -1,6 +1,7 @@
 """The HTML report in a real browser (headless Chromium): it loads without JavaScript errors or
 blocked requests, hostile context text stays inert, the key parts are in the DOM, and it reads
-with JavaScript off. Screenshots go to artifacts/ for a human to look at.
+with JavaScript off. Screenshots go under the test's tmp_path, or to $RAGSIGHT_TEST_ARTIFACTS
+when set (a folder a human or CI keeps to look at).
 
 Needs /usr/bin/chromium (Debian package ``chromium``; scripts/ci_system_deps.sh installs it).
 Skipped when it is absent, except in CI (``CI`` set), where that is a failure.
@@ -22,8 +23,12 @@ from ragsight.cli import main
 from ragsight.report._html import CSP, e
 from tests.unit.test_report_data import RAG_ROWS, put_run, scripted_runs
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "artifacts"
+
+def artifacts(tmp_path: Path) -> Path:
+    """Where screenshots go: ``$RAGSIGHT_TEST_ARTIFACTS`` if set, else the test's tmp_path."""
+    folder = Path(os.environ["RAGSIGHT_TEST_ARTIFACTS"]) if os.environ.get("RAGSIGHT_TEST_ARTIFACTS") else tmp_path / "artifacts"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 pytestmark = pytest.mark.slow  # two browser launches, about 6 s
 
@@ -101,9 +106,9 @@ async def test_report_renders_in_chromium(tmp_path: Path) -> None:
               "--allow-poor-pairing"]) == 0  # 'failures' holds 3 of run-A's 5 samples
     )
     assert main(["report", "run-A", "--store", str(db), "--out", str(single)]) == 0
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "report-browser.png"
-    shot_nojs = ARTIFACTS / "report-browser-nojs.png"
+    shots = artifacts(tmp_path)
+    shot = shots / "report-browser.png"
+    shot_nojs = shots / "report-browser-nojs.png"
     for p in (shot, shot_nojs):
         p.unlink(missing_ok=True)
 
@@ -161,8 +166,8 @@ def test_the_comparison_page_reads_at_600_px(tmp_path: Path) -> None:
             }, metadata={"chunk_size": 512 if shift else 256, "generator": "gpt-4o-mini-2024-07-18"})
     page = tmp_path / "compare.html"
     assert main(["report", "narrow-a", "narrow-b", "--store", str(db), "--out", str(page)]) == 0
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "report-compare-600px.png"
+    shots = artifacts(tmp_path)
+    shot = shots / "report-compare-600px.png"
     dom, _ = browse(tmp_path, page, "--dump-dom", f"--screenshot={shot}", "--window-size=600,2400")
     attrs = body_attrs(dom)
     assert attrs.get("data-js") == "ran" and attrs.get("data-js-errors") == ""
