@@ -36,8 +36,11 @@ def _tool_call(value: Any) -> ToolCall:
     if m is None or not isinstance(m.get("name"), str):
         raise FieldError("tool_calls", "a tool call must be an object with a name and args.")
     args = m.get("args")
+    error = m.get("args_error")
     return ToolCall(m["name"], dict(args) if isinstance(args, Mapping) else {},
-                    None if m.get("id") is None else str(m["id"]))
+                    None if m.get("id") is None else str(m["id"]),
+                    raw_args=str(m.get("raw_args") or "") if isinstance(error, str) else None,
+                    args_error=error if isinstance(error, str) else None)
 
 
 def _turn(value: Any) -> Turn:
@@ -199,6 +202,14 @@ class RowReader:
         for x in conv_samples:
             self.ids[x.id] = rown
             self.explicit.add(x.id)
+        for i, turn in enumerate(conv.turns):  # an agent's call with broken arguments: kept, counted
+            for j, call in enumerate(turn.tool_calls):
+                if call.malformed:
+                    self.problems.append(RowProblem(
+                        self.source, rown, "tool_calls.arguments",
+                        f"warning: conversation '{conv.id}', message {i}, call {j}: the '{call.name}' call's "
+                        f"{call.args_error}; the call is kept with its text, counted invalid by "
+                        "tool_argument_validity and matching no reference call"))
         return conv_samples
 
     def row(self, raw: Mapping[str, Any], rown: int) -> Sample | None:
