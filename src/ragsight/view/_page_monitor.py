@@ -92,8 +92,8 @@ def monitor_body(conn: sqlite3.Connection, window_s: float | None, rules: Sequen
     limit = "no daily limit" if b["limit_usd"] is None else f"limit ${b['limit_usd']:g}"
     out.append(f"<p>Spent today (UTC {e(b['day'])}): ${b['spent_usd']:.4f} ({e(limit)}).</p>")
     if baseline is not None:
-        out.append(f'<p id="monitor-baseline">Compared with the {t(baseline.describe())} (one-sided Welch '
-                   f"t-test at p &lt; {alpha:g}).</p>")
+        out.append(f'<p id="monitor-baseline">Each window is compared with the {t(baseline.describe())}, by a '
+                   f"one-sided Welch t-test at p &lt; {alpha:g}.</p>")
     if alerts:
         out.append('<h2>Alerts</h2><ul id="monitor-alerts">' + "".join(
             f'<li class="warn" data-kind="{e(a.kind)}" data-metric="{e(a.metric)}">{t(a.message)}</li>'
