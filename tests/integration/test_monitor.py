@@ -312,7 +312,9 @@ def test_the_daily_budget_resets_with_the_utc_day(tmp_path: Path) -> None:
     assert len(spent) == 2 and all(_json.loads(v) >= 0 for v in spent.values())
 
 
-def test_a_window_significantly_below_a_baseline_run_is_an_alert_in_status(tmp_path: Path, running: Any) -> None:
+def test_a_window_significantly_below_a_baseline_run_is_an_alert_in_status(
+        tmp_path: Path, running: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragsight.cli import main
     from ragsight.monitor import load_baseline
     from tests.unit.test_report_data import put_run
 
@@ -332,3 +334,12 @@ def test_a_window_significantly_below_a_baseline_run_is_an_alert_in_status(tmp_p
     assert "below the baseline run eval-before" in a["message"]
     assert s["settings"]["baseline_run"] == "eval-before"
     assert s["baseline"]["metrics"]["faithfulness"] == {"mean": 1.0, "n_scored": 20}
+    # monitor check reads the baseline the monitor kept, though its run is in another store
+    capsys.readouterr()
+    assert main(["monitor", "check", "--store", store, "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["baseline_run"] == "eval-before" and "baseline" in {a["kind"] for a in got["alerts"]}
+    m.stop()  # started again without --baseline: it runs without one
+    running(sample=1.0).stop()
+    s = status_json(store)
+    assert s["baseline"] is None and s["settings"]["baseline_run"] is None
