@@ -139,3 +139,14 @@ def test_langchain_writes_unparsable_call_chunks_as_invalid_tool_calls_and_they_
         assert [(c.name, c.malformed) for c in calls] == [("book", False), ("get_weather", True)]
         assert calls[1].raw_args == broken and calls[1].id == "c1"
         assert calls[1].args_error is not None and calls[1].args_error.startswith("arguments are not JSON")
+
+
+def test_the_viewer_shows_the_calls_text_and_why_it_is_invalid() -> None:
+    from ragsight.view._trajectory import trajectory_field
+
+    s = conversation_sample(load([chat()]))
+    validity, match = resolve_metrics("tool_argument_validity,trajectory_match")
+    html = trajectory_field(s, {"tool_argument_validity": score(validity, s), "trajectory_match": score(match, s)})
+    first = html.split('id="call-0"', 1)[1].split("</tr>", 1)[0]
+    assert "get_weather(&lt;not JSON: {&quot;city&quot;: &quot;Par&gt;)" in first
+    assert "invalid: $: arguments are not JSON: Unterminated string" in first and "no reference call" in first
