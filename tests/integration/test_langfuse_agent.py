@@ -185,15 +185,21 @@ def _observation(span: ReadableSpan) -> dict[str, Any]:
     ).model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
-@pytest.mark.parametrize("shape", ["otel", "export"])
+@pytest.mark.parametrize("shape", ["otel", "observations", "trace"])
 def test_the_sdks_agent_tool_and_generation_observations_become_the_trajectory(shape: str) -> None:
     exporter = InMemorySpanExporter()
     trace_id = sdk_agent(exporter)
     spans = list(exporter.get_finished_spans())
-    if shape == "otel":
+    if shape == "otel":  # the spans as the SDK exports them
         got = traces_from_records([json.loads(s.to_json()) for s in spans], "spans")
-    else:
+    elif shape == "observations":  # the observations API: observations alone, grouped by traceId
         got = traces_from_records([{"data": [_observation(s) for s in spans]}], "langfuse")
+    else:  # a trace with its observations (GET /api/public/traces/{id}), its input and output its own
+        got = traces_from_records([{"id": trace_id, "name": "trip-agent", "sessionId": "s-1",
+                                    "input": "What is the weather in Atlantis, or else Paris?",
+                                    "output": "Atlantis is not a city I know; Paris is sunny, 21 C.",
+                                    "observations": [_observation(s) for s in spans]}], "langfuse")
+        assert got.sessions[trace_id][0] == "s-1"
     assert len(got.rows) == 1, got.problems
     row = got.rows[0]
     assert row["id"] == trace_id
@@ -237,3 +243,21 @@ def test_the_monitor_reads_langfuse_agent_spans_the_sdk_sends(tmp_path: Path) ->
     # no reference calls in production: trajectory_match is skipped, and counted so
     assert got == {"tool_argument_validity": "scored", "trajectory_match(mode=superset)": "skipped"}
     assert value == 1.0
+
+
+def test_a_langfuse_rag_trace_in_otel_spans_is_a_rag_sample() -> None:
+    exporter = InMemorySpanExporter()
+    lf = langfuse_client(exporter)
+    with lf.start_as_current_observation(as_type="chain", name="rag", input={"question": "How long is the refund window?"}) as root:
+        with lf.start_as_current_observation(as_type="retriever", name="retrieve", input="refund window") as r:
+            r.update(output=[{"page_content": "Refunds are accepted within 30 days.", "metadata": {"id": "p-1"}}])
+        with lf.start_as_current_observation(as_type="generation", name="answer", model="m") as g:
+            g.update(output="Within 30 days.")
+        root.update(output="Within 30 days.")
+    lf.flush()
+    lf.shutdown()
+    got = traces_from_records([json.loads(s.to_json()) for s in exporter.get_finished_spans()], "spans")
+    (row,) = got.rows
+    assert (row["question"], row["contexts"], row["response"]) == (
+        "How long is the refund window?", ["Refunds are accepted within 30 days."], "Within 30 days.")
+    assert row["retrieved_ids"] == ["p-1"] and row["metadata"]["source"] == "langfuse"
