@@ -40,10 +40,15 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 def test_the_command_receives_until_sigterm_and_status_reports_it(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    store = tmp_path / "prod.db"
+    from tests.unit.test_report_data import put_run
+
+    store, runs = tmp_path / "prod.db", tmp_path / "runs.db"
+    with Store(runs) as st:  # a baseline in another store, compared on what it scored (no --metrics)
+        put_run(st, "eval-x", {"faithfulness": {f"s{i}": 0.9 for i in range(12)}})
     proc = subprocess.Popen([sys.executable, "-m", "ragsight.cli", "monitor", "--otlp", "127.0.0.1:0", "--store",
                              str(store), "--sample", "0", "--settle", "0.2", "--judge", "openai:m",
-                             "--base-url", "http://127.0.0.1:9/v1"],
+                             "--base-url", "http://127.0.0.1:9/v1", "--baseline", "eval-x", "--baseline-store",
+                             str(runs)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OPENAI_API_KEY": "sk-test"})
     assert proc.stdout is not None
@@ -59,12 +64,14 @@ def test_the_command_receives_until_sigterm_and_status_reports_it(tmp_path: Path
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "stopped; 3 requests stored" in out
+    assert "ragsight monitor: baseline run eval-x: faithfulness 0.900 (12 scored)" in err
     r = cli("monitor", "status", "--store", str(store), "--json")
     s = json.loads(r.stdout)
     for key in ("received", "sampled", "evaluated", "pending"):
         assert type(s[key]) is int
     assert (s["received"], s["sampled"], s["evaluated"], s["pending"]) == (3, 0, 0, 0)
     assert s["settings"]["sample"] == 0.0 and s["budget"]["limit_usd"] is None
+    assert s["baseline"]["run_id"] == "eval-x" and s["baseline"]["metrics"]["faithfulness"]["n_scored"] == 12
     assert main(["monitor", "status", "--store", str(store)]) == 0
     assert "requests received 3; sampled 0" in capsys.readouterr().out
 
