@@ -150,3 +150,26 @@ def test_the_viewer_shows_the_calls_text_and_why_it_is_invalid() -> None:
     first = html.split('id="call-0"', 1)[1].split("</tr>", 1)[0]
     assert "get_weather(&lt;not JSON: {&quot;city&quot;: &quot;Par&gt;)" in first
     assert "invalid: $: arguments are not JSON: Unterminated string" in first and "no reference call" in first
+
+
+def test_a_turn_row_reads_arguments_given_as_json_text_the_same_way() -> None:
+    def turn(cid: str, calls: list[dict[str, Any]], reference: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"id": f"{cid}:0", "conversation_id": cid, "turn": 0, "question": "Weather in Paris?",
+                "response": "Sunny.", "history": [{"role": "user", "content": "Weather in Paris?"}],
+                "tool_calls": calls, "reference_tool_calls": reference}
+
+    ref = [{"name": "get_weather", "args": {"city": "Paris"}}]
+    ds = load([turn("a", [{"name": "get_weather", "arguments": BROKEN}], ref),
+               turn("b", [{"name": "get_weather", "arguments": '{"city": "Paris"}'}], ref),
+               turn("c", [{"name": "get_weather", "args": {"city": "Paris"}}],
+                    [{"name": "get_weather", "arguments": BROKEN}])])
+    by_id = {s.id: s for s in ds.samples}
+    (broken,) = by_id["a:0"].tool_calls or ()
+    assert broken.malformed and broken.raw_args == BROKEN
+    assert by_id["b:0"].tool_calls == (ToolCall("get_weather", {"city": "Paris"}),)
+    (error,) = ds.errors  # a reference call's broken arguments: the data to fix
+    assert error.row == 3 and "the reference call of get_weather: arguments are not JSON" in error.message
+    (warning,) = [p for p in ds.problems if p.field == "tool_calls.arguments"]
+    assert warning.row == 1 and "sample 'a:0', call 0" in warning.message
+    accuracy, = resolve_metrics("tool_call_accuracy")
+    assert score(accuracy, by_id["a:0"]).value == 0.0 and score(accuracy, by_id["b:0"]).value == 1.0
