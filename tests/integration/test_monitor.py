@@ -86,7 +86,8 @@ def test_sdk_traces_are_stored_sampled_judged_and_land_as_runs(tmp_path: Path, r
     chosen = [t for t in ids if is_sampled(t, 3, 0.5)]
     assert 0 < len(chosen) < 12
     store = str(tmp_path / "prod.db")
-    wait_for(lambda: status_json(store)["evaluated"] == len(chosen))
+    # every request assembled (an unsampled one may still be settling when the sampled ones are judged)
+    wait_for(lambda: (now := status_json(store))["evaluated"] == len(chosen) and now["open"] == 0)
     s = status_json(store)
     assert (s["received"], s["sampled"], s["pending"], s["unsampled"]) == (12, len(chosen), 0, 12 - len(chosen))
     assert all(isinstance(s[k], int) for k in ("received", "sampled", "evaluated", "pending"))
@@ -310,3 +311,36 @@ def test_the_daily_budget_resets_with_the_utc_day(tmp_path: Path) -> None:
     with Store(store, create=False) as st:
         spent = dict(st.conn.execute("SELECT key, value FROM monitor_state WHERE key LIKE 'spent:%'").fetchall())
     assert len(spent) == 2 and all(_json.loads(v) >= 0 for v in spent.values())
+
+
+def test_a_window_significantly_below_a_baseline_run_is_an_alert_in_status(
+        tmp_path: Path, running: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragsight.cli import main
+    from ragsight.monitor import load_baseline
+    from tests.unit.test_report_data import put_run
+
+    runs = tmp_path / "runs.db"
+    with Store(runs) as st:  # a run as evaluate stores it: faithfulness all but perfect
+        put_run(st, "eval-before", {"faithfulness": {f"s{i}": 1.0 for i in range(20)}})
+        baseline = load_baseline(st, "eval-before", metrics=["faithfulness"], min_scored=5)
+    m = running(sample=1.0, min_scored=5, alpha=0.1, baseline=baseline)
+    tracer, _ = tracer_for(m.port)
+    send_requests(tracer, 9)  # the scripted judge finds one of the three answers half supported
+    store = str(tmp_path / "prod.db")
+    wait_for(lambda: any(a["kind"] == "baseline" for a in status_json(store)["alerts"]))
+    s = status_json(store)
+    (a,) = [a for a in s["alerts"] if a["kind"] == "baseline"]
+    assert a["metric"] == "faithfulness" and a["baseline_run"] == "eval-before" and a["baseline_n"] == 20
+    assert a["n_scored"] >= 5 and a["mean"] < 1.0 and 0 < a["p_value"] < 0.1
+    assert "below the baseline run eval-before" in a["message"]
+    assert s["settings"]["baseline_run"] == "eval-before"
+    assert s["baseline"]["metrics"]["faithfulness"] == {"mean": 1.0, "n_scored": 20}
+    # monitor check reads the baseline the monitor kept, though its run is in another store
+    capsys.readouterr()
+    assert main(["monitor", "check", "--store", store, "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["baseline_run"] == "eval-before" and "baseline" in {a["kind"] for a in got["alerts"]}
+    m.stop()  # started again without --baseline: it runs without one
+    running(sample=1.0).stop()
+    s = status_json(store)
+    assert s["baseline"] is None and s["settings"]["baseline_run"] is None

@@ -40,10 +40,15 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 def test_the_command_receives_until_sigterm_and_status_reports_it(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    store = tmp_path / "prod.db"
+    from tests.unit.test_report_data import put_run
+
+    store, runs = tmp_path / "prod.db", tmp_path / "runs.db"
+    with Store(runs) as st:  # a baseline in another store, compared on what it scored (no --metrics)
+        put_run(st, "eval-x", {"faithfulness": {f"s{i}": 0.9 for i in range(12)}})
     proc = subprocess.Popen([sys.executable, "-m", "ragsight.cli", "monitor", "--otlp", "127.0.0.1:0", "--store",
                              str(store), "--sample", "0", "--settle", "0.2", "--judge", "openai:m",
-                             "--base-url", "http://127.0.0.1:9/v1"],
+                             "--base-url", "http://127.0.0.1:9/v1", "--baseline", "eval-x", "--baseline-store",
+                             str(runs)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OPENAI_API_KEY": "sk-test"})
     assert proc.stdout is not None
@@ -59,12 +64,14 @@ def test_the_command_receives_until_sigterm_and_status_reports_it(tmp_path: Path
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "stopped; 3 requests stored" in out
+    assert "ragsight monitor: baseline run eval-x: faithfulness 0.900 (12 scored)" in err
     r = cli("monitor", "status", "--store", str(store), "--json")
     s = json.loads(r.stdout)
     for key in ("received", "sampled", "evaluated", "pending"):
         assert type(s[key]) is int
     assert (s["received"], s["sampled"], s["evaluated"], s["pending"]) == (3, 0, 0, 0)
     assert s["settings"]["sample"] == 0.0 and s["budget"]["limit_usd"] is None
+    assert s["baseline"]["run_id"] == "eval-x" and s["baseline"]["metrics"]["faithfulness"]["n_scored"] == 12
     assert main(["monitor", "status", "--store", str(store)]) == 0
     assert "requests received 3; sampled 0" in capsys.readouterr().out
 
@@ -110,3 +117,41 @@ def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry.proto.collector.trace.v1", None)
     with pytest.raises(MissingExtraError, match=r"ragsight\[monitor\]"):
         proto()
+
+
+def test_check_against_a_baseline_run_and_the_refusals_naming_run_and_metric(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.unit.test_report_data import put_run
+
+    prod, runs = tmp_path / "prod.db", tmp_path / "runs.db"
+    with Store(prod) as st:
+        for i in range(12):
+            st.conn.execute("INSERT INTO monitor_scores VALUES (?,?,?,?,?)",
+                            (f"t{i}", "faithfulness", "scored", 0.5 + (i % 3) / 10, 7200.0 + i))
+    with Store(runs) as st:
+        put_run(st, "eval-high", {"faithfulness": {f"s{i}": 0.9 + (i % 2) / 10 for i in range(12)}})
+        put_run(st, "eval-same", {"faithfulness": {f"s{i}": 0.5 + (i % 3) / 10 for i in range(12)}})
+        put_run(st, "eval-other", {"answer_relevancy": {f"s{i}": 0.9 for i in range(12)}})
+    base = ["monitor", "check", "--store", str(prod), "--baseline-store", str(runs), "--window", "1h"]
+    assert main([*base, "--baseline", "eval-high", "--metrics", "faithfulness", "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    (alert,) = got["alerts"]
+    assert got["baseline_run"] == "eval-high"
+    assert alert["kind"] == "baseline" and alert["baseline_run"] == "eval-high" and alert["n_scored"] == 12
+    assert 0 < alert["p_value"] < 0.01 and alert["test"] == "one-sided Welch t-test"
+    assert main([*base, "--baseline", "eval-same", "--metrics", "faithfulness"]) == 0
+    assert "no alert" in capsys.readouterr().out
+    # refused before anything, naming the run, the metric, the store
+    assert main([*base, "--baseline", "eval-missing", "--metrics", "faithfulness"]) == 2
+    err = capsys.readouterr().err
+    assert "no run 'eval-missing'" in err and len(err.strip().splitlines()) == 1
+    assert main([*base, "--baseline", "eval-other", "--metrics", "faithfulness"]) == 2
+    assert "run eval-other" in (err := capsys.readouterr().err) and "did not score faithfulness" in err
+    assert main(["monitor", "check", "--store", str(prod), "--baseline", "eval-high"]) == 2  # not in prod.db
+    assert "no run 'eval-high'" in capsys.readouterr().err
+    assert main(["monitor", "check", "--store", str(prod), "--baseline-store", str(runs)]) == 2
+    assert "give the run too" in capsys.readouterr().err
+    assert main(["monitor", "--store", str(tmp_path / "new.db"), "--baseline", "eval-high", "--judge", "openai:m",
+                 "--metrics", "faithfulness"]) == 2
+    assert "no store at" in capsys.readouterr().err
+    assert not (tmp_path / "new.db").exists()

@@ -13,7 +13,7 @@ from ragsight.cli import main
 from ragsight.judge import Judge
 from ragsight.sweep import asweep, load_sweep
 from tests.fakes.embedder import TableEmbedder
-from tests.integration.test_report_browser import ARTIFACTS, browse
+from tests.integration.test_report_browser import artifacts, browse
 from tests.unit.test_sweep import (
     generator_provider,
     judge_provider,
@@ -35,8 +35,7 @@ async def test_sweep_report_renders_in_chromium(tmp_path: Path) -> None:
     store.close()
     page = tmp_path / "sweep.html"
     assert main(["sweep", "report", "t", "--store", str(db), "--html", str(page)]) == 0
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "sweep-report-browser.png"
+    shot = artifacts(tmp_path) / "sweep-report-browser.png"
     shot.unlink(missing_ok=True)
     dom, log = browse(tmp_path, page, "--dump-dom", f"--screenshot={shot}")
     console = [ln for ln in log.splitlines() if ":CONSOLE" in ln]

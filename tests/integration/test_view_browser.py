@@ -1,8 +1,8 @@
 """``ragsight view`` in a real browser (headless Chromium, driven over the DevTools protocol by
 ``tests/cdp.py``): navigation, filters, search, labelling with the keyboard, labels read back
 through the store and by ``calibrate``, hostile text inert, and the token refusal when the viewer
-listens on another address. Screenshots go to artifacts/ (and, with RAGSIGHT_DOC_SHOTS=1, to
-docs/img/ for docs/review.md).
+listens on another address. Screenshots go under the test's tmp_path, or to
+$RAGSIGHT_TEST_ARTIFACTS when set (and, with RAGSIGHT_DOC_SHOTS=1, to docs/img/ for docs/review.md).
 
 Needs /usr/bin/chromium (scripts/ci_system_deps.sh installs it); skipped without it, except in CI.
 """
@@ -22,19 +22,19 @@ from ragsight.cli import main
 from ragsight.store import claim_key
 from ragsight.view import ViewServer, make_server
 from tests.cdp import Browser
-from tests.integration.test_report_browser import ARTIFACTS, ROOT, chromium
+from tests.integration.test_report_browser import artifacts, chromium
 from tests.unit.test_report_data import PARIS_CLAIMS, scripted_runs
 
 pytestmark = pytest.mark.slow  # a browser and a dozen pages: about 10 s
 
-DOC_IMG = ROOT / "docs" / "img"
+DOC_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
-def shot(b: Browser, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    b.screenshot(ARTIFACTS / f"{name}.png")
+def shot(b: Browser, name: str, tmp_path: Path) -> None:
+    folder = artifacts(tmp_path)
+    b.screenshot(folder / f"{name}.png")
     if os.environ.get("RAGSIGHT_DOC_SHOTS"):
-        shutil.copy(ARTIFACTS / f"{name}.png", DOC_IMG / f"{name}.png")
+        shutil.copy(folder / f"{name}.png", DOC_IMG / f"{name}.png")
 
 
 @pytest.fixture
@@ -68,13 +68,13 @@ def listed(b: Browser) -> list[str]:
                        ".map(a => a.textContent)"))
 
 
-def test_browse_filter_search_and_label_with_the_keyboard(served: ViewServer, browser: Browser,
+def test_browse_filter_search_and_label_with_the_keyboard(served: ViewServer, browser: Browser, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     b, base = browser, served.url()
     b.goto(base)
     clean(b)
     assert b.eval("Array.from(document.querySelectorAll('td a')).map(a => a.textContent)") == ["run-B", "run-A"]
-    shot(b, "view-runs")
+    shot(b, "view-runs", tmp_path)
 
     b.click('a[href="/run/run-A"]')
     b.wait_for("location.pathname === '/run/run-A' && document.readyState === 'complete'")
@@ -94,7 +94,7 @@ def test_browse_filter_search_and_label_with_the_keyboard(served: ViewServer, br
     b.wait_for("location.search.includes('q=Guido') && document.readyState === 'complete'")
     assert sorted(listed(b)) == ["nocontext", "python"]
     clean(b)
-    shot(b, "view-run")
+    shot(b, "view-run", tmp_path)
 
     # label paris: a name once, then the keyboard only
     b.goto(base + "run/run-A/sample/paris")
@@ -108,7 +108,7 @@ def test_browse_filter_search_and_label_with_the_keyboard(served: ViewServer, br
     b.wait_for("document.body.dataset.saved === '3'")
     assert b.eval("document.getElementById('status').className") == "status"
     clean(b)
-    shot(b, "view-sample")
+    shot(b, "view-sample", tmp_path)
     with Store(served.app.store_path) as store:
         got = {(lb.metric, lb.claim, lb.value, lb.who) for lb in store.labels("run-A")}
     assert got == {("faithfulness", None, 1.0, "ana"),
@@ -152,7 +152,7 @@ def test_browse_filter_search_and_label_with_the_keyboard(served: ViewServer, br
     assert b.eval("document.querySelectorAll('#paired tbody tr').length") == 2
     assert b.eval("document.querySelectorAll('#changed tbody tr').length") >= 2
     clean(b)
-    shot(b, "view-compare")
+    shot(b, "view-compare", tmp_path)
 
 
 def test_a_viewer_on_another_address_refuses_the_browser_without_its_token(tmp_path: Path,

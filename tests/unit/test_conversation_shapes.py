@@ -133,13 +133,13 @@ def test_openai_messages_load_with_the_system_message_as_role_and_the_tool_resul
 def test_a_bad_message_names_conversation_message_and_field_and_the_rest_loads(tmp_path: Path) -> None:
     bad = json.loads(json.dumps(OPENAI))
     bad["id"] = "broken"
-    bad["messages"][2]["tool_calls"][0]["function"]["arguments"] = "{city: Paris"
+    bad["messages"][2]["reference_tool_calls"] = [{"name": "get_weather", "arguments": "{city: Paris"}]
     f = tmp_path / "chats.jsonl"
     f.write_text("\n".join(json.dumps(r) for r in (OPENAI, bad, DEEPEVAL)) + "\n")
     ds = Dataset.load(f)
     assert [s.conversation_id for s in ds.samples] == ["weather-1"] * 2 + ["shoes"] * 3
     (p,) = ds.problems
-    assert (p.row, p.field) == (2, "messages[2].tool_calls[0].arguments")
+    assert (p.row, p.field) == (2, "messages[2].reference_tool_calls[0].arguments")
     assert "conversation 'broken', message 2" in p.message and "not valid JSON" in p.message
 
 

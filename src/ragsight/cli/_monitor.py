@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -17,18 +18,22 @@ from ..embed import EmbedderSpec
 from ..errors import ConfigError, RagsightError
 from ..judge import JudgeSpec
 from ..monitor import (
+    Baseline,
     EvalSettings,
     Limits,
     Monitor,
     MonitorConfig,
     current_alerts,
+    load_baseline,
     parse_address,
     parse_alert,
     parse_window,
+    saved_baseline,
     settings_of,
     status,
     windows,
 )
+from ..store import Store
 from ._common import EXIT_FAILED, EXIT_OK, add_store, open_existing, out, say
 
 __all__ = ["register"]
@@ -38,6 +43,8 @@ EPILOG = """examples:
       --max-cost-per-day 5 --window 1h --alert "faithfulness<0.7" --webhook http://127.0.0.1:9000/hook
   ragsight monitor status --store prod.db --json
   ragsight monitor check --store prod.db --alert "faithfulness<0.7"      (exit 1 when an alert holds)
+  ragsight monitor ... --metrics faithfulness --baseline RUN --baseline-store runs.db
+      (alert when a window is significantly below the scores of a run 'ragsight evaluate' stored)
 point an OpenTelemetry exporter at it: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces
 (OpenInference or OpenLLMetry instrumentation). It runs until Ctrl-C or SIGTERM; a restart on the
 same store goes on where it stopped. See docs/monitor.md."""
@@ -73,6 +80,11 @@ def register(sub: Any) -> None:
                    help="scored samples a window needs before it can alert (default 10)")
     p.add_argument("--alert-p", type=float, metavar="P",
                    help="an alert when a window is worse than the previous one at this p (default 0.01)")
+    p.add_argument("--baseline", metavar="RUN",
+                   help="alert when a window is worse than this stored run's scores (an id, a prefix or last; "
+                        "one-sided Welch t-test at --alert-p); check: instead of the monitor's own")
+    p.add_argument("--baseline-store", metavar="PATH",
+                   help="the store that holds the --baseline run (default: --store)")
     p.add_argument("--webhook", metavar="URL", help="POST each alert as JSON to this URL (retried)")
     p.add_argument("--settle", type=float, default=5.0, metavar="SECONDS",
                    help="a trace is complete when its root span ended and nothing came for this long (default 5)")
@@ -93,6 +105,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     rules = [parse_alert(a) for a in args.alert]
     if args.alert_p is not None and not 0 < args.alert_p < 1:
         raise ConfigError(f"--alert-p takes a p-value between 0 and 1, not {args.alert_p:g}")
+    if args.baseline_store and not args.baseline:
+        raise ConfigError("--baseline-store names the store of a --baseline RUN; give the run too")
+    if args.action == "status" and args.baseline:
+        raise ConfigError("monitor status shows the alerts the monitor raised, with its own baseline; "
+                          "try the baseline with 'monitor check --baseline RUN'")
     if args.action == "status":
         return _status(args, window_s)
     if args.action == "check":
@@ -131,18 +148,22 @@ def _num(x: float | None) -> str:
 
 
 def _check(args: argparse.Namespace, window_s: float | None, rules: list[Any]) -> int:
-    """The alerts that hold now, read from the store's scores with the given rules (the monitor's
-    own rules, window length, minimum and p when not given)."""
+    """The alerts that hold now, read from the store's scores with the given rules and baseline
+    (the monitor's own rules, baseline, window length, minimum and p when not given)."""
     with open_existing(args.store) as st:
         own = settings_of(st.conn)
         window_s = window_s or float(own.get("window_s") or 3600.0)
         ws = windows(st.conn, window_s)
+        own_baseline = saved_baseline(st.conn)
     min_scored = args.min_scored if args.min_scored is not None else int(own.get("min_scored") or 10)
     alpha = args.alert_p if args.alert_p is not None else float(own.get("alpha") or 0.01)
     rules = rules or [parse_alert(r) for r in own.get("alerts") or []]  # none given: the monitor's own
-    alerts = current_alerts(ws, rules, min_scored=min_scored, alpha=alpha)
+    metrics = ",".join(args.metrics) if args.metrics else own.get("metrics")
+    baseline = _baseline(args, metrics, min_scored) if args.baseline else own_baseline
+    alerts = current_alerts(ws, rules, min_scored=min_scored, alpha=alpha, baseline=baseline)
     if args.json:
-        print(json.dumps({"alerts": [a.to_dict() for a in alerts], "windows": len(ws)}, allow_nan=False))
+        print(json.dumps({"alerts": [a.to_dict() for a in alerts], "windows": len(ws),
+                          "baseline_run": baseline.run_id if baseline is not None else None}, allow_nan=False))
     elif alerts:
         for a in alerts:
             say(out, f"ALERT {a.kind}: {a.message}", markup=False)
@@ -169,14 +190,18 @@ def _run(args: argparse.Namespace, window_s: float, rules: list[Any]) -> int:
     if args.max_cost_per_day is not None:
         _check_price(judge)
     metrics = ",".join(v for v in args.metrics if v.strip()) if args.metrics else None
+    min_scored = 10 if args.min_scored is None else args.min_scored
+    baseline = _baseline(args, metrics, min_scored) if args.baseline else None
+    if baseline is not None:  # on stderr: the first line of stdout says where it listens
+        print(f"ragsight monitor: {baseline.describe()}", file=sys.stderr, flush=True)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logging.getLogger("ragsight.monitor").addHandler(handler)
     logging.getLogger("ragsight.monitor").setLevel(logging.INFO)
     config = MonitorConfig(
         store=args.store, host=host, port=port, sample=args.sample, seed=args.seed, settle_s=args.settle,
-        window_s=window_s, alerts=tuple(rules), min_scored=10 if args.min_scored is None else args.min_scored,
-        alpha=0.01 if args.alert_p is None else args.alert_p,
+        window_s=window_s, alerts=tuple(rules), min_scored=min_scored,
+        alpha=0.01 if args.alert_p is None else args.alert_p, baseline=baseline,
         webhook=args.webhook, token=args.token, max_queue=args.max_queue,
         limits=Limits(int(args.max_body_mb * 1024 * 1024), args.max_spans),
         evaluation=EvalSettings(metrics=metrics, judge=judge,
@@ -210,6 +235,17 @@ def _run(args: argparse.Namespace, window_s: float, rules: list[Any]) -> int:
     print(f"ragsight monitor: stopped; {info['received']:,} requests stored, {info['evaluated']:,} evaluated, "
           f"{info['pending']:,} pending (the next start goes on with them)", flush=True)
     return EXIT_OK
+
+
+def _baseline(args: argparse.Namespace, metrics: str | None, min_scored: int) -> Baseline:
+    """The --baseline run read from its store (--baseline-store, else --store), checked against
+    the monitor's metrics: a missing store, run or metric is a one-line error before anything."""
+    path = args.baseline_store or args.store
+    if path != ":memory:" and not os.path.exists(path):
+        raise ConfigError(f"--baseline {args.baseline}: no store at {path}; give the store that holds the run "
+                          "with --baseline-store")
+    with Store(path, create=False) as st:
+        return load_baseline(st, args.baseline, metrics=metrics, min_scored=min_scored)
 
 
 def _check_price(judge: Any) -> None:

@@ -24,16 +24,30 @@ ROLES = ("system", "user", "assistant", "tool")
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A call of a tool: its name and arguments (JSON values), and the id a provider gave it."""
+    """A call of a tool: its name and arguments (JSON values), and the id a provider gave it.
+
+    An agent's call whose arguments arrived as text that is not a JSON object (a model's broken
+    JSON) keeps that text in ``raw_args`` and why in ``args_error``, with ``args`` empty: the call
+    was made, and the metrics count its arguments as invalid rather than losing the conversation."""
 
     name: str
     args: Mapping[str, Any] = field(default_factory=dict)
     id: str | None = None
+    raw_args: str | None = None
+    args_error: str | None = None
+
+    @property
+    def malformed(self) -> bool:
+        """Whether the arguments could not be read (see ``raw_args``)."""
+        return self.args_error is not None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "args": dict(self.args)}
         if self.id is not None:
             out["id"] = self.id
+        if self.args_error is not None:
+            out["raw_args"] = self.raw_args
+            out["args_error"] = self.args_error
         return out
 
 

@@ -189,16 +189,23 @@ class _Reader:
         except FieldError as exc:
             raise self.fail(field, exc.message, turn) from None
 
-    def args(self, field: str, value: Any, turn: int) -> dict[str, Any]:
+    def args(self, field: str, value: Any, turn: int, reference: bool = True) -> dict[str, Any] | tuple[str, str]:
+        """A call's arguments; for an agent's call (not ``reference``) whose arguments are text
+        that is not a JSON object: (the text, why), kept on the call (``ToolCall.raw_args``)."""
         if is_missing(value):
             return {}
         padded = self.arrow
         if isinstance(value, str):  # OpenAI: the arguments as a JSON string (never padded)
             padded = False
+            raw = value
             try:
                 value = json.loads(value) if value.strip() else {}
             except (json.JSONDecodeError, RecursionError) as exc:
+                if not reference:
+                    return raw, f"arguments are not JSON: {exc}"
                 raise self.fail(field, f"the arguments are not valid JSON ({exc}); give a JSON object.", turn) from None
+            if not reference and as_map(value) is None:
+                return raw, f"arguments are not a JSON object: {type(value).__name__}"
         value = as_map(value)
         if value is None:
             raise self.fail(field, "the arguments must be an object of name: value.", turn)
@@ -212,7 +219,9 @@ class _Reader:
                 self.note(_WARN_ARROW)
         return out
 
-    def tool_calls(self, field: str, value: Any, turn: int) -> tuple[ToolCall, ...]:
+    def tool_calls(self, field: str, value: Any, turn: int, reference: bool = False) -> tuple[ToolCall, ...]:
+        """The calls in ``value``. An agent's call whose arguments are text that is not a JSON
+        object is kept with that text (``ToolCall.raw_args``); a reference call's is a FieldError."""
         value = self.cell(field, to_plain(value))
         if is_missing(value):
             return ()
@@ -231,9 +240,36 @@ class _Reader:
                 raise self.fail(f"{where}.name", "a tool call has no name.", turn)
             arg_key = next((k for k in ("args", "arguments", "input_parameters", "inputParameters", "input")
                             if k in src), None)
-            args = self.args(f"{where}.{arg_key or 'args'}", src.get(arg_key) if arg_key else None, turn)
-            cid = m.get("id")
-            out.append(ToolCall(name.strip(), args, None if is_missing(cid) else str(cid)))
+            given = src.get(arg_key) if arg_key else None
+            if arg_key is None and isinstance(src.get("raw_args"), str):  # ragsight's own, written back
+                given = src["raw_args"]
+            args = self.args(f"{where}.{arg_key or 'args'}", given, turn, reference)
+            cid = None if is_missing(m.get("id")) else str(m.get("id"))
+            if isinstance(args, tuple):
+                out.append(ToolCall(name.strip(), {}, cid, raw_args=args[0], args_error=args[1]))
+            else:
+                out.append(ToolCall(name.strip(), args, cid))
+        return tuple(out)
+
+    def invalid_calls(self, field: str, value: Any, turn: int) -> tuple[ToolCall, ...]:
+        """LangChain's ``AIMessage.invalid_tool_calls`` (``{name, args, id, error}``: a call whose
+        arguments the model wrote as broken JSON), each kept as a call whose arguments are not
+        JSON; one without a name is noted and left out."""
+        value = to_plain(value)
+        if is_missing(value) or not isinstance(value, (list, tuple)):
+            return ()
+        out = []
+        for item in value:
+            m = as_map(item)
+            name = m.get("name") if m is not None else None
+            if m is None or not isinstance(name, str) or not name.strip():
+                self.note(f"a LangChain invalid tool call without a name ({field}) was left out: it names no tool")
+                continue
+            raw = m.get("args")
+            raw_text = raw if isinstance(raw, str) else json.dumps(to_plain(raw), ensure_ascii=False, default=str)
+            why = m.get("error") if isinstance(m.get("error"), str) and m.get("error") else "LangChain could not parse them"
+            cid = None if is_missing(m.get("id")) else str(m.get("id"))
+            out.append(ToolCall(name.strip(), {}, cid, raw_args=raw_text, args_error=f"arguments are not JSON: {why}"))
         return tuple(out)
 
     def contexts(self, field: str, value: Any, turn: int,
@@ -326,6 +362,7 @@ def _message(r: _Reader, field: str, i: int, m: Mapping[str, Any], role: str,
     if uses and not calls and not m.get("tool_calls"):  # Anthropic's tool_use blocks
         calls = r.tool_calls(f"{where}.content", uses, i)
     calls = calls or r.tool_calls(f"{where}.tool_calls", m.get("tool_calls"), i)
+    calls += r.invalid_calls(f"{where}.invalid_tool_calls", m.get("invalid_tool_calls"), i)
     ctx_key = next((k for k in ("contexts", "retrieved_contexts", "retrieval_context") if k in m), None)
     ctxs, ctx_ids = r.contexts(f"{where}.{ctx_key}", m[ctx_key], i) if ctx_key else (None, None)
     rid = m.get("retrieved_ids")
@@ -334,7 +371,7 @@ def _message(r: _Reader, field: str, i: int, m: Mapping[str, Any], role: str,
     ref = r.text(f"{where}.reference", m.get("reference"), i) if m.get("reference") is not None else None
     refc = m.get("reference_tool_calls")
     return [Turn("assistant", body, contexts=ctxs, retrieved_ids=ctx_ids, reference=ref, tool_calls=calls,
-                 reference_tool_calls=None if refc is None else r.tool_calls(f"{where}.reference_tool_calls", refc, i))]
+                 reference_tool_calls=None if refc is None else r.tool_calls(f"{where}.reference_tool_calls", refc, i, True))]
 
 
 def _read_messages(r: _Reader, field: str, msgs: Sequence[Mapping[str, Any]], role_key: str,
@@ -376,7 +413,7 @@ def _read_ragas(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
         fields["expected_outcome"] = r.text(r.keys["reference"], ref)
     refc = r.get("reference_tool_calls")
     if refc is not None:
-        fields["reference_tool_calls"] = r.tool_calls(r.keys["reference_tool_calls"], refc, 0)
+        fields["reference_tool_calls"] = r.tool_calls(r.keys["reference_tool_calls"], refc, 0, True)
     if system:
         fields["system_role"] = "\n".join(system)
     meta = r.meta({"user_input", "messages", "reference", "reference_tool_calls"})
@@ -394,7 +431,7 @@ def _read_openai(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
         fields["system_role"] = "\n".join(system)
     ref_key = next((k for k in _REFERENCE_CALLS if k in r.keys and r.get(k) is not None), None)
     if ref_key is not None:  # the calls the whole conversation should make
-        fields["reference_tool_calls"] = r.tool_calls(r.keys[ref_key], r.get(ref_key), 0)
+        fields["reference_tool_calls"] = r.tool_calls(r.keys[ref_key], r.get(ref_key), 0, True)
     meta = r.meta({"messages", "scenario", "expected_outcome", "system_role", "chatbot_role", *_REFERENCE_CALLS})
     return Conversation(_conversation_id(r, turns), tuple(turns), metadata=meta, **fields), r.notes
 
@@ -434,7 +471,7 @@ def _deepeval_turn(r: _Reader, field: str | None, i: int, m: Mapping[str, Any],
     ref_key = next((mk[k] for k in ("expected_output", "reference") if k in mk), None)
     ref = r.text(f"{at}{ref_key}", m[ref_key], i) if ref_key and not is_missing(m[ref_key]) else None
     exp_key = next((mk[k] for k in ("expected_tools", "reference_tool_calls") if k in mk), None)
-    expected = r.tool_calls(f"{at}{exp_key}", m[exp_key], i) if exp_key and not is_missing(
+    expected = r.tool_calls(f"{at}{exp_key}", m[exp_key], i, True) if exp_key and not is_missing(
         to_plain(m[exp_key])) else None
     content = r.text(f"{at}content", m.get("content"), i) or ""
     outputs = []
@@ -481,7 +518,7 @@ def _read_deepeval(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
         fields["system_role"] = "\n".join(system)
     refc = r.get("reference_tool_calls")
     if refc is not None:
-        fields["reference_tool_calls"] = r.tool_calls(r.keys["reference_tool_calls"], refc, 0)
+        fields["reference_tool_calls"] = r.tool_calls(r.keys["reference_tool_calls"], refc, 0, True)
     meta = r.meta({"turns", "scenario", "expected_outcome", "system_role", "chatbot_role", "reference_tool_calls"})
     return Conversation(_conversation_id(r, turns), tuple(turns), metadata=meta, **fields), r.notes
 

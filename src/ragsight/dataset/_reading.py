@@ -31,13 +31,29 @@ _TURN_FIELDS = ("conversation_id", "turn", "history", "tool_calls", "reference_t
                 "expected_outcome", "system_role")
 
 
-def _tool_call(value: Any) -> ToolCall:
+def _tool_call(value: Any, reference: bool = False) -> ToolCall:
+    """A call as ragsight writes it (``{name, args, id}``, arguments that are not JSON in
+    ``raw_args``), or with OpenAI's arguments as JSON text: an agent's call whose text is not a
+    JSON object is kept with it, a reference call's is a FieldError."""
     m = row_mapping(value)
     if m is None or not isinstance(m.get("name"), str):
         raise FieldError("tool_calls", "a tool call must be an object with a name and args.")
-    args = m.get("args")
-    return ToolCall(m["name"], dict(args) if isinstance(args, Mapping) else {},
-                    None if m.get("id") is None else str(m["id"]))
+    args = m.get("args", m.get("arguments"))
+    error = m.get("args_error")
+    raw = m.get("raw_args") if isinstance(error, str) else None
+    if isinstance(args, str) and error is None:  # OpenAI's arguments as JSON text
+        raw = args
+        try:
+            args = json.loads(args) if args.strip() else {}
+            error = None if isinstance(args, Mapping) else f"arguments are not a JSON object: {type(args).__name__}"
+        except (json.JSONDecodeError, RecursionError) as exc:
+            error = f"arguments are not JSON: {exc}"
+    if reference and isinstance(error, str):
+        raise FieldError("reference_tool_calls", f"the reference call of {m['name']}: {error}; give a JSON object.")
+    return ToolCall(m["name"], dict(args) if isinstance(args, Mapping) and error is None else {},
+                    None if m.get("id") is None else str(m["id"]),
+                    raw_args=str(raw or "") if isinstance(error, str) else None,
+                    args_error=error if isinstance(error, str) else None)
 
 
 def _turn(value: Any) -> Turn:
@@ -54,7 +70,7 @@ def _turn(value: Any) -> Turn:
         role=m["role"], content=str(m.get("content") or ""), contexts=texts("contexts"),
         retrieved_ids=texts("retrieved_ids"), reference=m.get("reference"),
         tool_calls=tuple(_tool_call(c) for c in m.get("tool_calls") or ()),
-        reference_tool_calls=None if refc is None else tuple(_tool_call(c) for c in refc),
+        reference_tool_calls=None if refc is None else tuple(_tool_call(c, True) for c in refc),
         tool_call_id=m.get("tool_call_id"), name=m.get("name"), is_error=m.get("is_error") is True,
     )
 
@@ -110,7 +126,7 @@ def split_turn_fields(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[s
         out["history"] = None if history is None else tuple(_turn(t) for t in history)
         for key in ("tool_calls", "reference_tool_calls"):
             v = raw.get(key)
-            out[key] = None if v is None else tuple(_tool_call(c) for c in v)
+            out[key] = None if v is None else tuple(_tool_call(c, key == "reference_tool_calls") for c in v)
     except TypeError:
         raise FieldError("history", "the turn's history or tool calls are not lists of objects.") from None
     for key in ("scenario", "expected_outcome", "system_role"):
@@ -199,6 +215,14 @@ class RowReader:
         for x in conv_samples:
             self.ids[x.id] = rown
             self.explicit.add(x.id)
+        for i, turn in enumerate(conv.turns):  # an agent's call with broken arguments: kept, counted
+            for j, call in enumerate(turn.tool_calls):
+                if call.malformed:
+                    self.problems.append(RowProblem(
+                        self.source, rown, "tool_calls.arguments",
+                        f"warning: conversation '{conv.id}', message {i}, call {j}: the '{call.name}' call's "
+                        f"{call.args_error}; the call is kept with its text, counted invalid by "
+                        "tool_argument_validity and matching no reference call"))
         return conv_samples
 
     def row(self, raw: Mapping[str, Any], rown: int) -> Sample | None:
@@ -214,6 +238,12 @@ class RowReader:
             return None
         for fname, note in got.notes:
             self.problems.append(RowProblem(source, rown, fname, "warning: " + note))
+        for j, call in enumerate(sample.tool_calls or ()):  # a turn row's call with broken arguments
+            if call.malformed:
+                self.problems.append(RowProblem(source, rown, "tool_calls.arguments", (
+                    f"warning: sample '{sample.id}', call {j}: the '{call.name}' call's {call.args_error}; the call "
+                    "is kept with its text, counted invalid by tool_argument_validity and matching no reference "
+                    "call")))
         for column, meant in got.misnamed:
             self.misnamed.setdefault(column, meant)
         self.columns.update((str(k), None) for k in raw)

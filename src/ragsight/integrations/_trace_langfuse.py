@@ -1,7 +1,10 @@
 """Langfuse's trace export to samples: traces with their observations (or observations alone,
 grouped by ``traceId``), one sample per trace from its retriever observations' documents (in the
 shapes LangChain, LlamaIndex and OpenInference store them), its input and its output or last
-generation's; the trace's ``sessionId`` kept for grouping into conversations.
+generation's; the trace's ``sessionId`` kept for grouping into conversations. A trace without a
+retriever whose observations include TOOL calls is an agent's: a conversation row
+(:mod:`._trace_langfuse_agent`). Langfuse's OpenTelemetry spans are read the same way, turned
+into observations first (:func:`langfuse_spans`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ._trace_common import (
     _time,
     _too_deep,
 )
+from ._trace_langfuse_agent import langfuse_agent_row, langfuse_observations
 
 _LF_RETRIEVER_NAMES = re.compile(r"retriev", re.I)
 
@@ -147,6 +151,20 @@ def _langfuse(items: Sequence[Any], result: TraceImport) -> None:
             result.sessions[tid] = (_id_text(session) if session not in (None, "") else None, start)
 
 
+def _latency(trace: Mapping[str, Any], obs: Sequence[Mapping[str, Any]], bad: Any) -> float | None:
+    """The trace's latency in seconds (rounded), else from its observations' times; ``bad`` is
+    told a given latency that is not a finite number."""
+    given = trace.get("latency")
+    latency = _number(given)
+    if latency is None:
+        if given is not None and bad is not None:
+            bad(given)
+        starts = [t for o in obs if (t := _time(o.get("startTime"))) is not None]
+        ends = [t for o in obs if (t := _time(o.get("endTime"))) is not None]
+        latency = _number(max(ends) - min(starts)) if starts and ends else None
+    return round(float(latency), 6) if latency is not None else None
+
+
 def _langfuse_row(trace_id: str, trace: Mapping[str, Any], observations: Sequence[Mapping[str, Any]],
                   result: TraceImport) -> dict[str, Any] | None:
     obs = sorted(observations, key=lambda o: _time(o.get("startTime")) or 0.0)
@@ -163,6 +181,11 @@ def _langfuse_row(trace_id: str, trace: Mapping[str, Any], observations: Sequenc
                   or (str(o.get("type", "")).upper() == "SPAN" and _LF_RETRIEVER_NAMES.search(str(o.get("name") or "")))]
     generations = [o for o in obs if str(o.get("type", "")).upper() == "GENERATION"]
     if not retrievers:
+        agent = langfuse_agent_row(trace_id, trace, obs, root, {
+            "trace_id": trace_id, "trace_name": trace.get("name"), "latency_s": _latency(trace, obs, None),
+            "source": "langfuse", **{k: trace[k] for k in ("sessionId", "userId") if trace.get(k)}})
+        if agent is not None:  # an agent's tool calls: a conversation row
+            return agent
         result.skipped["no retriever observation: not a RAG request"] += 1
         return None
     docs: list[dict[str, Any]] = []
@@ -192,26 +215,33 @@ def _langfuse_row(trace_id: str, trace: Mapping[str, Any], observations: Sequenc
     if answer is None:
         result.problems.append(TraceProblem(trace_id, "no answer: no output on the trace, its root "
                                             "observation or a generation", imported=True))
-    given = trace.get("latency")
-    latency = _number(given)
-    if latency is None:
-        if given is not None:
-            result.problems.append(TraceProblem(trace_id, f"latency {_shown(given)} is not a finite number; "
-                                                "taken from the observations' times", imported=True,
-                                                missing=False))
-        starts = [t for o in obs if (t := _time(o.get("startTime"))) is not None]
-        ends = [t for o in obs if (t := _time(o.get("endTime"))) is not None]
-        latency = _number(max(ends) - min(starts)) if starts and ends else None
+    latency = _latency(trace, obs, lambda given: result.problems.append(TraceProblem(
+        trace_id, f"latency {_shown(given)} is not a finite number; taken from the observations' times",
+        imported=True, missing=False)))
     meta: dict[str, Any] = {
         "trace_id": trace_id, "trace_name": trace.get("name"),
         "retriever_observation_ids": [o.get("id") for o in retrievers],
         "generation_observation_id": generations[-1].get("id") if generations else None,
         "retrieval_scores": [d["score"] for d in docs],
         "documents": [{"id": d["id"], "score": d["score"], "metadata": d["metadata"]} for d in docs],
-        "latency_s": round(float(latency), 6) if latency is not None else None,
+        "latency_s": latency,
         "source": "langfuse",
     }
     for key in ("sessionId", "userId"):
         if trace.get(key):
             meta[key] = trace[key]
     return _row(trace_id, question, docs, answer, meta)
+
+
+def langfuse_spans(trace_id: str, spans: Sequence[Any], result: TraceImport) -> tuple[bool, dict[str, Any] | None]:
+    """One trace's spans written by Langfuse's SDK (``langfuse.observation.type``) read as its
+    export is: (whether they are Langfuse's, the row or None)."""
+    got = langfuse_observations(spans)
+    if got is None:
+        return False, None
+    trace, obs = got
+    row = _langfuse_row(trace_id, trace, obs, result)
+    if row is not None:
+        session = trace.get("sessionId")
+        result.sessions[trace_id] = (_id_text(session) if session not in (None, "") else None, spans[0].start)
+    return True, row

@@ -26,6 +26,7 @@ from ._trace_common import (
     _score,
     _shown,
 )
+from ._trace_langfuse import langfuse_spans
 from ._trace_spans import _Span
 
 _DOC_KEY = re.compile(r"^(retrieval\.documents|reranker\.output_documents)\.([0-9]+)\.document\.(\w+)$")
@@ -85,6 +86,12 @@ def _openinference(spans: Sequence[_Span], result: TraceImport) -> None:
     for trace_id, trace in by_trace.items():
         trace.sort(key=lambda s: (s.start if s.start is not None else float("inf")))
         if not any(s.kind for s in trace):
+            langfuse, row = langfuse_spans(trace_id, trace, result)  # Langfuse's SDK wrote them
+            if langfuse:
+                _span_notes(trace_id, trace, result, imported=row is not None)
+                if row is not None:
+                    result.rows.append(row)
+                continue
             result.skipped["no OpenInference span (openinference.span.kind) in the trace"] += 1
             _span_notes(trace_id, trace, result, imported=False)
             continue

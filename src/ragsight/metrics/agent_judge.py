@@ -194,6 +194,8 @@ class ToolSelection(_AgentJudged):
 
 
 def _key(call: ToolCall) -> str:
+    if call.malformed:  # arguments that are not JSON: the same text is the same call
+        return json.dumps([call.name.strip(), None, call.raw_args], ensure_ascii=False)
     return json.dumps([call.name.strip(), normal_args(call.args)], sort_keys=True, ensure_ascii=False)
 
 

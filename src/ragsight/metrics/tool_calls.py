@@ -81,20 +81,29 @@ def normal_args(args: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): json.dumps(_normal(v), sort_keys=True, ensure_ascii=False) for k, v in args.items()}
 
 
-def _key(call: ToolCall) -> str:
+def _key(call: ToolCall, side: str = "") -> str:
+    if call.malformed:  # arguments that are not JSON equal nothing on the other side, not even the same text
+        return json.dumps([call.name.strip(), None, side, call.raw_args], ensure_ascii=False)
     return json.dumps([call.name.strip(), normal_args(call.args)], sort_keys=True, ensure_ascii=False)
 
 
 def call_text(call: ToolCall) -> str:
-    """A call as a person reads it: ``name(a=1, b="x")``."""
+    """A call as a person reads it: ``name(a=1, b="x")``; one whose arguments are not JSON shows
+    their text (cut at 200 characters): ``name(<not JSON: {"city": "Par>)``."""
+    if call.malformed:
+        raw = call.raw_args or ""
+        return f"{call.name}(<not JSON: {raw[:200]}{'...' if len(raw) > 200 else ''}>)"
     args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}" for k, v in call.args.items())
     return f"{call.name}({args})"
 
 
 def _credit(call: ToolCall, ref: ToolCall) -> tuple[float, list[str]]:
-    """(credit of the pair, names of the arguments that differ)."""
+    """(credit of the pair, names of the arguments that differ); a call whose arguments are not
+    JSON earns nothing."""
     if call.name.strip() != ref.name.strip():
         return 0.0, []
+    if call.malformed or ref.malformed:
+        return 0.0, ["(arguments not JSON)"]
     a, b = normal_args(call.args), normal_args(ref.args)
     names = sorted(set(a) | set(b))
     if not names:
@@ -326,12 +335,12 @@ class ToolCallF1(_ToolCallMetric):
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         calls, reference = self.calls(ctx.sample)
-        made, want = Counter(_key(c) for c in calls), Counter(_key(r) for r in reference)
+        made, want = Counter(_key(c, "made") for c in calls), Counter(_key(r, "reference") for r in reference)
         tp = sum((made & want).values())
         left = made & want
         extra: list[str] = []
         for c in calls:  # calls not matched, in order (the first copies of a key match first)
-            k = _key(c)
+            k = _key(c, "made")
             if left[k] > 0:
                 left[k] -= 1
             else:
@@ -339,7 +348,7 @@ class ToolCallF1(_ToolCallMetric):
         left = made & want
         missing: list[str] = []
         for r in reference:
-            k = _key(r)
+            k = _key(r, "reference")
             if left[k] > 0:
                 left[k] -= 1
             else:

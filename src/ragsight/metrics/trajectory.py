@@ -24,8 +24,9 @@ on the order of the search.
 
 ``tool_argument_validity``: the share of calls whose arguments validate against their tool's JSON
 Schema (``jsonschema``, ``pip install 'ragsight[agents]'``); a call of a tool the data does not
-list is invalid; a call of a tool without a schema is not counted. Skipped without tools in the
-data, undetermined when no call could be checked.
+list is invalid, and so is a call whose arguments are not JSON (``ToolCall.raw_args``); a call of
+a tool without a schema is not counted. Skipped without tools in the data, undetermined when no
+call could be checked.
 """
 
 from __future__ import annotations
@@ -97,6 +98,10 @@ def _args_match(mode: str, keys: Sequence[str], made: Mapping[str, Any], want: M
 
 
 def _matches(call: ToolCall, ref: ToolCall, mode: str, keys: Sequence[str]) -> bool:
+    """Same name and matching arguments; a call whose arguments are not JSON matches nothing, in
+    every argument mode (the tool could not have run with them)."""
+    if call.malformed or ref.malformed:
+        return False
     return call.name.strip() == ref.name.strip() and _args_match(mode, keys, call.args, ref.args)
 
 
@@ -235,7 +240,9 @@ def validate_calls(calls: Sequence[ToolCall], tools: Sequence[ToolSpec]) -> list
         tool = by_name.get(call.name.strip())
         if tool is not None and tool.server:
             row["server"] = tool.server
-        if tool is None:
+        if call.malformed:  # invalid whatever the schema: there are no arguments to check
+            row.update(valid=False, errors=[{"path": "$", "message": str(call.args_error)}])
+        elif tool is None:
             row.update(valid=False, errors=[{"path": "$", "message": f"no tool named '{call.name}' among the "
                                              f"{len(by_name)} available"}])
         elif tool.parameters is None:

@@ -9,6 +9,7 @@ docs/monitor.md.
     monitor.start(); ...; monitor.stop()
 """
 
+from ._baseline import Baseline, load_baseline, saved_baseline
 from ._evaluator import EvalSettings, Evaluator
 from ._ledger import is_sampled
 from ._ledger import settings as settings_of
@@ -32,6 +33,7 @@ __all__ = [
     "Alert",
     "AlertRule",
     "AlertSinks",
+    "Baseline",
     "DecodeError",
     "EvalSettings",
     "Evaluator",
@@ -46,10 +48,12 @@ __all__ = [
     "decode_request",
     "find_alerts",
     "is_sampled",
+    "load_baseline",
     "parse_address",
     "parse_alert",
     "parse_window",
     "proto",
+    "saved_baseline",
     "settings_of",
     "status",
     "windows",

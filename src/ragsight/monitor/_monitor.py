@@ -17,6 +17,7 @@ from typing import Any
 from ..store import Store
 from . import _ledger
 from ._assemble import assemble_due
+from ._baseline import Baseline, save_baseline
 from ._evaluator import EvalSettings, Evaluator
 from ._otlp import proto
 from ._receiver import Limits, Receiver
@@ -35,7 +36,8 @@ class MonitorConfig:
     quiet after its root span before it is read as complete; ``max_open_s``: how long one
     without a root span waits. ``max_queue``: sampled requests waiting for the judge beyond
     which new ones are counted not evaluated. ``min_scored`` and ``alpha``: an alert's minimum
-    of scored values in a window and the drop test's level."""
+    of scored values in a window and the level of the tests against the previous window and
+    against ``baseline`` (a run's scores, :func:`load_baseline`)."""
 
     store: str
     host: str = "127.0.0.1"
@@ -48,6 +50,7 @@ class MonitorConfig:
     alerts: Sequence[AlertRule] = ()
     min_scored: int = 10
     alpha: float = 0.01
+    baseline: Baseline | None = None
     webhook: str | None = None
     token: str | None = None
     max_queue: int = 10_000
@@ -74,7 +77,9 @@ class Monitor:
                 "min_scored": config.min_scored, "alpha": config.alpha,
                 "max_cost_per_day": config.evaluation.max_cost_per_day,
                 "metrics": _metrics_text(config.evaluation.metrics),
-                "judge": _judge_name(config.evaluation.judge), "started_at": clock()})
+                "judge": _judge_name(config.evaluation.judge), "started_at": clock(),
+                "baseline_run": config.baseline.run_id if config.baseline is not None else None})
+            save_baseline(self._intake.conn, config.baseline)
             self.receiver = Receiver((config.host, config.port), self._intake.conn, token=config.token,
                                      limits=config.limits, clock=clock)
         except BaseException:
@@ -141,7 +146,8 @@ class Monitor:
         c = self.config
         since = self.clock() - 50 * c.window_s
         ws = windows(st.conn, c.window_s, since=since)
-        self.sinks.record(st.conn, find_alerts(ws, c.alerts, min_scored=c.min_scored, alpha=c.alpha),
+        self.sinks.record(st.conn, find_alerts(ws, c.alerts, min_scored=c.min_scored, alpha=c.alpha,
+                                               baseline=c.baseline),
                           now=self.clock())
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _ledger
+from ._baseline import Baseline, saved_baseline
 from ._windows import Alert, AlertRule, Window, find_alerts, windows
 
 __all__ = ["current_alerts", "status"]
@@ -52,6 +53,7 @@ def status(conn: sqlite3.Connection, *, window_s: float | None = None, last: int
         "runs": int(conn.execute("SELECT count(DISTINCT run_id) FROM monitor_requests WHERE run_id IS NOT NULL"
                                  ).fetchone()[0]),
         "settings": settings,
+        "baseline": _baseline_summary(saved_baseline(conn)),
         "window_s": length,
         "windows": [w.to_dict() for w in ws],
         "alerts": alerts,
@@ -59,7 +61,7 @@ def status(conn: sqlite3.Connection, *, window_s: float | None = None, last: int
 
 
 def current_alerts(ws: Sequence[Window], rules: Sequence[AlertRule], *, min_scored: int,
-                   alpha: float) -> list[Alert]:
+                   alpha: float, baseline: Baseline | None = None) -> list[Alert]:
     """The alerts of each metric's latest window with ``min_scored`` scored values: what holds
     now (an older window's alert that a later window cleared is not among them)."""
     latest: dict[str, float] = {}
@@ -67,5 +69,13 @@ def current_alerts(ws: Sequence[Window], rules: Sequence[AlertRule], *, min_scor
         for metric, mw in w.metrics.items():
             if mw.scored >= min_scored:
                 latest[metric] = w.start
-    return [a for a in find_alerts(ws, rules, min_scored=min_scored, alpha=alpha)
+    return [a for a in find_alerts(ws, rules, min_scored=min_scored, alpha=alpha, baseline=baseline)
             if latest.get(a.metric) == a.window_start]
+
+
+def _baseline_summary(b: Baseline | None) -> dict[str, Any] | None:
+    """The baseline the monitor runs with: its run, store and, per metric, mean and count."""
+    if b is None:
+        return None
+    return {"run_id": b.run_id, "store": b.store,
+            "metrics": {m: {"mean": sum(v) / len(v), "n_scored": len(v)} for m, v in sorted(b.values.items())}}

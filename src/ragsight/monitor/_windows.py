@@ -13,7 +13,10 @@ Alerts, for a window with at least ``min_scored`` scored values of a metric:
   one-sided Welch t-test (:func:`ragsight._stats.group_comparison`, the two-sample test of
   ``calibrate``; the windows hold different requests, so no pairing) with p below ``alpha``.
   Said with its p-value. Every metric with scores is tested, each window against the one
-  before: with many metrics some drops at p < 0.01 are chance, which the p-value lets one weigh.
+  before: with many metrics some drops at p < 0.01 are chance, which the p-value lets one weigh;
+- ``baseline``: the mean worse than a named baseline run's scores of the metric (``--baseline
+  RUN``, :mod:`._baseline`) by the same one-sided Welch t-test with p below ``alpha``, said with
+  its p-value.
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ import datetime as dt
 import math
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._stats import group_comparison, summarize
 from ..errors import ConfigError
 from ..metrics import REGISTRY
+from ._baseline import Baseline
 
 __all__ = ["Alert", "AlertRule", "MetricWindow", "Window", "find_alerts", "parse_alert", "parse_window", "windows"]
 
@@ -151,7 +155,7 @@ class Alert:
     window_start: float
     window_s: float
     metric: str
-    kind: str  # below, drop
+    kind: str  # below, drop, baseline
     message: str
     detail: dict[str, Any]
 
@@ -170,9 +174,10 @@ def _f(x: float | None) -> str:
 
 
 def find_alerts(ws: Sequence[Window], rules: Sequence[AlertRule], *, min_scored: int = 10,
-                alpha: float = 0.01) -> list[Alert]:
-    """Every alert the windows raise (oldest window first)."""
+                alpha: float = 0.01, baseline: Baseline | None = None) -> list[Alert]:
+    """Every alert the windows raise (oldest window first); with ``baseline``, its alerts too."""
     out: list[Alert] = []
+    base: Mapping[str, Sequence[float]] = baseline.values if baseline is not None else {}
     last: dict[str, Window] = {}  # per metric: the latest earlier window with enough scores
     for w in ws:
         for metric, mw in sorted(w.metrics.items()):
@@ -203,5 +208,24 @@ def find_alerts(ws: Sequence[Window], rules: Sequence[AlertRule], *, min_scored:
                                       "n_scored": mw.scored, "previous_mean": pm.mean, "previous_n": pm.scored,
                                       "previous_start": _iso(prev.start), "p_value": cmp.p_value,
                                       "test": "one-sided Welch t-test"}))
+            if baseline is not None and metric in base:
+                out.extend(_against_baseline(w, mw, baseline.run_id, base[metric], alpha))
             last[metric] = w
     return out
+
+
+def _against_baseline(w: Window, mw: MetricWindow, run_id: str, values: Sequence[float],
+                      alpha: float) -> list[Alert]:
+    lower = _lower_is_better(mw.metric)
+    cmp = group_comparison(mw.values, values, "greater") if lower else group_comparison(values, mw.values, "greater")
+    if cmp.p_value is None or cmp.p_value >= alpha:
+        return []
+    bmean = sum(values) / len(values)
+    word = "above" if lower else "below"
+    return [Alert(w.start, w.length, mw.metric, "baseline",
+                  f"{mw.metric} {_f(mw.mean)} [{_f(mw.ci_low)}, {_f(mw.ci_high)}] in the window {w.label()} "
+                  f"({mw.scored} scored) is {word} the baseline run {run_id} ({_f(bmean)}, {len(values)} scored): "
+                  f"one-sided Welch t-test p={cmp.p_value:.2g}",
+                  {"mean": mw.mean, "ci_low": mw.ci_low, "ci_high": mw.ci_high, "n_scored": mw.scored,
+                   "baseline_run": run_id, "baseline_mean": bmean, "baseline_n": len(values),
+                   "p_value": cmp.p_value, "test": "one-sided Welch t-test"})]

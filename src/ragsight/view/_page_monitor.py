@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ..monitor import Window, find_alerts, parse_alert, status, windows
+from ..monitor import Window, find_alerts, parse_alert, saved_baseline, status, windows
 from ._assets import e, t, url
 
 __all__ = ["has_monitor", "monitor_body", "window_arg", "window_body"]
@@ -77,7 +77,8 @@ def monitor_body(conn: sqlite3.Connection, window_s: float | None, rules: Sequen
     min_scored = int(settings.get("min_scored", 10))
     alpha = float(settings.get("alpha", 0.01))
     parsed = [parse_alert(r) for r in (list(rules) or settings.get("alerts", []))]
-    alerts = find_alerts(ws, parsed, min_scored=min_scored, alpha=alpha)
+    baseline = saved_baseline(conn)
+    alerts = find_alerts(ws, parsed, min_scored=min_scored, alpha=alpha, baseline=baseline)
     out = [f"<h1>Monitor</h1><p class=\"muted\">Windows of {length:g} s by the time each request started; "
            "means with their 95% bootstrap CIs. This page reloads every 10 seconds.</p>"]
     counts = [("received", "requests stored"), ("sampled", "sampled"), ("evaluated", "evaluated"),
@@ -90,6 +91,9 @@ def monitor_body(conn: sqlite3.Connection, window_s: float | None, rules: Sequen
     b = info["budget"]
     limit = "no daily limit" if b["limit_usd"] is None else f"limit ${b['limit_usd']:g}"
     out.append(f"<p>Spent today (UTC {e(b['day'])}): ${b['spent_usd']:.4f} ({e(limit)}).</p>")
+    if baseline is not None:
+        out.append(f'<p id="monitor-baseline">Each window is compared with the {t(baseline.describe())}, by a '
+                   f"one-sided Welch t-test at p &lt; {alpha:g}.</p>")
     if alerts:
         out.append('<h2>Alerts</h2><ul id="monitor-alerts">' + "".join(
             f'<li class="warn" data-kind="{e(a.kind)}" data-metric="{e(a.metric)}">{t(a.message)}</li>'

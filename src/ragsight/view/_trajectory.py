@@ -46,7 +46,8 @@ def trajectory_field(sample: Sample, scores: Mapping[str, Score]) -> str:
     body = []
     for s in steps:
         tool = tool_named(tools, s.call.name.strip())
-        args = json.dumps(dict(s.call.args), ensure_ascii=False, sort_keys=True)
+        args = (f"<not JSON: {s.call.raw_args}>" if s.call.malformed
+                else json.dumps(dict(s.call.args), ensure_ascii=False, sort_keys=True))
         v = validity.get(s.index)
         if v is None:
             valid = ""
