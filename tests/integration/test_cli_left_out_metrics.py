@@ -77,3 +77,18 @@ def test_named_on_its_own_a_refused_metric_stops_the_run_before_any_call(
     assert "agent_goal_accuracy is refused for the embedded judge (local:qwen2.5-coder-1.5b)" in err
     assert "Leave it out of the metrics to run the rest" in err
     assert posing.requests == [] and not store.exists()
+
+
+def test_the_dry_run_leaves_out_what_the_run_would(
+    posing: ScriptedProvider, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = tmp_path / "chats.jsonl"
+    data.write_text(json.dumps(CHAT) + "\n")
+    code = main(["evaluate", str(data), "--metrics", "conversation", "--dry-run", "--store", str(tmp_path / "r.db")])
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    assert "warning: left out: agent_goal_accuracy (refused for the embedded judge" in " ".join(got.err.split())
+    printed = " ".join(got.out.split())
+    assert "knowledge_retention" in printed
+    assert "agent_goal_accuracy" not in printed and "conversation_completeness" not in printed
+    assert posing.requests == []  # an estimate calls nothing

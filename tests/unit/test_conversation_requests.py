@@ -189,13 +189,13 @@ def test_named_beside_a_group_a_refused_metric_still_stops_the_run() -> None:
 
 def test_a_group_with_nothing_left_to_run_stops_with_the_reasons() -> None:
     from ragsight.errors import ConfigError
-    from ragsight.run._preflight import _refusals
+    from ragsight.run._preflight import split_refused
 
     judge = Judge(local_posing())
     with pytest.raises(ConfigError, match=r"^no metric to run: left out: agent_goal_accuracy \(refused for the "
                                           r"embedded judge"):
-        _refusals([AgentGoalAccuracy()], judge, named=set())
-    kept, left = _refusals([AgentGoalAccuracy(), ConversationCompleteness()], Judge(ScriptedProvider()), named=set())
+        split_refused([AgentGoalAccuracy()], judge, named=set())
+    kept, left = split_refused([AgentGoalAccuracy(), ConversationCompleteness()], Judge(ScriptedProvider()), named=set())
     assert [m.key for m in kept] == ["agent_goal_accuracy", "conversation_completeness"] and left == {}
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "ping",
     "preflight_embedder",
     "prepare",
+    "split_refused",
 ]
 
 # The embedder a remote judge's run uses when none is named and the offline one is not
@@ -148,7 +149,7 @@ def left_out_line(left_out: dict[str, str]) -> str:
     return "left out: " + "; ".join(f"{key} ({why})" for key, why in left_out.items())
 
 
-def _refusals(chosen: Sequence[Metric], judge: Judge | None,
+def split_refused(chosen: Sequence[Metric], judge: Judge | None,
               named: Collection[str] | None) -> tuple[list[Metric], dict[str, str]]:
     """The metrics a run computes with ``judge`` and those left out: a metric the judge cannot
     score right (:meth:`Metric.refuses`) stops the run when it was named on its own (``named``;
@@ -183,7 +184,7 @@ async def prepare(chosen: Sequence[Metric], plan: Plan, notice: Any,
     need_judge = any(m.needs_judge for m in chosen)
     judge = plan.judge.make(policy=plan.options.policy, notice=notice) if need_judge else None
     try:
-        chosen, left_out = _refusals(chosen, judge, named)
+        chosen, left_out = split_refused(chosen, judge, named)
     except BaseException:
         if judge is not None:
             await judge.aclose()
