@@ -177,8 +177,9 @@ async def prepare(chosen: Sequence[Metric], plan: Plan, notice: Any,
     whatever was opened is closed.
 
     A metric the judge refuses stops the run when it is in ``named`` (the metrics named on their
-    own; None: all of them); chosen by a group, it is left out (``Parts.left_out``, said through
-    ``notice``, or as a warning without one) and the caller runs the others."""
+    own; None: all of them); chosen by a group, it is left out (``Parts.left_out``, said in a
+    UserWarning, which the command line prints as "warning: left out: ...") and the caller runs
+    the others."""
     if plan.options.preflight:
         check_packages(chosen)
     need_judge = any(m.needs_judge for m in chosen)
