@@ -77,15 +77,36 @@ def labelled_report() -> None:
     print("human-labelled development claims the rule touches (judge P(Yes) of the bare probe):")
     for name in LABELLED:
         mine = [r for r in rows if r[0] == name]
-        right = wrong = 0
+        n_dev = len(validity.load_set(name, "dev"))
+        right = wrong = agree_before = agree_after = agree_judge = 0
+        y, p_before, p_after = [], [], []
         for _, row, sig, j in mine:
-            before, after = combine(j, sig, conflict_guard=False) >= 0.5, combine(j, sig) >= 0.5
+            label = bool(validity.label_of(name, row))
+            pb, pa = combine(j, sig, conflict_guard=False), combine(j, sig)
+            before, after = pb >= 0.5, pa >= 0.5
+            agree_before += before == label
+            agree_after += after == label
+            agree_judge += (j >= 0.5) == label
+            y.append(label)
+            p_before.append(pb)
+            p_after.append(pa)
             if before != after:
-                ok = after == bool(validity.label_of(name, row))
+                ok = after == label
                 right += ok
                 wrong += not ok
-        print(f"  {name:<9} {len(mine)} touched ({sum(validity.label_of(name, r[1]) for r in mine)} supported); "
-              f"at 0.5: {right} made right, {wrong} made wrong")
+        pos = sum(y)
+        print(f"  {name:<9} {len(mine)} touched of {n_dev} development claims ({pos} supported); at 0.5: "
+              f"{right} made right, {wrong} made wrong; agreement with the label on the touched claims: "
+              f"combined {agree_before} of {len(mine)} before, {agree_after} with the guard "
+              f"(judge alone {agree_judge})")
+        if 0 < pos < len(y):
+            import numpy as np
+            from _stats import auroc_pairs
+
+            yy = np.array(y)
+            for what, v in (("before", p_before), ("with the guard", p_after)):
+                vv = np.array(v)
+                print(f"            AUROC on the touched claims, {what}: {auroc_pairs(vv[yy], vv[~yy]):.3f}")
 
 
 async def judge_all(rows: list[dict[str, Any]]) -> dict[str, float]:

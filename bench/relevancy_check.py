@@ -66,6 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "stopped part way has its finished rows there")
     ap.add_argument("--explain", default="unsupported", choices=["none", "unsupported", "all"],
                     help="which verdicts get a reason (default: the No verdicts; none saves their generation)")
+    ap.add_argument("--fit", action="store_true",
+                    help="after the figures, the scale of the judged P by the rule of docs/validity.md "
+                         "(#answer-relevancy-scale): Platt scaling fitted on the development pairs, checked "
+                         "on the others, balanced accuracy at 0.5 before and after (from the judge's own P, "
+                         "so a run made before or after the map was shipped gives the same fit)")
     args = ap.parse_args(argv)
 
     import ragsight
@@ -108,8 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sims:
             cosine[r["id"]] = float(np.mean(sims))
         addresses = d.get("addresses")
-        if addresses:
-            judged[r["id"]] = float(addresses["probability"])
+        if addresses:  # the judge's own P (kept as judge_p once a map of it is the value)
+            judged[r["id"]] = float(addresses.get("judge_p", addresses["probability"]))
         qs = " | ".join(q["question"] for q in d.get("questions") or ())
         p = f" P {judged[r['id']]:.3f}" if r["id"] in judged else ""
         why = f" ({addresses['reason']})" if addresses and addresses.get("reason") else ""
@@ -120,7 +125,86 @@ def main(argv: Sequence[str] | None = None) -> int:
     report("cosine", rows, cosine)
     if judged:
         report("judged P", rows, judged)
+    if args.fit:
+        fit_scale(read_jsonl(SET), judged)
     return 0
+
+
+def split_pairs(rows: list[dict]) -> tuple[set[str], set[str]]:
+    """The rule's split: the pairs (the two answers to one question), single-turn and follow-ups
+    apart, in the order of the file, alternately development (1st, 3rd, ...) and check."""
+    dev: set[str] = set()
+    check: set[str] = set()
+    for follow in (False, True):
+        keys = list(dict.fromkeys(r["id"].rsplit("-", 1)[0] for r in rows if ("history" in r) == follow))
+        for i, k in enumerate(keys):
+            (dev if i % 2 == 0 else check).add(k)
+    return dev, check
+
+
+def platt(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(a, b) of P' = sigmoid(a * logit(P) + b) by maximum likelihood with Platt's targets
+    ((N+ + 1) / (N+ + 2) for a positive row, 1 / (N- + 2) for a negative one)."""
+    from scipy.optimize import minimize
+
+    from ragsight.analyses._calibrated import logit
+
+    x = np.array([logit(v) for v in p])
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    t = np.where(y == 1, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
+
+    def loss(ab: np.ndarray) -> float:
+        z = ab[0] * x + ab[1]
+        return float(np.sum(np.logaddexp(0, z) - t * z))  # -sum(t log s(z) + (1 - t) log(1 - s(z)))
+
+    got = minimize(loss, np.array([1.0, 0.0]), method="BFGS")
+    return float(got.x[0]), float(got.x[1])
+
+
+def _read_at(name: str, p: np.ndarray, y: np.ndarray) -> str:
+    yes = p >= 0.5
+    tpr, tnr = float(yes[y == 1].mean()), float((~yes[y == 0]).mean())
+    return (f"{name:<9} balanced accuracy at 0.5 {(tpr + tnr) / 2:.3f}  responds read right {int(yes[y == 1].sum())} "
+            f"of {int((y == 1).sum())}, does not {int((~yes[y == 0]).sum())} of {int((y == 0).sum())}  "
+            f"AUROC {auroc_pairs(p[y == 1], p[y == 0]):.3f}  range responds {p[y == 1].min():.2f}-{p[y == 1].max():.2f}"
+            f", does not {p[y == 0].min():.2f}-{p[y == 0].max():.2f}")
+
+
+def fit_scale(rows: list[dict], judged: dict[str, float]) -> None:
+    """The rule of docs/validity.md#answer-relevancy-scale, applied and reported."""
+    dev, _ = split_pairs(rows)
+    part = {r["id"]: ("dev" if r["id"].rsplit("-", 1)[0] in dev else "check") for r in rows}
+    label = {r["id"]: int(bool(r["metadata"]["addresses"])) for r in rows}
+    have = [r["id"] for r in rows if r["id"] in judged]
+    missing = [r["id"] for r in rows if r["id"] not in judged]
+    print(f"\nscale (rule: docs/validity.md#answer-relevancy-scale): {len(have)} rows with a judged P"
+          + (f"; without one: {', '.join(missing)}" if missing else ""))
+    ids = {k: [i for i in have if part[i] == k] for k in ("dev", "check")}
+    ids["all"] = have
+    p = {k: np.array([judged[i] for i in v]) for k, v in ids.items()}
+    y = {k: np.array([label[i] for i in v]) for k, v in ids.items()}
+    a, b = platt(p["dev"], y["dev"])
+    print(f"  Platt on the development rows ({len(ids['dev'])}): P' = sigmoid({a:.6f} * logit(P) + {b:.6f})"
+          f"{'' if a > 0 else '  (a <= 0: not monotone increasing, cannot ship)'}")
+
+    from ragsight.analyses._calibrated import logit
+
+    def mapped(v: np.ndarray) -> np.ndarray:
+        return np.array([1 / (1 + np.exp(-(a * logit(x) + b))) for x in v])
+
+    for k in ("dev", "check", "all"):
+        print(f"  {k} ({len(ids[k])} rows)")
+        print("    " + _read_at("P", p[k], y[k]))
+        print("    " + _read_at("P'", mapped(p[k]), y[k]))
+    pc, yc = p["check"], y["check"]
+    q = mapped(pc)
+
+    def bal(v: np.ndarray) -> float:
+        return float(((v[yc == 1] >= 0.5).mean() + (v[yc == 0] < 0.5).mean()) / 2)
+
+    ships = (a > 0 and bal(q) > bal(pc) and (q[yc == 1] >= 0.5).mean() > 0.5 and (q[yc == 0] < 0.5).mean() > 0.5)
+    print(f"  by the rule: {'ships' if ships else 'does not ship'} (check rows: balanced accuracy "
+          f"{bal(pc):.3f} -> {bal(q):.3f})")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The real embedded judge on answer relevancy: an answer on the question's subject that tells
 something else is judged not to respond, below the answer that does, while the cosine of its
-generated question with the question stays as high as a correct answer's (the gzip manual).
+generated question with the question stays as high as a correct answer's (the gzip manual); the
+correct answer passes 0.5 on the scale shipped for the judge's model.
 
 Slow: loads the embedded model once per session; four calls.
 """
@@ -38,6 +39,9 @@ async def test_a_same_subject_answer_to_another_question_is_judged_not_to_respon
           f"off {off.value:.3f} (cosine {off.evidence.details['mean_similarity']:.3f})")
     assert on.value is not None and off.value is not None
     assert off.value < on.value and off.value < 0.4
+    # the judge's P of a correct answer runs low (0.35-0.59); on its model's scale it passes 0.5
+    assert on.value >= 0.5 and on.evidence.details["addresses"]["verdict"] is True
+    assert on.evidence.details["addresses"]["judge_p"] < on.value
     # what the cosine could not see: the off-topic answer's question is still close to the question
     assert off.evidence.details["mean_similarity"] > 0.85
     assert off.evidence.details["addresses"]["verdict"] is False

@@ -130,7 +130,7 @@ def test_the_embedded_judge_is_refused_at_preflight_with_the_reason() -> None:
     row = {"id": "c", "conversation_id": "c", "expected_outcome": "The booking AB12 is refunded.",
            "history": [{"role": t.role, "content": t.content} for t in ASKED]}
     for metric in ("conversation_completeness", "agent_goal_accuracy"):
-        with pytest.raises(ConfigError, match=f"^{metric} is not scored with the embedded judge "
+        with pytest.raises(ConfigError, match=f"^{metric} is refused for the embedded judge "
                                               r"\(local:scripted\): on chats written to check it"):
             ragsight.evaluate([row], [metric], judge=provider)
     assert provider.requests == []  # refused before any call
@@ -138,3 +138,72 @@ def test_the_embedded_judge_is_refused_at_preflight_with_the_reason() -> None:
     provider.choice_handlers["knowledge_retention_choice"] = lambda v: 0.9
     got = ragsight.evaluate([row], ["knowledge_retention"], judge=provider).scores["c"]["knowledge_retention"]
     assert got.value == 1.0
+
+
+def local_posing(**handlers: Any) -> ScriptedProvider:
+    provider = ScriptedProvider(choice_handlers={"conversation_completeness_choice": lambda v: 0.9,
+                                                 "agent_goal_choice": lambda v: 0.9,
+                                                 "knowledge_retention_choice": lambda v: 0.9, **handlers})
+    provider.name = "local:scripted"  # what the embedded judge's provider is called
+    return provider
+
+
+CHAT = {"id": "c", "conversation_id": "c", "expected_outcome": "The booking AB12 is refunded.",
+        "history": [{"role": t.role, "content": t.content} for t in ASKED]}
+
+
+@pytest.mark.parametrize("group", ["all", "conversation"])
+def test_a_group_leaves_the_refused_metrics_out_says_so_and_records_it(group: str, tmp_path: Any) -> None:
+    import ragsight
+    from ragsight.result import load_result
+
+    provider = local_posing()
+    with pytest.warns(UserWarning, match=r"left out: agent_goal_accuracy \(refused for the embedded judge "
+                                         r"\(local:scripted\): on chats written to check it.*\); conversation_completeness "
+                                         r"\(refused for the embedded judge.*; the other metrics run"):
+        result = ragsight.evaluate([CHAT], group, judge=provider, store=str(tmp_path / "r.db"))
+    assert "knowledge_retention" in result.summary and result.scores["c"]["knowledge_retention"].value == 1.0
+    assert "conversation_completeness" not in result.summary and "agent_goal_accuracy" not in result.summary
+    steps = {c.prompt_id for c in provider.requests}
+    assert "conversation_completeness_choice" not in steps and "agent_goal_choice" not in steps
+    left = result.overall_detail.left_out
+    assert set(left) >= {"conversation_completeness", "agent_goal_accuracy"}
+    assert left["agent_goal_accuracy"].startswith("refused for the embedded judge (local:scripted): on chats")
+    assert result.overall is not None  # the rest has an overall, which names what it leaves out
+    # the stored run keeps it: a run read back says the same
+    back = load_result(ragsight.Store(str(tmp_path / "r.db")), result.run_id)
+    assert back.config["left_out"] == result.config["left_out"]
+    assert set(back.overall_detail.left_out) >= {"conversation_completeness", "agent_goal_accuracy"}
+
+
+def test_named_beside_a_group_a_refused_metric_still_stops_the_run() -> None:
+    import ragsight
+    from ragsight.errors import ConfigError
+
+    provider = local_posing()
+    with pytest.raises(ConfigError, match=r"^agent_goal_accuracy is refused for the embedded judge .*Leave it out "
+                                          r"of the metrics to run the rest"):
+        ragsight.evaluate([CHAT], ["conversation", "agent_goal_accuracy"], judge=provider)
+    assert provider.requests == []
+
+
+def test_a_group_with_nothing_left_to_run_stops_with_the_reasons() -> None:
+    from ragsight.errors import ConfigError
+    from ragsight.run._preflight import split_refused
+
+    judge = Judge(local_posing())
+    with pytest.raises(ConfigError, match=r"^no metric to run: left out: agent_goal_accuracy \(refused for the "
+                                          r"embedded judge"):
+        split_refused([AgentGoalAccuracy()], judge, named=set())
+    kept, left = split_refused([AgentGoalAccuracy(), ConversationCompleteness()], Judge(ScriptedProvider()), named=set())
+    assert [m.key for m in kept] == ["agent_goal_accuracy", "conversation_completeness"] and left == {}
+
+
+def test_another_judge_runs_every_metric_of_the_group() -> None:
+    import ragsight
+
+    provider = local_posing()
+    provider.name = "openai-logprobs:scripted"  # a judge served elsewhere is not refused
+    result = ragsight.evaluate([CHAT], "conversation", judge=provider)
+    assert {"conversation_completeness", "agent_goal_accuracy"} <= set(result.summary)
+    assert "left_out" not in result.config and not result.overall_detail.left_out

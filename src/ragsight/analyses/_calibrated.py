@@ -41,6 +41,7 @@ from ..prompts import fence
 from ._signals import compute_signals, unfence
 
 __all__ = [
+    "ADDRESS_SCALE",
     "COEFFICIENTS",
     "DEFAULT_MODEL",
     "PRIOR_SOURCE",
@@ -55,6 +56,7 @@ __all__ = [
     "logit",
     "needs_prior",
     "number_capped",
+    "scale_addresses",
 ]
 
 # The source of the prior call: the claim asked against an empty context (same prompt).
@@ -188,6 +190,41 @@ COEFFICIENTS: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 # END COEFFICIENTS
+
+
+# The scale of answer relevancy's judged P(Yes) ("does the answer tell what the question asks
+# for?"), per judge model: Platt scaling, P' = sigmoid(coef * logit(P) + intercept), coef > 0 so
+# it ranks answers as P does. The embedded judge's P runs low (correct answers 0.35-0.59, the
+# others 0.18-0.38): at 0.5 its verdict called half the correct answers "does not respond".
+# Fitted on the development half of bench/relevancy_set.jsonl by the rule of docs/validity.md
+# (#answer-relevancy-scale), checked on the other half (`bench/relevancy_check.py --fit`).
+ADDRESS_SCALE: dict[str, dict[str, Any]] = {
+    "qwen2.5-coder-1.5b": {
+        "features": ["judge_logit"],
+        "mean": [0.0],
+        "scale": [1.0],
+        "coef": [3.67553],
+        "intercept": 1.742067,
+        "threshold": 0.5,
+        "fitted_on": "bench/relevancy_set.jsonl development pairs, 18 answers (9 respond), Platt's targets",
+    },
+}
+
+
+@functools.cache
+def _address_scale(model: str) -> CombinationModel | None:
+    d = ADDRESS_SCALE.get(model)
+    return CombinationModel.from_dict(d) if d is not None else None
+
+
+def scale_addresses(judge_p: float, *, model: str = DEFAULT_MODEL) -> float:
+    """Answer relevancy's value from the judge's P(Yes) that the answer responds: its shipped
+    scale for the judge model (:data:`ADDRESS_SCALE`), or ``judge_p`` unchanged (clipped to
+    [0, 1]) for a model without one."""
+    fitted = _address_scale(model)
+    if fitted is None:
+        return min(max(float(judge_p), 0.0), 1.0)
+    return fitted.predict(feature_values(judge_p, {}))
 
 
 @functools.cache

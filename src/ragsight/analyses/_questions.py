@@ -11,6 +11,7 @@ from ..calls import fit_for_judge
 from ..errors import OutputError
 from ..judge import Answer, JudgeFailedError, JudgeRejectedError
 from ..prompts import fence, load_prompt
+from ._calibrated import scale_addresses
 from ._text import LANGUAGE_NAMES, evident_language
 from ._types import AddressVerdict, GeneratedQuestions, lenient_bool, list_of_str, refs
 
@@ -77,8 +78,10 @@ async def generate(sa: SampleAnalyses) -> GeneratedQuestions:
 async def addresses(sa: SampleAnalyses, question: str) -> AddressVerdict:
     """Whether the response responds to ``question`` (the user's question, or a turn's question
     rewritten to stand alone): the embedded judge's P(Yes), read from one yes/no call with the
-    question first and the response last; a short reason asked for a No (or for every verdict
-    with explain="all"). Only for a judge with yes/no probabilities."""
+    question first and the response last, on its model's shipped scale (``scale_addresses``;
+    the bare P with ``calibrated=False``), the verdict at the run's threshold; a short reason
+    asked for a No (or for every verdict with explain="all"). Only for a judge with yes/no
+    probabilities."""
     judge = sa.need_judge()
     thr = sa.settings.support_threshold
     q_text = fence("question", question)
@@ -90,7 +93,9 @@ async def addresses(sa: SampleAnalyses, question: str) -> AddressVerdict:
                                  {"question": q_text, "response": r_text, "question_text": question,
                                   "response_text": sa.sample.response or ""},
                                  use_cache=sa.settings.use_cache)
-    p = float(ans.value["Yes"])
+    judge_p = float(ans.value["Yes"])
+    # the embedded judge's P runs low (correct answers 0.35-0.59): read on its shipped scale
+    p = scale_addresses(judge_p, model=judge.model) if sa.settings.calibrated else judge_p
     ok = p >= thr
     answers: list[Answer[Any]] = [ans]
     reason = ""
@@ -114,4 +119,4 @@ async def addresses(sa: SampleAnalyses, question: str) -> AddressVerdict:
             raise  # a rejected key stops the run; it is not a missing courtesy
         except JudgeFailedError:
             reason = ""  # a reason is a courtesy; the verdict stands without it
-    return AddressVerdict(question, p, ok, reason, refs(*answers))
+    return AddressVerdict(question, p, ok, reason, refs(*answers), judge_p)

@@ -181,14 +181,16 @@ class GeneratedQuestions:
 @dataclass(frozen=True)
 class AddressVerdict:
     """Whether the response responds to the question (answer relevancy, a judge with yes/no
-    probabilities): P(Yes), the verdict at the run's threshold, and a reason when one was asked
-    for (a verdict of No, or every verdict with explain="all")."""
+    probabilities): the probability (the judge's P(Yes) on its model's shipped scale, or P(Yes)
+    itself), the verdict at the run's threshold, a reason when one was asked for (a verdict of
+    No, or every verdict with explain="all"), and the judge's own P(Yes)."""
 
     question: str  # the question as judged (a turn's question rewritten to stand alone)
     probability: float
     addresses: bool
     reason: str = ""
     refs: tuple[JudgeCallRef, ...] = ()
+    judge_p: float | None = None  # the judge's P(Yes) before its scale (None: the same as probability)
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
         c.print(f"overall {ov.mean:.3f}: mean of {len(ov.entries)} metric means"
                 f"{' (↓ as 1 - mean)' if inverted else ''}, harmonic mean {_fmt(ov.harmonic)}{clamped}")
     for key, why in ov.left_out.items():
-        if len(result.summary) > 1:
+        if len(result.summary) > 1 or key not in result.summary:  # a metric a group chose and the judge refused
             say(c, Text(f"LEFT OUT of the overall: {key}: {why}", style="bold red"))
     st = result.judge_stats
     if st:

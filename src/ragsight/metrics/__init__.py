@@ -83,6 +83,7 @@ __all__ = [
     "load_rubrics",
     "metric_names",
     "metrics_of_run",
+    "named_on_their_own",
     "register",
     "resolve_metrics",
 ]
@@ -249,6 +250,26 @@ def resolve_metrics(specs: Iterable[str] | str | None, samples: Sequence[Sample]
             raise ConfigError(f"no metric selected: {'; '.join(empty_groups)}")
         raise ConfigError("no metric selected; name at least one with --metrics")
     _check_tool_call_level(out, samples)
+    return out
+
+
+def named_on_their_own(specs: Iterable[str | Metric] | str | None) -> set[str]:
+    """The keys of the metrics named on their own in ``specs`` (a name, a name with parameters,
+    or an instance), not chosen by ``all``, ``default`` or a group: a metric the judge cannot
+    score right is refused when named, and left out, said, when a group chose it."""
+    if specs is None:
+        return set()
+    items = _split_specs(specs) if isinstance(specs, str) else list(specs)
+    out: set[str] = set()
+    for x in items:
+        if isinstance(x, Metric):
+            out.add(x.key)
+            continue
+        spec = x.strip()
+        if not spec or spec.lower() in ("default", "core", "all", *GROUPS):
+            continue
+        name, params = parse_spec(spec)
+        out.add(name + spec[len(name):] if params else name)
     return out
 
 

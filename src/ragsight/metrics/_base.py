@@ -87,8 +87,10 @@ class Metric(ABC):
         return None
 
     def refuses(self, judge: Judge) -> str | None:
-        """Why this metric cannot be scored right with ``judge`` (the run stops at preflight
-        with this reason, before any call), or None."""
+        """Why this metric cannot be scored right with ``judge``, or None: a clause that reads
+        after "<key> is" ("refused for the embedded judge (local:...): ..."). Before any call, a
+        run stops with it when the metric was named on its own, and leaves the metric out, said
+        and recorded with the run as "left out: <key> (<reason>)", when a group chose it."""
         return None
 
     async def score(self, ctx: SampleAnalyses) -> Score:

@@ -2,6 +2,10 @@
 
 - A judge with yes/no probabilities (the embedded judge): P(Yes) of "does the answer tell what
   the question asks for?" (``answer_addresses_choice``), with a short reason for a No. The
+  embedded judge's P runs low (correct answers 0.35-0.59), so the value is that P on the scale
+  shipped for its model (a monotone Platt map fitted on development answers, so a correct answer
+  passes 0.5: ``analyses._calibrated.ADDRESS_SCALE``); the judge's own P is kept in the evidence
+  (``addresses.judge_p``). Another judge's P is the value as it is. The
   questions generated from the response and their cosine with the question are still computed
   and kept in the evidence (``questions``, ``mean_similarity``), but they do not make the value:
   with the e5-small embedder the cosine sits at 0.8-0.96 for any answer on the question's
@@ -71,15 +75,18 @@ class AnswerRelevancy(Metric):
             return Score.scored(self.key, mean_sim, said, Evidence(details=details, calls=gen.refs))
         verdict = await ctx.addresses(question)
         details["value_from"] = "judged verdict"
+        judge_p = verdict.probability if verdict.judge_p is None else verdict.judge_p
         details["addresses"] = {"question": verdict.question, "verdict": verdict.addresses,
-                                "probability": round(verdict.probability, 6), "reason": verdict.reason}
+                                "probability": round(verdict.probability, 6), "judge_p": round(judge_p, 6),
+                                "reason": verdict.reason}
         trail = (ClaimVerdict(claim=verdict.question, supported=verdict.addresses, probability=verdict.probability,
-                              reason=verdict.reason, target="response"),)
+                              reason=verdict.reason, target="response", signals={"judge_yes": judge_p}),)
         ev = Evidence(claims=trail, details=details, calls=(*gen.refs, *verdict.refs))
         how = "responds to the question" if verdict.addresses else "does not respond to the question"
         why = f": {verdict.reason}" if verdict.reason and not verdict.addresses else ""
-        return Score.scored(self.key, verdict.probability,
-                            f"{how} (judge P {verdict.probability:.2f}){why}; {said} {mean_sim:.2f}", ev)
+        scaled = f"P {verdict.probability:.2f}, judge P {judge_p:.2f}" if abs(verdict.probability - judge_p) > 5e-7 \
+            else f"judge P {judge_p:.2f}"
+        return Score.scored(self.key, verdict.probability, f"{how} ({scaled}){why}; {said} {mean_sim:.2f}", ev)
 
 
 def _declined(ctx: SampleAnalyses, key: str) -> Score | None:

@@ -41,9 +41,9 @@ from .tool_calls import compare_calls, describe
 __all__ = ["EMBEDDED_REFUSAL", "AgentGoalAccuracy", "ConversationCompleteness", "KnowledgeRetention", "RoleAdherence"]
 
 EMBEDDED_REFUSAL = (
-    "{metric} is not scored with the embedded judge ({judge}): on chats written to check it, "
-    "it {found}, so its score would say the opposite of what happened (docs/validity.md). Use a remote judge for it (--judge openai:MODEL ...), or leave it out "
-    "(--metrics knowledge_retention,role_adherence)."
+    "refused for the embedded judge ({judge}): on chats written to check it, it {found}, so its "
+    "score would say the opposite of what happened (docs/validity.md); use a remote judge for it "
+    "(--judge openai:MODEL ...)"
 )
 
 

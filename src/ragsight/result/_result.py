@@ -165,11 +165,15 @@ class EvaluationResult:
     @property
     def overall_detail(self) -> Overall:
         """The overall score with its parts: the headline mean, the harmonic mean beside it,
-        each metric's entry, and the metrics left out (no mean) with the reason."""
+        each metric's entry, and the metrics left out (no mean) with the reason: those of the
+        run, and those a group chose and the judge refused, which the run did not compute
+        (``config["left_out"]``)."""
+        refused = self.config.get("left_out") if isinstance(self.config, Mapping) else None
+        refused = {str(k): str(v) for k, v in refused.items()} if isinstance(refused, Mapping) else {}
         return overall_of(
-            {k: s.mean for k, s in self.summary.items()},
+            {**{k: s.mean for k, s in self.summary.items()}, **{k: None for k in refused if k not in self.summary}},
             {k for k, low in self._lower.items() if low},
-            {k: s.why_no_mean() or "" for k, s in self.summary.items()},
+            {**{k: s.why_no_mean() or "" for k, s in self.summary.items()}, **refused},
         )
 
     @property

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,11 +37,11 @@ from ..judge import (
     RetryPolicy,
     record_calls,
 )
-from ..metrics import Metric, resolve_metrics
+from ..metrics import Metric, named_on_their_own, resolve_metrics
 from ..result import UNATTRIBUTED, metric_tokens
 from ..store import SQLiteCallCache, Store
 from ._options import RunOptions, refuse_moved
-from ._preflight import chosen_metrics
+from ._preflight import chosen_metrics, left_out_line, split_refused
 
 __all__ = ["Estimate", "aestimate"]
 
@@ -178,6 +179,10 @@ async def aestimate(
         samples, chosen, spec, settings = _what(data, metrics, JudgeSpec.of(judge), st, resume, opts.settings)
         need_judge = any(m.needs_judge for m in chosen)
         real = spec.make(policy=RetryPolicy(max_attempts=1, max_reasks=0)) if need_judge else None
+        if real is not None and resume is None:  # what the run would leave out, or refuse, as it would
+            chosen, left_out = split_refused(chosen, real, named_on_their_own(metrics))
+            if left_out:
+                warnings.warn(f"{left_out_line(left_out)}; the other metrics run", UserWarning, stacklevel=2)
         provider = EstimatingProvider(real.provider) if real is not None else None
         reader = _ReadOnlyCache(SQLiteCallCache(st)) if (st is not None and cache) else None
         jd = (Judge(provider, cache=reader, policy=RetryPolicy(max_attempts=1, max_reasks=0))

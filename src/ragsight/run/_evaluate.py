@@ -34,7 +34,7 @@ from ..embed import Embedder, EmbedderSpec
 from ..engine import Progress, ProgressDisplay
 from ..errors import ConfigError, StoreError
 from ..judge import Judge, JudgeProvider, JudgeSpec, conversation_notice
-from ..metrics import Metric, metrics_of_run
+from ..metrics import Metric, metrics_of_run, named_on_their_own
 from ..result import EvaluationResult, load_result
 from ..store import Store
 from ._execute import execute
@@ -218,11 +218,13 @@ async def _aevaluate(
         # run pings first, as its workers make their own judges.
         concurrent = opts.preflight and opts.backend == "local"
         try:
-            parts = await prepare(chosen, plan, notice, ping_now=not concurrent)
+            parts = await prepare(chosen, plan, notice, ping_now=not concurrent,
+                                  named=named_on_their_own(metrics))
         except BaseException:
             if own_store and st is not None:
                 st.close()
             raise
+        chosen = [m for m in chosen if m.key not in parts.left_out]  # said by prepare, recorded by execute
         if notice is not None and (line := _turns_notice(parts.judge, ds.samples)) is not None:
             notice(line)
         try:

@@ -184,6 +184,8 @@ async def execute(
             "api_version": plan.judge.api_version,
             "price": price.to_dict() if price is not None else None,
         }
+        if parts.left_out:  # chosen by a group and refused by the judge: the overall names them
+            config["left_out"] = dict(parts.left_out)
         prev: dict[str, Any] = {}
 
         def stats_now() -> dict[str, Any]:

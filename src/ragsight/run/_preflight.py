@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import warnings
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,11 @@ __all__ = [
     "check_packages",
     "check_store_path",
     "chosen_metrics",
+    "left_out_line",
     "ping",
     "preflight_embedder",
     "prepare",
+    "split_refused",
 ]
 
 # The embedder a remote judge's run uses when none is named and the offline one is not
@@ -90,6 +93,9 @@ class Parts:
     embedder_spec: Any
     embedder_url: str | None
     embedder_users: tuple[str, ...] = ()
+    # metric key -> why: chosen by a group (all, conversation...) and refused by the judge, so
+    # not run; the run records it and says it (left_out_line)
+    left_out: dict[str, str] = field(default_factory=dict)
 
     async def aclose(self) -> None:
         if self.judge is not None:
@@ -137,24 +143,62 @@ async def preflight_embedder(emb: Any, users: Sequence[str]) -> None:
         ) from exc
 
 
+def left_out_line(left_out: dict[str, str]) -> str:
+    """What a run says, at its start and in its summary, of the metrics a group chose and the
+    judge refused: "left out: conversation_completeness (refused for the embedded judge ...)"."""
+    return "left out: " + "; ".join(f"{key} ({why})" for key, why in left_out.items())
+
+
+def split_refused(chosen: Sequence[Metric], judge: Judge | None,
+              named: Collection[str] | None) -> tuple[list[Metric], dict[str, str]]:
+    """The metrics a run computes with ``judge`` and those left out: a metric the judge cannot
+    score right (:meth:`Metric.refuses`) stops the run when it was named on its own (``named``;
+    None: every metric counts as named), and is left out, with its reason, when a group chose it.
+    ConfigError when a named one is refused or when nothing is left to run."""
+    if judge is None:
+        return list(chosen), {}
+    refused = {m.key: why for m in chosen if (why := m.refuses(judge)) is not None}
+    stop = [f"{key} is {why}." for key, why in refused.items() if named is None or key in named]
+    if stop:  # before any call: a metric the judge cannot score right is not run
+        raise ConfigError(" ".join(stop) + " Leave it out of the metrics to run the rest (chosen by a group, "
+                          "such as --metrics all, it is left out by itself).")
+    kept = [m for m in chosen if m.key not in refused]
+    if refused and not kept:
+        raise ConfigError(f"no metric to run: {left_out_line(refused)}")
+    return kept, refused
+
+
 async def prepare(chosen: Sequence[Metric], plan: Plan, notice: Any,
                   check: Callable[[Judge | None, Any], None] | None = None,
-                  ping_now: bool = True) -> Parts:
+                  ping_now: bool = True, named: Collection[str] | None = None) -> Parts:
     """Build the judge and the embedder the chosen metrics need and check them (the
     preflight; ``check`` first, before any call). With ``ping`` False the judge and embedder
     are not called yet: the caller runs :func:`ping` itself. Nothing is written; on failure
-    whatever was opened is closed."""
+    whatever was opened is closed.
+
+    A metric the judge refuses stops the run when it is in ``named`` (the metrics named on their
+    own; None: all of them); chosen by a group, it is left out (``Parts.left_out``, said in a
+    UserWarning, which the command line prints as "warning: left out: ...") and the caller runs
+    the others."""
     if plan.options.preflight:
         check_packages(chosen)
     need_judge = any(m.needs_judge for m in chosen)
-    need_embedder = [m.key for m in chosen if m.needs_embedder]
     judge = plan.judge.make(policy=plan.options.policy, notice=notice) if need_judge else None
-    emb_spec, emb_url = _embedder_choice(plan, judge, notice)
-    parts = Parts(judge, None, emb_spec, emb_url, tuple(need_embedder))
     try:
-        refused = [why for m in chosen if judge is not None and (why := m.refuses(judge)) is not None]
-        if refused:  # before any call: a metric the judge cannot score right is not run
-            raise ConfigError(" ".join(dict.fromkeys(refused)))
+        chosen, left_out = split_refused(chosen, judge, named)
+    except BaseException:
+        if judge is not None:
+            await judge.aclose()
+        raise
+    if judge is not None and not any(m.needs_judge for m in chosen):  # the refused ones were its only users
+        await judge.aclose()
+        judge = None
+    if left_out:  # said at the start (the CLI prints a warning as "warning: ..."), recorded with the run
+        warnings.warn(f"{left_out_line(left_out)}; the other metrics run", UserWarning, stacklevel=3)
+    need_embedder = [m.key for m in chosen if m.needs_embedder]
+    emb_spec, emb_url = _embedder_choice(plan, judge, notice)
+    parts = Parts(judge, None, emb_spec, emb_url, tuple(need_embedder), left_out)
+    try:
         if need_embedder:
             parts.embedder = make_embedder(emb_spec, base_url=emb_url, notice=notice)
         if check is not None:
