@@ -279,7 +279,7 @@ def test_text_and_json_forms(diagnosis: Diagnosis) -> None:
         in text
     d = json.loads(json.dumps(diagnosis.to_dict(), allow_nan=False))
     assert list(d) == ["format", "run_id", "samples", "failing", "thresholds", "causes", "not_measured", "topics",
-                       "by_sample", "seed"]
+                       "by_sample", "passing_with_unsupported_claims", "seed"]
     assert list(d["causes"][0]) == ["cause", "meaning", "count", "ci95", "share", "secondary", "kinds", "example",
                                     "topics"]
     sample = next(s for s in d["by_sample"] if s["id"] == "u-contra")

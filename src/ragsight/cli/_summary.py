@@ -14,7 +14,7 @@ from ..dataset import group_problems
 from ..report import compact_table
 from ..report import count_noun as _count
 from ..report import fmt as _fmt
-from ..result import EvaluationResult, languages_note, truncation_note
+from ..result import EvaluationResult, languages_note, truncation_note, unsupported_note
 from ._common import DEFAULT_STORE, out, say, shell_command
 
 __all__ = ["REASONS_SHOWN", "concurrency_note", "print_evidence_hint", "print_summary"]
@@ -119,6 +119,10 @@ def print_summary(result: EvaluationResult, console: Console | None = None) -> N
     apart = languages_note(result)
     if apart is not None:
         say(c, Text(apart, style="yellow"))
+    passing = unsupported_note(result)
+    if passing is not None:
+        c.print(Text(passing[0], style="bold yellow"))
+        c.print(f"  {passing[1]}", soft_wrap=True, markup=False)
     for key, s in result.summary.items():
         for reason, n in s.skip_reasons.items():
             c.print(f"skipped {key} on {_count(n, 'sample')}: {reason}", markup=False)

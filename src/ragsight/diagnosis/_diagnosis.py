@@ -14,7 +14,7 @@ import numpy as np
 from .._score import Outcome
 from .._stats import summarize
 from ..errors import ConfigError
-from ..result import EvaluationResult
+from ..result import EvaluationResult, passing_with_unsupported
 from ..run import run_sync
 from ._model import (
     CAUSES,
@@ -189,7 +189,9 @@ def _assemble(result: EvaluationResult, c: _Collected, seed: int, n_boot: int,
     return Diagnosis(
         run_id=result.run_id, n_samples=n, thresholds=c.thresholds, samples=tuple(found), causes=tuple(counts),
         unmeasured=_unmeasured(c.run_names, c.has), topics=tuple(topic_list), topic_method=method, keys=c.keys,
-        seed=seed, not_scored=c.not_scored)
+        seed=seed, not_scored=c.not_scored,
+        passing_unsupported={k: tuple(v) for k, v in passing_with_unsupported(
+            result, {k: t.value for k, t in c.thresholds.items()}).items()})
 
 
 async def adiagnose(

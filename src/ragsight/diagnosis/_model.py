@@ -360,6 +360,9 @@ class Diagnosis:
     not_scored: Mapping[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict, repr=False)
     """A sample's pairing key -> the run's metric keys that did not measure it (skipped, or no
     score at all); only the samples with one. A change is judged only on what both runs measured."""
+    passing_unsupported: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """faithfulness key -> the samples that pass its threshold although a claim of theirs was
+    judged unsupported (not failing, so in no cause: said beside the causes)."""
 
     def measured(self, key: tuple[str, ...]) -> frozenset[str]:
         """The metric keys that measured the sample of this pairing key in this run."""
@@ -380,5 +383,6 @@ class Diagnosis:
             "not_measured": [u.to_dict() for u in self.unmeasured],
             "topics": {"method": self.topic_method, "groups": [t.to_dict() for t in self.topics]},
             "by_sample": [s.to_dict() for s in self.samples],
+            "passing_with_unsupported_claims": {k: list(v) for k, v in self.passing_unsupported.items()},
             "seed": self.seed,
         }

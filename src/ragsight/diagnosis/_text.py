@@ -112,6 +112,12 @@ def diagnosis_lines(d: Diagnosis, evidence: int = 2) -> list[str]:
             more = len(pf.evidence) - evidence
             if more > 0:
                 lines.append(f"    ... and {more} more")
+    for key, ids in d.passing_unsupported.items():
+        lines.append("")
+        lines.append(f"Passing with a claim judged unsupported ({key}, {_n(len(ids), 'sample')}): e.g. "
+                     f"{', '.join(_id(i) for i in ids[:3])}; a sample fails below {d.thresholds[key].value:g}, the "
+                     f"share of its claims supported. Fail them: ragsight diagnose {d.run_id} --threshold "
+                     f"{key}=1")
     if d.unmeasured:
         lines.append("")
         lines.append("Not measured in this run:")

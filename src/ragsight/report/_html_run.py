@@ -12,7 +12,7 @@ from .._score import Outcome
 from ..calls import describe_cost
 from ..errors import RagsightError
 from ..judge import agreement_notice, conversation_notice
-from ..result import EvaluationResult, languages_note, truncation_note
+from ..result import EvaluationResult, languages_note, truncation_note, unsupported_note
 from ._calibrate import calibrate
 from ._conversations import conversations_section
 from ._format import arrow, config_text, count_noun, fmt, fmt_ci
@@ -192,6 +192,9 @@ def run_section(run: RunData, number: int, several: bool) -> str:
     apart = languages_note(result)
     if apart:
         parts.append(f'<p class="note">{e(apart)}</p>')
+    passing = unsupported_note(result)
+    if passing:
+        parts.append(f'<p class="note">{e(passing[0])} <code>{e(passing[1])}</code></p>')
     parts.append("<h3>Summary</h3>")
     parts.append(_summary_table(result))
     parts.append(_corrected_section(run))

@@ -6,7 +6,15 @@ spend per metric in ``_cost``.
 """
 
 from ._cost import UNATTRIBUTED, metric_tokens, run_cost
-from ._result import LAZY_FROM, EvaluationResult, languages_note, load_result, truncation_note
+from ._result import (
+    LAZY_FROM,
+    EvaluationResult,
+    languages_note,
+    load_result,
+    passing_with_unsupported,
+    truncation_note,
+    unsupported_note,
+)
 from ._stored import StoredRun, StoredSamples, StoredScores
 from ._summary import (
     MetricSummary,
@@ -31,8 +39,10 @@ __all__ = [
     "metric_tokens",
     "overall_entry",
     "overall_of",
+    "passing_with_unsupported",
     "run_cost",
     "summarize_outcomes",
     "summarize_scores",
     "truncation_note",
+    "unsupported_note",
 ]

@@ -35,7 +35,10 @@ from ..store import (
 from ._stored import StoredRun, StoredSamples, StoredScores
 from ._summary import MetricSummary, Overall, overall_of, summarize_outcomes, summarize_scores
 
-__all__ = ["LAZY_FROM", "EvaluationResult", "languages_note", "load_result", "truncation_note"]
+__all__ = [
+    "LAZY_FROM", "EvaluationResult", "languages_note", "load_result", "passing_with_unsupported",
+    "truncation_note", "unsupported_note",
+]
 
 
 LAZY_FROM = 500
@@ -392,3 +395,40 @@ def languages_note(result: EvaluationResult) -> str | None:
     return (f"judged across languages: {n} sample{'s' if n != 1 else ''} ({which}: question and answer in "
             "one language, contexts in another); their claim verdicts read the judge without word overlap, "
             "which means nothing across languages.")
+
+
+def passing_with_unsupported(result: EvaluationResult, thresholds: Mapping[str, float] | None = None,
+                             default: float = 0.5) -> dict[str, list[str]]:
+    """faithfulness key -> the samples it scored at or above its threshold (``thresholds`` by
+    key, else ``default``) although a claim of theirs was judged unsupported: a sample with one
+    invented claim among good ones, which the share of supported claims lets pass. Only the keys
+    with such samples."""
+    keys = [k for k in result.metric_keys if k.split("(")[0] == "faithfulness"]
+    out: dict[str, list[str]] = {}
+    for k in keys:
+        at = (thresholds or {}).get(k, default)
+        for sid, per in result.scores.items():
+            score = per.get(k)
+            if score is None or score.outcome is not Outcome.SCORED or score.value is None or score.value < at:
+                continue
+            d = score.evidence.details
+            if isinstance(d.get("claims"), int) and isinstance(d.get("supported"), int) and d["supported"] < d["claims"]:
+                out.setdefault(k, []).append(sid)
+    return out
+
+
+def unsupported_note(result: EvaluationResult) -> tuple[str, str] | None:
+    """When samples pass faithfulness's default threshold with a claim judged unsupported (the
+    summary and the report say it loudly): a sentence (how many, an example, why they pass) and
+    the command that fails them. None when there are none."""
+    found = passing_with_unsupported(result)
+    if not found:
+        return None
+    parts = []
+    for key, ids in found.items():
+        n = len(ids)
+        parts.append(f"{key}: {n} sample{'s' if n != 1 else ''} pass{'' if n != 1 else 'es'} 0.5 with a claim "
+                     f"judged unsupported (e.g. {ids[0]})")
+    return ("; ".join(parts) + ". A sample fails below 0.5, the share of its claims supported, as in ragas and "
+            "DeepEval, so one invented claim among good ones passes. To fail every sample with an unsupported "
+            "claim:", f"ragsight diagnose {result.run_id} --threshold faithfulness=1")
