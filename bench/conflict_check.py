@@ -17,6 +17,13 @@ that, with the rule frozen. Each claim is asked of the embedded judge once (P(Ye
 cached on disk under ``$RAGSIGHT_VALIDITY_CACHE``), then combined with and without the guard.
 
     .venv/bin/python bench/conflict_check.py          # the judge calls (cached), then the figures
+    .venv/bin/python bench/conflict_check.py --candidates   # the narrower rules and the choice
+
+``--candidates``: the candidate rules named before their figures (docs/validity.md, "A narrower
+rule"), each a subset of the first rule's touches, so read from the judge outputs on disk: the
+contradiction set's ``dev`` fixes each keeps, and its made right / made wrong on the labelled
+development claims; then the one the rule named before picks. The ``confirm`` part is not read
+there (it is read once, for the shipped rule, by the run without the flag).
 
 Printed: how many claims of each label the combination accepts (P >= 0.5) without and with the
 guard, which the guard flips, and the claims the rule sees (its ``says_otherwise`` kind). Then,
