@@ -10,6 +10,12 @@ the sentence speaks of what the claim speaks of, and it *says otherwise* when
 - ``antonym``: the claim has a word whose opposite is in the sentence and not in the claim
   ("IMMEDIATE" against "DEFERRED", "before" against "after"; an English list, :data:`ANTONYMS`).
 
+and, under the shipped :data:`CONFLICT_RULE`, the sentence's clause that matches the claim holds
+at least 0.6 of the content words of the claim's clause (numbers and negation words aside), 0.8
+for a negation on one side only: a clause with other dates about another fact, or a negation in
+a clause that says something else, is not a contradiction (chosen among candidate rules on
+development claims, ``bench/conflict_check.py --candidates``).
+
 Two readers share it: ``diagnose`` tells a claim contradicted by the chunks from one they are
 silent on, and the embedded judge's claim verdicts keep word overlap from lifting a claim the
 closest sentence says otherwise about above the judge's own P(Yes) (:func:`._calibrated.combine`).
