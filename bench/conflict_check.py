@@ -17,6 +17,13 @@ that, with the rule frozen. Each claim is asked of the embedded judge once (P(Ye
 cached on disk under ``$RAGSIGHT_VALIDITY_CACHE``), then combined with and without the guard.
 
     .venv/bin/python bench/conflict_check.py          # the judge calls (cached), then the figures
+    .venv/bin/python bench/conflict_check.py --candidates   # the narrower rules and the choice
+
+``--candidates``: the candidate rules named before their figures (docs/validity.md, "A narrower
+rule"), each a subset of the first rule's touches, so read from the judge outputs on disk: the
+contradiction set's ``dev`` fixes each keeps, and its made right / made wrong on the labelled
+development claims; then the one the rule named before picks. The ``confirm`` part is not read
+there (it is read once, for the shipped rule, by the run without the flag).
 
 Printed: how many claims of each label the combination accepts (P >= 0.5) without and with the
 guard, which the guard flips, and the claims the rule sees (its ``says_otherwise`` kind). Then,
@@ -40,7 +47,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 import validity  # noqa: E402
 from _data import read_jsonl  # noqa: E402
 
-from ragsight.analyses import contexts_block  # noqa: E402
+from ragsight.analyses import ConflictRule, _conflict, contexts_block  # noqa: E402
 from ragsight.analyses._calibrated import assess_claim, combine  # noqa: E402
 from ragsight.analyses._signals import compute_signals, unfence  # noqa: E402
 from ragsight.judge import Judge, RetryPolicy  # noqa: E402
@@ -48,6 +55,31 @@ from ragsight.prompts import fence  # noqa: E402
 
 DATA = HERE / "conflict_set.jsonl"
 LABELLED = ("wice", "expertqa")
+WIDEST = ConflictRule()  # the first rule: every candidate fires on a subset of what it fires on
+# The candidates named before their figures (docs/validity.md#conflict-guard-narrower), in the
+# order of the choice's last tie-break: fewer added conditions first.
+CANDIDATES: list[tuple[str, ConflictRule]] = [
+    ("none (the first rule)", WIDEST),
+    ("numbers", ConflictRule(aligned_numbers=True)),
+    ("clause", ConflictRule(clause_share=0.6)),
+    ("negation", ConflictRule(negation_share=0.8)),
+    ("numbers+clause", ConflictRule(aligned_numbers=True, clause_share=0.6)),
+    ("numbers+negation", ConflictRule(aligned_numbers=True, negation_share=0.8)),
+    ("clause+negation", ConflictRule(clause_share=0.6, negation_share=0.8)),
+    ("numbers+clause+negation", ConflictRule(aligned_numbers=True, clause_share=0.6, negation_share=0.8)),
+]
+KEEP_FIXES = 5  # of the first rule's 6 on the dev part's contradicted claims
+
+
+def signals_under(rule: ConflictRule, claim: str, source: str) -> dict[str, float]:
+    """The claim's signals with the conflict guard's rule set to ``rule`` (the product reads
+    ``_conflict.CONFLICT_RULE``)."""
+    shipped = _conflict.CONFLICT_RULE
+    _conflict.CONFLICT_RULE = rule
+    try:
+        return compute_signals(claim, unfence(source))
+    finally:
+        _conflict.CONFLICT_RULE = shipped
 
 
 def patient(base: Judge, cache: validity.JsonlCache) -> Judge:
@@ -57,16 +89,17 @@ def patient(base: Judge, cache: validity.JsonlCache) -> Judge:
 
 
 async def labelled_rows() -> list[tuple[str, dict[str, Any], dict[str, float], float]]:
-    """(set, row, signals, judge P(Yes)) of every development claim the rule touches."""
+    """(set, row, signals, judge P(Yes)) of every development claim the first rule touches (the
+    judge outputs of every candidate's touches; the signals are the shipped rule's)."""
     cache = validity.JsonlCache(validity.CACHE_DIR / "calls.jsonl")
     judge = patient(validity.make_judge(cache), cache)
     out = []
     for name in LABELLED:
         for row in validity.load_set(name, "dev"):
             prompt_id, values = validity.probe_calls(name, row, "bare")[0]
-            sig = compute_signals(row["answer"], unfence(values["source"]))
-            if not sig["says_otherwise"]:
+            if not signals_under(WIDEST, row["answer"], values["source"])["says_otherwise"]:
                 continue
+            sig = compute_signals(row["answer"], unfence(values["source"]))
             answer = await judge.choose(validity.load_prompt(prompt_id), values)
             out.append((name, row, sig, float(answer.value["Yes"])))
     return out
@@ -81,6 +114,8 @@ def labelled_report() -> None:
         right = wrong = agree_before = agree_after = agree_judge = 0
         y, p_before, p_after = [], [], []
         for _, row, sig, j in mine:
+            if not sig["says_otherwise"]:
+                continue
             label = bool(validity.label_of(name, row))
             pb, pa = combine(j, sig, conflict_guard=False), combine(j, sig)
             before, after = pb >= 0.5, pa >= 0.5
@@ -95,6 +130,7 @@ def labelled_report() -> None:
                 right += ok
                 wrong += not ok
         pos = sum(y)
+        mine = [r for r in mine if r[2]["says_otherwise"]]
         print(f"  {name:<9} {len(mine)} touched of {n_dev} development claims ({pos} supported); at 0.5: "
               f"{right} made right, {wrong} made wrong; agreement with the label on the touched claims: "
               f"combined {agree_before} of {len(mine)} before, {agree_after} with the guard "
@@ -124,9 +160,57 @@ async def judge_all(rows: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def candidates_report(rows: list[dict[str, Any]], judged: dict[str, float]) -> str:
+    """Each candidate's figures and the choice by the rule named before them; returns the name."""
+    labelled = asyncio.run(labelled_rows())
+    results = []
+    print("candidates (made right / made wrong at 0.5 by the guard, against no guard):")
+    print("  candidate                 dev fixes kept  dev supported lost  WiCE r/w  ExpertQA r/w  net")
+    base_fixes: set[str] = set()
+    for name, rule in CANDIDATES:
+        fixes: dict[str, set[str]] = {"dev": set()}
+        lost = 0
+        for row in rows:
+            if row.get("part", "dev") != "dev":
+                continue  # the confirm part is read once, for the chosen rule (main)
+            j = judged[row["id"]]
+            sig = signals_under(rule, row["claim"], contexts_block([row["chunk"]]))
+            before, after = combine(j, sig, conflict_guard=False) >= 0.5, combine(j, sig) >= 0.5
+            if before and not after:
+                if row["label"] == "contradicted":
+                    fixes["dev"].add(row["id"])
+                else:
+                    lost += 1
+        if rule == WIDEST:
+            base_fixes = fixes["dev"]
+        rw: dict[str, list[int]] = {}
+        for set_name, row, _, j in labelled:
+            sig = signals_under(rule, row["answer"], validity.probe_calls(set_name, row, "bare")[0][1]["source"])
+            before, after = combine(j, sig, conflict_guard=False) >= 0.5, combine(j, sig) >= 0.5
+            r = rw.setdefault(set_name, [0, 0])
+            if before != after:
+                r[0 if after == bool(validity.label_of(set_name, row)) else 1] += 1
+        right = sum(v[0] for v in rw.values())
+        wrong = sum(v[1] for v in rw.values())
+        kept = len(fixes["dev"] & base_fixes)
+        results.append((name, kept, lost, right, wrong))
+        w, e = rw.get("wice", [0, 0]), rw.get("expertqa", [0, 0])
+        print(f"  {name:<25} {kept} of {len(base_fixes):<10} {lost:<19} "
+              f"{w[0]}/{w[1]:<7} {e[0]}/{e[1]:<11} {right - wrong:+d}")
+    eligible = [r for r in results if r[1] >= KEEP_FIXES and r[2] == 0]
+    # largest (right - wrong); ties: fewer wrong, then the earlier (fewer conditions) in CANDIDATES
+    chosen = min(eligible, key=lambda r: (-(r[3] - r[4]), r[4], results.index(r)))[0]
+    print(f"chosen by the rule named before (keep >= {KEEP_FIXES} dev fixes, no dev supported claim lost, "
+          f"largest right - wrong on WiCE+ExpertQA dev): {chosen}")
+    return chosen
+
+
 def main() -> int:
     rows = read_jsonl(DATA)
     judged = asyncio.run(judge_all(rows))
+    if "--candidates" in sys.argv[1:]:
+        candidates_report(rows, judged)
+        return 0
     table: dict[str, dict[str, int]] = {}
     flips = []
     seen = []

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from ragsight.analyses import closest_sentence, says_otherwise, source_conflict
+from ragsight.analyses import (
+    CONFLICT_RULE,
+    ConflictRule,
+    closest_sentence,
+    says_otherwise,
+    source_conflict,
+)
 from ragsight.analyses._calibrated import assess_claim, combine
 from ragsight.analyses._signals import compute_signals, describe_signals
 
@@ -77,3 +83,34 @@ def test_a_supported_claim_is_untouched() -> None:
 def test_without_a_judge_probability_the_signals_are_recorded_only() -> None:
     p, signals = assess_claim("You can change the page size at any time in WAL mode.", WAL, None)
     assert p is None and signals["says_otherwise_negation"] == 1.0 and "capped_by_conflict" not in signals
+
+
+FIRST = ConflictRule()  # the first rule, with no added condition
+
+
+def test_the_shipped_rule_needs_the_clause_to_state_the_claims_fact() -> None:
+    """Another number, or a negation on one side, in a clause that speaks of another fact is not a
+    contradiction: the first rule read one, the shipped rule does not."""
+    assert CONFLICT_RULE.clause_share > 0 and CONFLICT_RULE.negation_share > CONFLICT_RULE.clause_share
+    other_fact = ("The band released its second album in 1998.",
+                  "In 2001 the band toured Europe with a new drummer after the album.")
+    assert says_otherwise(*other_fact, FIRST) == "number"
+    assert says_otherwise(*other_fact) == ""
+    other_infection = ("Antibiotics do not treat viral infections such as the flu.",
+                       "Antibiotics treat bacterial infections such as strep throat.")
+    assert says_otherwise(*other_infection, FIRST) == "negation"
+    assert says_otherwise(*other_infection) == ""
+    assert source_conflict(other_infection[0], [other_infection[1]], FIRST)[0] == "negation"
+    assert source_conflict(other_infection[0], [other_infection[1]]) == ("", None, "")
+    # the same fact said otherwise still is
+    assert says_otherwise("The server listens on port 8080.", "The server listens on port 8000.") == "number"
+
+
+def test_aligned_numbers_need_a_shared_neighbour() -> None:
+    """The candidate the bench also measures: differing numbers count only in the same place."""
+    aligned = ConflictRule(aligned_numbers=True)
+    assert says_otherwise("The server listens on port 8080.", "The server listens on port 8000.", aligned) == "number"
+    assert says_otherwise("bzip2 uses 64-bit CRCs.", "bzip2 uses 32-bit CRCs.", aligned) == "number"
+    born = ("Smith was born in 1990 in Leeds.", "Smith won the Leeds marathon in 1995.")
+    assert says_otherwise(*born, FIRST) == "number"
+    assert says_otherwise(*born, aligned) == ""

@@ -5,7 +5,14 @@ One module per analysis (``_claims``, ``_verdicts``, ``_short_answer``, ``_chunk
 per-item path (the embedded judge) side by side; :class:`SampleAnalyses` memoises them per sample.
 """
 
-from ._conflict import SAYS_OTHERWISE_SHARE, closest_sentence, says_otherwise, source_conflict
+from ._conflict import (
+    CONFLICT_RULE,
+    SAYS_OTHERWISE_SHARE,
+    ConflictRule,
+    closest_sentence,
+    says_otherwise,
+    source_conflict,
+)
 from ._conversation import judge_items, refers, transcript, user_statements
 from ._declines import DeclineSignals, detect_declines
 from ._sample import SampleAnalyses
@@ -42,12 +49,14 @@ from ._types import (
 SampleContext = SampleAnalyses
 
 __all__ = [
+    "CONFLICT_RULE",
     "LANGUAGES",
     "SAYS_OTHERWISE_SHARE",
     "STOP_WORDS",
     "AnalysisSettings",
     "ChunkJudgement",
     "ClaimList",
+    "ConflictRule",
     "DeclineSignals",
     "EntityList",
     "GeneratedQuestions",

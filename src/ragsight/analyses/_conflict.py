@@ -10,6 +10,12 @@ the sentence speaks of what the claim speaks of, and it *says otherwise* when
 - ``antonym``: the claim has a word whose opposite is in the sentence and not in the claim
   ("IMMEDIATE" against "DEFERRED", "before" against "after"; an English list, :data:`ANTONYMS`).
 
+and, under the shipped :data:`CONFLICT_RULE`, the sentence's clause that matches the claim holds
+at least 0.6 of the content words of the claim's clause (numbers and negation words aside), 0.8
+for a negation on one side only: a clause with other dates about another fact, or a negation in
+a clause that says something else, is not a contradiction (chosen among candidate rules on
+development claims, ``bench/conflict_check.py --candidates``).
+
 Two readers share it: ``diagnose`` tells a claim contradicted by the chunks from one they are
 silent on, and the embedded judge's claim verdicts keep word overlap from lifting a claim the
 closest sentence says otherwise about above the judge's own P(Yes) (:func:`._calibrated.combine`).
@@ -20,12 +26,34 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ._text import content_words, fold, language, split_sentences, stem
 
-__all__ = ["ANTONYMS", "SAYS_OTHERWISE_SHARE", "closest_sentence", "negated", "says_otherwise", "source_conflict"]
+__all__ = ["ANTONYMS", "CONFLICT_RULE", "SAYS_OTHERWISE_SHARE", "ConflictRule", "closest_sentence", "negated",
+           "says_otherwise", "source_conflict"]
 
 SAYS_OTHERWISE_SHARE = 0.5  # the closest sentence holds at least this share of the claim's words
+
+
+@dataclass(frozen=True)
+class ConflictRule:
+    """Conditions added to :func:`says_otherwise`, each narrowing where it fires.
+
+    ``aligned_numbers``: another number counts only when a number the sentence's clause lacks and
+    one the claim's clause lacks share a neighbour (the nearest content word that is not a number,
+    before or after). ``clause_share``: the sentence's clause holds at least this share of the
+    content words of the claim's clause, numbers and negation words aside (0: no condition).
+    ``negation_share``: the same share, needed for a one-sided negation to count (0: none)."""
+
+    aligned_numbers: bool = False
+    clause_share: float = 0.0
+    negation_share: float = 0.0
+
+
+# The rule the product reads: chosen among eight candidates on development claims by a rule named
+# before their figures (docs/validity.md, "A narrower rule"; bench/conflict_check.py --candidates).
+CONFLICT_RULE = ConflictRule(clause_share=0.6, negation_share=0.8)
 
 # "without" is left out: "checks the integrity without decompressing" states what "check integrity,
 # but don't decompress" does. "instead of" and "rather than" negate what follows them ("powers of
@@ -87,18 +115,48 @@ def _best_clause(text: str, words: set[str]) -> str:
     return max(clauses, key=lambda c: (len(words & set(content_words(c))), -clauses.index(c)))
 
 
-def says_otherwise(claim: str, sentence: str) -> str:
+def _plain_words(text: str) -> list[str]:
+    """Content words of ``text`` in order, numbers and negation words aside."""
+    return [w for w in content_words(text) if not w[:1].isdigit() and not negated(w)]
+
+
+def _clause_share(own: str, part: str) -> float:
+    """Share of the claim clause's plain words (:func:`_plain_words`) that the sentence's clause holds."""
+    mine = set(_plain_words(own))
+    return len(mine & set(_plain_words(part))) / len(mine) if mine else 0.0
+
+
+def _neighbours(text: str, numbers: set[str]) -> set[str]:
+    """The nearest content words that are not numbers, before and after each of ``numbers`` in ``text``."""
+    words = content_words(text)
+    out: set[str] = set()
+    for i, w in enumerate(words):
+        if w not in numbers:
+            continue
+        before = next((v for v in reversed(words[:i]) if not v[:1].isdigit()), None)
+        after = next((v for v in words[i + 1:] if not v[:1].isdigit()), None)
+        out |= {v for v in (before, after) if v}
+    return out
+
+
+def says_otherwise(claim: str, sentence: str, rule: ConflictRule | None = None) -> str:
     """How ``sentence`` says otherwise than ``claim`` ("number", "negation", "antonym"), or ""
     (they may still disagree in ways no rule here sees). The sentence is assumed to speak of what
     the claim speaks of (:func:`closest_sentence`). Compared clause with clause: the sentence's
     clause holding most of the claim's words, and the claim's clause holding most of that
-    clause's words."""
+    clause's words. ``rule``: the added conditions (:class:`ConflictRule`; default
+    :data:`CONFLICT_RULE`)."""
+    rule = CONFLICT_RULE if rule is None else rule
     part = _best_clause(sentence, set(content_words(claim)))
     own = _best_clause(claim, set(content_words(part)))
+    share = _clause_share(own, part) if rule.clause_share or rule.negation_share else 1.0
+    if share < rule.clause_share:
+        return ""
     cn, sn = _numbers(own), _numbers(part)
-    if cn - sn and sn - cn:
+    if cn - sn and sn - cn and (not rule.aligned_numbers
+                                or _neighbours(own, cn - sn) & _neighbours(part, sn - cn)):
         return "number"
-    if negated(own) != negated(part):
+    if negated(own) != negated(part) and share >= rule.negation_share:
         return "negation"
     if _antonym(own, part):
         return "antonym"
@@ -132,12 +190,13 @@ def closest_sentence(claim: str, chunks: Sequence[str], only: int | None = None)
     return best
 
 
-def source_conflict(claim: str, chunks: Sequence[str]) -> tuple[str, int | None, str]:
+def source_conflict(claim: str, chunks: Sequence[str],
+                    rule: ConflictRule | None = None) -> tuple[str, int | None, str]:
     """(how the closest sentence says otherwise, its chunk rank, the sentence) when it holds at
     least :data:`SAYS_OTHERWISE_SHARE` of the claim's words and :func:`says_otherwise` finds a
-    difference; else ("", None, "")."""
+    difference under ``rule``; else ("", None, "")."""
     share, rank, sentence = closest_sentence(claim, chunks)
     if share < SAYS_OTHERWISE_SHARE:
         return "", None, ""
-    kind = says_otherwise(claim, sentence)
+    kind = says_otherwise(claim, sentence, rule)
     return (kind, rank, sentence) if kind else ("", None, "")

@@ -44,7 +44,8 @@ The signals (all in [0, 1] unless noted):
 ``says_otherwise``
     1.0 when the source sentence closest to the claim (holding at least half of its content
     words) has another number, negates where the claim does not (or the reverse), or has the
-    opposite of one of its words (:mod:`._conflict`), else 0.0; the kind is recorded as
+    opposite of one of its words, in a clause holding most of the claim's words (:mod:`._conflict`),
+    else 0.0; the kind is recorded as
     ``says_otherwise_number``, ``says_otherwise_negation`` or ``says_otherwise_antonym`` (1.0).
     At 1.0 it caps the combined P(supported) at the judge's own (:func:`._calibrated.combine`).
 """

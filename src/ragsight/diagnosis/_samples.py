@@ -9,7 +9,8 @@ cause is looked for in the trail of the metrics that show it:
   were not retrieved, or ranked low, when the run has IR metrics on ids;
 - unsupported: faithfulness's claims not supported by the contexts, each told apart as
   *contradicted* (the chunk sentence that shares most of the claim's words has another number,
-  one of the two negates, or it has the opposite of one of the claim's words; or the judge's
+  one of the two negates, or it has the opposite of one of the claim's words, in a clause that
+  holds most of the claim's words, ``analyses.says_otherwise``; or the judge's
   reason says so), *silent* (no chunk sentence holds
   half of the claim's words, or the judge's reason says the text does not mention it) or *not
   told apart* (a chunk speaks of it, and nothing shows a conflict); the verdicts themselves are
