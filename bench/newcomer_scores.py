@@ -115,6 +115,10 @@ def main() -> int:
     print(f"planted invented claim fails:   before (mean P < 0.5) {sum(fails(g['before'], 0.5) for g in planted)} "
           f"of {len(planted)}; now (< {threshold:g}) {sum(fails(g['now'], threshold) for g in planted)} of {len(planted)}; "
           f"diagnosed unsupported now {sum(g['diagnosed'] == 'unsupported' for g in planted)} of {len(planted)}")
+    named = [g for g in planted if g["now"] is not None and not fails(g["now"], threshold)
+             and any(p is not None and p < 0.5 for _, p, _ in g["claims"])]
+    print(f"planted samples that pass but are named by the run (summary, report, diagnose) as passing with a "
+          f"claim judged unsupported: {len(named)} of {len(planted) - sum(fails(g['now'], threshold) for g in planted)}")
     print(f"verbatim answer passes:         before (mean P >= 0.5) "
           f"{sum(g['before'] is not None and not fails(g['before'], 0.5) for g in verbatim)} of {len(verbatim)}; "
           f"now (>= {threshold:g}) {sum(g['now'] is not None and not fails(g['now'], threshold) for g in verbatim)} "
