@@ -1,0 +1,74 @@
+"""The fifth pass's defects left for after it, each through the command, the API or the server as
+documented: a long conversation's turns each holding a copy of the messages before them, ragas
+message cells the reader cannot use, a money limit of minus infinity, cancelled calls counted at
+their worst, a reviewer's name that turns text around, slow clients holding the viewer's
+threads, and a number of thousands of digits in an agent's tool calls."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragsight import cli
+from ragsight.dataset import Dataset
+from ragsight.store import Store
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    cap = capsys.readouterr()
+    printed = cap.out + cap.err
+    assert "Traceback" not in printed, printed
+    return code, " ".join(printed.split())
+
+
+def write_chat(path: Path, messages: int) -> Path:
+    turns: list[dict[str, Any]] = []
+    for i in range(messages // 2):
+        turns.append({"role": "user", "content": f"Question {i}: what does the warranty say about part {i}?"})
+        turns.append({"role": "assistant", "content": f"Part {i} is covered for two years, see section {i}.",
+                      "reference": f"Part {i} is covered for two years."})
+    path.write_text(json.dumps({"conversation_id": "long", "turns": turns}) + "\n", encoding="utf-8")
+    return path
+
+
+def traced_peak_mb(fn: Any) -> tuple[Any, float]:
+    tracemalloc.start()
+    try:
+        got = fn()
+        return got, tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_long_conversation_takes_memory_in_line_with_its_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 6,000 messages: 3,000 turns, whose histories hold 9 million messages in all. As a copy each
+    # (8 bytes a reference) that was 72 MB; shared, the messages themselves, a few MB.
+    data = write_chat(tmp_path / "chat.jsonl", 6000)
+    samples, peak = traced_peak_mb(lambda: Dataset.load(data).samples)
+    assert len(samples) == 3001 and sum(len(s.history or ()) for s in samples) == 9_003_000
+    assert peak < 25, f"loading a 6,000-message chat peaked at {peak:.1f} MB"
+    last, first = samples[-2], samples[1]
+    assert len(last.history) == 5998 and last.history[:2] == first.history
+    assert last.history[-1].content == "Part 2998 is covered for two years, see section 2998."
+    assert tuple(last.history) == last.history and last.history == tuple(last.history)
+
+    # the store gives them back shared too: 1,500 turns, 2.25 million messages in their histories
+    # (as copies, 22 MB)
+    db = tmp_path / "runs.db"
+    small = write_chat(tmp_path / "small.jsonl", 3000)
+    code, printed = run(capsys, "evaluate", str(small), "--metrics", "token_f1", "--store", str(db), "--quiet")
+    assert code == 0, printed
+    with Store(db) as st:
+        run_id = st.resolve_run("last")
+        got, peak = traced_peak_mb(lambda: st.samples(run_id))
+    assert [s.id for s in got] == [f"long:{k}" for k in range(1500)] + ["long"]
+    assert [len(s.history or ()) for s in got] == [2 * k for k in range(1500)] + [3000]
+    assert got[-2].history[-1].content == "Part 1498 is covered for two years, see section 1498."
+    assert peak < 10, f"reading a 3,000-message chat's samples peaked at {peak:.1f} MB"
