@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ragsight import cli
-from ragsight.dataset import Dataset
+from ragsight.dataset import Dataset, SampleWarning
 from ragsight.store import Store
 
 
@@ -72,3 +72,45 @@ def test_a_long_conversation_takes_memory_in_line_with_its_messages(
     assert [len(s.history or ()) for s in got] == [2 * k for k in range(1500)] + [3000]
     assert got[-2].history[-1].content == "Part 1498 is covered for two years, see section 1498."
     assert peak < 10, f"reading a 3,000-message chat's samples peaked at {peak:.1f} MB"
+
+
+GOOD_CHAT = ("[HumanMessage(content='Where is my parcel?', metadata=None, type='human'), "
+             "AIMessage(content='It left the depot today.', metadata=None, type='ai', tool_calls=None)]")
+
+
+@pytest.mark.parametrize("cell,why", [
+    ("[]", "it is empty"),
+    ("[ChatMessage(role='user', content='hi'), AIMessage(content='yo', type='ai')]", "ChatMessage(...), which is not"),
+    ("[ragas.messages.HumanMessage(content='hi', type='human')]", "ragas.messages.HumanMessage(...), which is not"),
+    ("[{'content': 'hi'}, {'content': 'yo'}]", "item 0 is not a message (it has neither a 'type' nor a 'role')"),
+    ("[{'text': 'hi', 'type': 'human'}, 'hello']", "item 1 is not a message (a str)"),
+    ("[HumanMessage(content='hi', type='human'), 5]", "item 1 is not a message (a int)"),
+])
+def test_a_ragas_message_cell_that_cannot_be_read_is_a_row_problem(
+    cell: str, why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # as ragas' to_csv() writes a MultiTurnSample's messages: Python's print of the list
+    path = tmp_path / "chats.csv"
+    path.write_text("user_input,reference\n" + json.dumps(GOOD_CHAT) + ",The parcel is found.\n"
+                    + json.dumps(cell) + ",x\n", encoding="utf-8")
+    with pytest.warns(SampleWarning, match="Python text"):
+        got = Dataset.load(path)
+    assert [s.id for s in got if s.turn == 0] and all(s.conversation_id for s in got), got.samples
+    (problem,) = got.errors
+    assert problem.row == 3 and problem.field == "user_input", problem
+    assert why in problem.message and "to_jsonl()" in problem.message, problem.message
+
+    code, printed = run(capsys, "evaluate", str(path), "--metrics", "exact_match,token_f1",
+                        "--store", str(tmp_path / "s.db"))
+    assert code == 1 and "row 3, field 'user_input'" in printed and why in printed, printed
+    assert "1 input row(s) could not be used" in printed, printed
+    with Store(tmp_path / "s.db") as st:  # the good conversation was evaluated
+        assert [s.id for s in st.samples(st.resolve_run("last"))] == [got.samples[0].id, got.samples[1].id]
+
+
+@pytest.mark.parametrize("question", ["[Draft] where is my parcel?", "[f(x)] what does it return?", "['a', 'b']"])
+def test_a_question_that_begins_with_a_bracket_is_still_a_question(question: str, tmp_path: Path) -> None:
+    path = tmp_path / "q.csv"
+    path.write_text("user_input,response\n" + json.dumps(question) + ",a\n", encoding="utf-8")
+    got = Dataset.load(path)
+    assert not got.errors and [s.question for s in got] == [question]
