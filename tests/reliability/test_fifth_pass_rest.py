@@ -114,3 +114,35 @@ def test_a_question_that_begins_with_a_bracket_is_still_a_question(question: str
     path.write_text("user_input,response\n" + json.dumps(question) + ",a\n", encoding="utf-8")
     got = Dataset.load(path)
     assert not got.errors and [s.question for s in got] == [question]
+
+
+@pytest.fixture()
+def chat_file(tmp_path: Path) -> Path:
+    return write_chat(tmp_path / "chat.jsonl", 4)
+
+
+@pytest.mark.parametrize("value", ["-inf", "-Infinity", "-nan", "nan", "-1e3", "-1", "-0.5", "0"])
+@pytest.mark.parametrize("extra", [[], ["--dry-run"], ["--repeats", "2"]])
+def test_a_max_cost_that_is_not_a_positive_number_is_one_line_naming_the_option(
+    value: str, extra: list[str], chat_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    store = tmp_path / "s.db"
+    code, printed = run(capsys, "evaluate", str(chat_file), "--metrics", "faithfulness", "--judge", "openai:m",
+                        "--max-cost", value, "--store", str(store), *extra)
+    assert code == 2 and printed.startswith("error: --max-cost must be a positive number of dollars, not "), printed
+    assert "usage:" not in printed and "expected one argument" not in printed, printed
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["monitor", "--max-cost-per-day", "-inf"],
+    ["evaluate", "DATA", "--metrics", "faithfulness", "--judge", "openai:m", "--threshold", "-inf"],
+    ["evaluate", "DATA", "--metrics", "faithfulness", "--judge", "openai:m", "--threshold", "nan"],
+])
+def test_other_numbers_of_minus_infinity_or_nan_are_one_line_naming_the_option(
+    argv: list[str], chat_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    option = next(a for a in argv if a.startswith("--") and a not in ("--metrics", "--judge"))
+    code, printed = run(capsys, *[str(chat_file) if a == "DATA" else a for a in argv],
+                        "--store", str(tmp_path / "s.db"))
+    assert code == 2 and printed.startswith(f"error: {option} must be "), printed

@@ -225,6 +225,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     prices = {**prices_from_config(args.config), **parse_price_flags(args.price)}
     if args.max_cost is not None and not args.max_cost > 0:
         raise RagsightError(f"--max-cost must be a positive number of dollars, not {args.max_cost:g}")
+    if not 0 <= args.threshold <= 1:  # NaN too: no P(Yes) would ever reach it
+        raise ConfigError(f"--threshold must be a probability from 0 to 1, not {args.threshold:g}")
     if args.dry_run:
         with warnings.catch_warnings():  # what the data's reading guessed, as the run says it
             warnings.simplefilter("default")
