@@ -7,15 +7,22 @@ threads, and a number of thousands of digits in an agent's tool calls."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import ragsight
 from ragsight import cli
 from ragsight.dataset import Dataset, SampleWarning
+from ragsight.errors import BudgetExceededError
 from ragsight.store import Store
+from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply
+from tests.reliability.world import JudgeWorld, make_samples, prompt_id_of
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -146,3 +153,77 @@ def test_other_numbers_of_minus_infinity_or_nan_are_one_line_naming_the_option(
     code, printed = run(capsys, *[str(chat_file) if a == "DATA" else a for a in argv],
                         "--store", str(tmp_path / "s.db"))
     assert code == 2 and printed.startswith(f"error: {option} must be "), printed
+
+
+PRICE = (0.15, 0.6)  # dollars per million tokens in / out
+USAGE = (11, 7)  # what the fake server reports for each answer
+
+
+class CutOffWorld(JudgeWorld):
+    """The judge world, except that each sample's claim verification hangs (it is in flight when
+    the run stops) and the long sample's claim extraction answers after a second (by then the
+    others hang). Counts the answers it sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = 0
+        self.hanging = 0
+        self.guard = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> Reply | None:
+        body = request.json if isinstance(request.json, dict) else {}
+        pid = prompt_id_of(body) if request.path.endswith("/chat/completions") else None
+        text = json.dumps(body.get("messages"))
+        if pid == "verify_claims":
+            with self.guard:
+                self.hanging += 1
+            return Reply.hang()
+        if pid == "extract_claims" and "Filler" in text:
+            time.sleep(1.0)
+        reply = super().__call__(request)
+        if pid is not None:
+            with self.guard:
+                self.sent += 1
+        return reply
+
+
+@pytest.fixture()
+def cut_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeOpenAIServer, CutOffWorld, Path]]:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cut-off")
+    rows = make_samples(7)
+    # its claims are checked against 110 kB of text: that call's worst cost ($0.006) is over the limit
+    rows.append({**rows[0], "id": "long", "contexts": [*rows[0]["contexts"], "Filler words here. " * 6000]})
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    world = CutOffWorld()
+    with FakeOpenAIServer(handler=world) as srv:
+        yield srv, world, data
+
+
+def test_calls_cut_off_at_the_max_cost_stop_are_not_said_as_spent(
+    cut_off: tuple[FakeOpenAIServer, CutOffWorld, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    srv, world, data = cut_off
+    judge = ragsight.JudgeSpec("openai:m", base_url=srv.url, prices={"m": PRICE})
+    with pytest.raises(BudgetExceededError) as stop:
+        ragsight.evaluate(str(data), ["faithfulness"], judge=judge, store=tmp_path / "api.db",
+                          options=ragsight.RunOptions(max_cost=0.004, concurrency=8, show_progress=False))
+    answered = world.sent * (USAGE[0] * PRICE[0] + USAGE[1] * PRICE[1]) / 1e6
+    # spent: what the judge reported, never the worst cost of the calls cut off (before: each
+    # verification cut off counted at its worst, $0.0003 each, ten times what an answer cost)
+    assert world.hanging >= 3 and stop.value.spent <= answered + 1e-12, (world.hanging, stop.value.spent, answered)
+    cut = stop.value.unreported_calls
+    assert cut >= world.hanging, (world.hanging, cut)
+    assert stop.value.spent + stop.value.unreported >= answered - 1e-12
+    assert 0 < stop.value.unreported <= stop.value.limit
+    with Store(tmp_path / "api.db") as st:
+        stats = st.run(st.resolve_run("last")).stats["stopped_by"]
+    assert stats["unreported_calls"] == cut and stats["spent"] == pytest.approx(stop.value.spent, abs=1e-6)
+
+    world.sent = world.hanging = 0
+    code, printed = run(capsys, "evaluate", str(data), "--metrics", "faithfulness", "--judge", "openai:m",
+                        "--base-url", srv.url, "--price", "m=0.15/0.6", "--max-cost", "0.004",
+                        "--concurrency", "8", "--store", str(tmp_path / "cli.db"))
+    assert code == 3, printed
+    assert "spent by this command (as the judge reported it; " in printed, printed
+    assert "cut off at the stop or timed out reported no usage: up to $" in printed, printed
