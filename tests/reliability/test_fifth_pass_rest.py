@@ -7,6 +7,7 @@ threads, and a number of thousands of digits in an agent's tool calls."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import tracemalloc
@@ -227,3 +228,105 @@ def test_calls_cut_off_at_the_max_cost_stop_are_not_said_as_spent(
     assert code == 3, printed
     assert "spent by this command (as the judge reported it; " in printed, printed
     assert "cut off at the stop or timed out reported no usage: up to $" in printed, printed
+
+
+RLO = "\u202e"
+BIDI_NAMES = [f"ana{RLO}1=eulav", "\u2066bo\u2069", "li\u200bsa", "x\u200fy", "a\u2028b"]
+
+
+@pytest.fixture()
+def label_store(tmp_path: Path) -> Path:
+    data, path = tmp_path / "ir.jsonl", tmp_path / "labels.db"
+    data.write_text("".join(json.dumps({"id": f"s{i}", "question": f"Question {i}?", "retrieved_ids": ["d1"],
+                                        "relevant_ids": ["d1"]}) + "\n" for i in range(2)), encoding="utf-8")
+    assert cli.main(["evaluate", str(data), "--metrics", "hit_rate", "--store", str(path), "--quiet"]) == 0
+    return path
+
+
+@pytest.mark.parametrize("name", BIDI_NAMES)
+def test_a_reviewer_name_that_turns_text_around_is_refused_where_labels_are_written(
+    name: str, label_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ragsight.store import Label
+    from ragsight.view import make_server
+
+    capsys.readouterr()
+    # the viewer: 400 naming 'who' and the character; a plain name (with a joiner) is kept
+    srv = make_server(str(label_store), "127.0.0.1", 0, index_path=str(tmp_path / "index"))
+    srv.start()
+    try:
+        with Store(label_store) as st:
+            rid = st.runs()[0].id
+        answers = []
+        for who in (name, "mehr\u200cnaz"):
+            body = json.dumps({"run": rid, "sample": "s1", "metric": "hit_rate", "claim": None, "value": 0,
+                               "who": who}).encode()
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+                sock.sendall(f"POST /api/labels HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nContent-Type: "
+                             f"application/json\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+                             .encode() + body)
+                got = b""
+                while chunk := sock.recv(65536):
+                    got += chunk
+            answers.append(got.decode("utf-8", "replace"))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        srv.app.close()
+    assert answers[0].startswith("HTTP/1.1 400") and "'who' holds U+" in answers[0], answers[0][:600]
+    assert answers[1].startswith("HTTP/1.1 200"), answers[1][:600]
+    with Store(label_store) as st:
+        assert [lb.who for lb in st.labels()] == ["mehr\u200cnaz"]
+        key = st.sample_keys(rid)["s0"]
+        with pytest.raises(ragsight.errors.InputError, match="'who' holds U\\+"):  # the Python API
+            st.add_labels([Label(key, "hit_rate", 1.0, who=name)])
+
+    # labels import: the row is left out and named, the others are written; --who is refused
+    f = tmp_path / "l.jsonl"
+    f.write_text(json.dumps({"id": "s0", "correct": 1, "who": name}) + "\n"
+                 + json.dumps({"id": "s1", "correct": 0, "who": "bo"}) + "\n", encoding="utf-8")
+    code, printed = run(capsys, "labels", "import", str(f), "--label", "correct", "--run", "last",
+                        "--store", str(label_store))
+    assert code == 0 and "row 1: 'who' holds U+" in printed and "1 label(s) 'correct'" in printed, printed
+    code, printed = run(capsys, "labels", "import", str(f), "--label", "correct", "--run", "last",
+                        "--who", name, "--store", str(label_store))
+    assert code == 2 and printed.startswith("error: --who holds U+"), printed
+
+
+def test_a_name_stored_before_names_were_checked_is_shown_escaped(label_store: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    from ragsight.report import label_rows
+    from ragsight.view import make_server
+
+    with Store(label_store) as st:
+        rid = st.runs()[0].id
+        key = st.sample_keys(rid)["s0"]
+    with sqlite3.connect(label_store) as con:  # as an older version wrote it
+        con.execute("INSERT INTO labels (sample_key, metric, claim, field, who, value, made_at, run_id, sample_id,"
+                    " note) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (key, "hit_rate", "", "human", f"ana{RLO}0=eulav", 1.0, "2026-01-01T00:00:00Z", rid, "s0", None))
+    with Store(label_store) as st:
+        (row,) = label_rows(st)
+    assert row["who"] == "ana\\u202e0=eulav"
+    srv = make_server(str(label_store), "127.0.0.1", 0, index_path=str(tmp_path / "index"))
+    srv.start()
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+            sock.sendall(f"GET /run/{rid}/sample/s0 HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
+                         "Connection: close\r\n\r\n".encode())
+            page = b""
+            while chunk := sock.recv(65536):
+                page += chunk
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        srv.app.close()
+    text = page.decode("utf-8")
+    assert text.startswith("HTTP/1.1 200"), text[:300]
+    import html
+    import re
+
+    names = [k for attr in re.findall(r'data-by="([^"]*)"', text) for k in json.loads(html.unescape(attr))]
+    assert RLO not in text and names == ["ana\\u202e0=eulav"], names  # what the page's script shows
