@@ -330,3 +330,41 @@ def test_a_name_stored_before_names_were_checked_is_shown_escaped(label_store: P
 
     names = [k for attr in re.findall(r'data-by="([^"]*)"', text) for k in json.loads(html.unescape(attr))]
     assert RLO not in text and names == ["ana\\u202e0=eulav"], names  # what the page's script shows
+
+
+BIG = "9" * 5000
+CALL_OK = '[{"name": "weather", "input_parameters": {"city": "Paris"}}]'
+CALL_BIG = '[{"name": "weather", "input_parameters": {"n": ' + BIG + '}}]'
+
+
+@pytest.mark.parametrize("shape", ["csv", "jsonl text", "jsonl arguments text"])
+def test_a_number_of_thousands_of_digits_in_deepeval_tools_called_is_a_row_problem(
+    shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # as DeepEval's save_as("csv") writes tools_called (JSON text in a cell), and JSON text in JSONL
+    if shape == "csv":
+        import csv
+
+        path = tmp_path / "cases.csv"
+        with path.open("w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f)
+            w.writerows([("input", "actual_output", "tools_called"), ("Weather?", "It is sunny.", CALL_OK),
+                         ("Big?", "It is sunny.", CALL_BIG)])
+    elif shape == "jsonl text":
+        path = tmp_path / "cases.jsonl"
+        path.write_text("".join(json.dumps({"input": q, "actual_output": "It is sunny.", "tools_called": cell}) + "\n"
+                                for q, cell in (("Weather?", CALL_OK), ("Big?", CALL_BIG))), encoding="utf-8")
+    else:  # the arguments themselves as JSON text, as OpenAI gives them
+        path = tmp_path / "cases.jsonl"
+        path.write_text("".join(json.dumps({"input": q, "actual_output": "It is sunny.", "tools_called": [
+            {"name": "weather", "input_parameters": args}]}) + "\n"
+            for q, args in (("Weather?", '{"city": "Paris"}'), ("Big?", '{"n": ' + BIG + "}"))), encoding="utf-8")
+    with pytest.warns(SampleWarning, match="DeepEval test cases"):
+        got = Dataset.load(path)
+    (problem,) = got.errors
+    row = 3 if shape == "csv" else 2
+    assert problem.row == row and problem.field == "tools_called[0].input_parameters", problem
+    assert "is a number with 5,000 digits" in problem.message, problem.message
+    assert len(got) == 2 and got.samples[0].tool_calls  # the other test case is read
+    code, printed = run(capsys, "evaluate", str(path), "--metrics", "token_f1", "--store", str(tmp_path / "s.db"))
+    assert code == 1 and f"row {row}, field 'tools_called[0].input_parameters'" in printed, printed

@@ -13,11 +13,11 @@ padded with every other call's names, as null: :func:`without_nulls` takes them 
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._safety import json_loads
 from ._shapes import row_mapping, to_plain
 
 __all__ = ["MESSAGE_CALLS", "as_map", "is_array", "list_of_maps", "parse_cell", "unreadable_cell", "unusable_messages",
@@ -86,7 +86,7 @@ def parse_cell(text: str) -> tuple[Any, str] | None:
     if not (s.startswith("[") and s.endswith("]")):
         return None
     try:
-        return json.loads(s), "json"
+        return json_loads(s), "json"  # a number too long stays text, reported with its field
     except (ValueError, RecursionError):
         pass
     try:

@@ -59,7 +59,7 @@ from ._cells import (
 )
 from ._conversation import Conversation, ToolCall, Turn
 from ._rows import _PANDAS_INDEX
-from ._safety import check_safe
+from ._safety import check_safe, json_loads
 from ._shapes import FieldError, is_missing, norm_key, to_plain
 from ._tools import with_tools
 from ._values import chunks, metadata, norm_id, text
@@ -204,8 +204,8 @@ class _Reader:
         if isinstance(value, str):  # OpenAI: the arguments as a JSON string (never padded)
             padded = False
             try:
-                value = json.loads(value) if value.strip() else {}
-            except (json.JSONDecodeError, RecursionError) as exc:
+                value = json_loads(value) if value.strip() else {}  # a number too long: said below
+            except (ValueError, RecursionError) as exc:
                 raise self.fail(field, f"the arguments are not valid JSON ({exc}); give a JSON object.", turn) from None
         value = as_map(value)
         if value is None:
