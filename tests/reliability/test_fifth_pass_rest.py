@@ -6,6 +6,7 @@ threads, and a number of thousands of digits in an agent's tool calls."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -368,3 +369,46 @@ def test_a_number_of_thousands_of_digits_in_deepeval_tools_called_is_a_row_probl
     assert len(got) == 2 and got.samples[0].tool_calls  # the other test case is read
     code, printed = run(capsys, "evaluate", str(path), "--metrics", "token_f1", "--store", str(tmp_path / "s.db"))
     assert code == 1 and f"row {row}, field 'tools_called[0].input_parameters'" in printed, printed
+
+
+def test_three_hundred_slow_clients_leave_the_viewer_serving_others(label_store: Path, tmp_path: Path) -> None:
+    """300 clients that each send half a request and then a byte now and then (slow loris): they
+    hold no handler thread, so a normal request is answered at once beside them (before: the 32
+    handler threads were theirs, and it got 503); each is dropped when its request takes longer
+    than the time a request may take."""
+    from ragsight.view import ViewServer, make_server
+
+    srv = make_server(str(label_store), "127.0.0.1", 0, index_path=str(tmp_path / "index"))
+    srv.request_timeout_s = 4.0
+    srv.start()
+    base = threading.active_count()
+    slow: list[socket.socket] = []
+    try:
+        for _ in range(300):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nX-Slow: ".encode())
+            slow.append(s)
+        for s in slow:
+            with contextlib.suppress(OSError):  # (before: those beyond the threads were refused)
+                s.sendall(b"a")
+        time.sleep(0.3)
+        assert threading.active_count() - base <= ViewServer.max_handlers
+        t0 = time.monotonic()
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+            sock.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nConnection: close\r\n\r\n".encode())
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+        assert time.monotonic() - t0 < 3.0
+        for s in slow:
+            s.sendall(b"b")  # still trickling, still held
+        time.sleep(4.5)  # past the time a request may take: dropped, whatever they still send
+        slow[0].settimeout(5)
+        assert slow[0].recv(4096) == b""
+    finally:
+        for s in slow:
+            s.close()
+        srv.shutdown()
+        srv.server_close()
+        srv.app.close()
