@@ -120,9 +120,13 @@ class Gatekeeper:
                     self._held.clear()
                     return
                 for conn in incoming:
-                    conn.sock.setblocking(False)
                     self._held[conn.sock] = conn
-                    self._sel.register(conn.sock, selectors.EVENT_READ, conn)
+                    try:
+                        conn.sock.setblocking(False)
+                        self._sel.register(conn.sock, selectors.EVENT_READ, conn)
+                    except (OSError, ValueError):  # closed meanwhile
+                        self._drop(conn)
+                        continue
                     if conn.buf:
                         self._advance(conn)  # a pipelined request may be whole already
                 for key, _ in self._sel.select(timeout=0.25):
@@ -171,7 +175,11 @@ class Gatekeeper:
             self.refuse(conn.sock, 431, "request head too large")
             return
         request, rest = bytes(conn.buf[:size]), bytes(conn.buf[size:])
-        conn.sock.setblocking(True)
+        try:
+            conn.sock.setblocking(True)
+        except OSError:
+            _close(conn.sock)
+            return
         self.dispatch(conn.sock, conn.address, request, rest)
 
     def _release(self, conn: _Conn) -> None:
