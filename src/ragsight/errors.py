@@ -26,13 +26,18 @@ class RagsightError(Exception):
 class BudgetExceededError(RagsightError):
     """The next judge call could take the run past its money limit (``max_cost``, the CLI's
     ``--max-cost``): the run stopped before it. The finished samples are saved; ``--resume``
-    continues. ``spent`` is what this process paid (US dollars), ``limit`` the limit; the run's
-    counts (``run_id``, ``done``, ``total``) are filled in by ``evaluate``."""
+    continues. ``spent`` is what this process paid as the judge reported it (US dollars),
+    ``limit`` the limit; ``unreported`` the worst cost of the ``unreported_calls`` calls that ended
+    with no usage (cut off at the stop, timed out), which the provider may or may not have billed.
+    The run's counts (``run_id``, ``done``, ``total``) are filled in by ``evaluate``."""
 
-    def __init__(self, message: str, *, spent: float, limit: float) -> None:
+    def __init__(self, message: str, *, spent: float, limit: float, unreported: float = 0.0,
+                 unreported_calls: int = 0) -> None:
         super().__init__(message)
         self.spent = spent
         self.limit = limit
+        self.unreported = unreported
+        self.unreported_calls = unreported_calls
         self.run_id = ""
         self.done = 0
         self.total = 0

@@ -170,10 +170,12 @@ def test_a_good_request_still_keeps_its_connection(store: Path, server: ViewServ
 
 def test_idle_clients_are_dropped_and_a_cap_bounds_the_threads(store: Path, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """200 clients that connect and say nothing: the viewer holds at most its cap of handler
-    threads, answers the rest 503, drops the silent ones at its idle timeout, and serves a real
-    request once they are gone."""
-    monkeypatch.setattr(ViewServer, "idle_timeout_s", 1.0)
+    """200 clients that connect and say nothing: they hold no handler thread (one thread holds the
+    connections that wait for a request), those beyond the cap of held connections are answered
+    503, a real request is answered while they are there, and the silent ones are dropped at the
+    idle timeout."""
+    monkeypatch.setattr(ViewServer, "idle_timeout_s", 3.0)  # longer than 200 connections take under load
+    monkeypatch.setattr(ViewServer, "max_connections", 150)
     srv = make_server(str(store), "127.0.0.1", 0, index_path=str(tmp_path / "index"))
     assert srv.request_queue_size >= 64
     srv.start()
@@ -182,11 +184,20 @@ def test_idle_clients_are_dropped_and_a_cap_bounds_the_threads(store: Path, tmp_
     try:
         for _ in range(200):
             socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
-        time.sleep(0.5)
+        time.sleep(0.3)
         assert threading.active_count() - base <= srv.max_handlers
         busy = socks[-1].recv(4096)
         assert statuses(busy) == [503] and b"Connection: close" in busy
-        time.sleep(2.0)  # past the idle timeout: the silent connections are closed
+        answer, _ = exchange(srv.port, f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
+                                        "Connection: close\r\n\r\n".encode())
+        assert statuses(answer) in ([200], [503])  # the cap is full: 503 said at once, never a wait
+        for s in socks[100:]:
+            s.close()  # room again: a real request is answered beside 100 silent clients
+        time.sleep(0.3)
+        answer, _ = exchange(srv.port, f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
+                                        "Connection: close\r\n\r\n".encode())
+        assert statuses(answer) == [200]
+        time.sleep(3.5)  # past the idle timeout: the silent connections are closed
         assert socks[0].recv(4096) == b""
         answer, _ = exchange(srv.port, f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
                                         "Connection: close\r\n\r\n".encode())

@@ -300,7 +300,7 @@ def test_labels_are_written_through_the_store_and_shown(db: Path) -> None:
     ({"value": 0.5}, "'value' must be 1 (right), 0 (wrong) or null"),
     ({"value": True}, "'value' must be 1"),
     ({"who": ""}, "'who' must be a non-empty text"),
-    ({"who": "a\x1bb"}, "without control characters"),
+    ({"who": "a\x1bb"}, "'who' holds U+001B (a control character) at character 2"),
     ({"extra": 1}, "unknown field(s) in the label: extra"),
 ])
 def test_a_label_is_checked_against_the_run_it_names(db: Path, change: dict[str, Any], error: str) -> None:

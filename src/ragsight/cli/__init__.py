@@ -23,8 +23,10 @@ Exit status (the same for every sub-command):
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
 from ..engine import (
@@ -54,8 +56,22 @@ from ._summary import print_summary as print_summary
 __all__ = ["main"]
 
 
+# A value that begins with '-' is a negative number, not an option, when Python reads it as one:
+# "-inf", "-1e3", "-nan" too (argparse knows only "-1" and "-.5" and says "expected one argument",
+# so `--max-cost -inf` never reached the check that names the option).
+_NEGATIVE_NUMBER = re.compile(r"^-(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)$", re.IGNORECASE)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its sub-commands' too, reading every negative number as a value."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="ragsight",
         description="Evaluate retrieval-augmented generation, with the evidence behind every score.",
         epilog="Run 'ragsight COMMAND --help' for a command's options and examples.",

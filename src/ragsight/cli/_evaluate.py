@@ -225,6 +225,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     prices = {**prices_from_config(args.config), **parse_price_flags(args.price)}
     if args.max_cost is not None and not args.max_cost > 0:
         raise RagsightError(f"--max-cost must be a positive number of dollars, not {args.max_cost:g}")
+    if not 0 <= args.threshold <= 1:  # NaN too: no P(Yes) would ever reach it
+        raise ConfigError(f"--threshold must be a probability from 0 to 1, not {args.threshold:g}")
     if args.dry_run:
         with warnings.catch_warnings():  # what the data's reading guessed, as the run says it
             warnings.simplefilter("default")
@@ -273,8 +275,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                        max_cost=args.max_cost),
                 ), sigterm=True)
         except BudgetExceededError as stop:
-            say(err, f"stopped before exceeding --max-cost {format_limit(stop.limit)}: {format_usd(stop.spent)} "
-                     f"spent by this command; {stop.done} of {stop.total} samples are saved in {args.store} (run "
+            say(err, f"stopped before exceeding --max-cost {format_limit(stop.limit)}: {_spent(stop)}; "
+                     f"{stop.done} of {stop.total} samples are saved in {args.store} (run "
                      f"{stop.run_id}). Continue with a new budget (--dry-run estimates the rest):",
                 markup=False)
             err.print(f"  {_resume_command(stop.run_id, args.store)} --max-cost USD", soft_wrap=True, markup=False)
@@ -327,6 +329,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                  f"{EXIT_FAILED}. Fix the rows, or pass --allow-bad-rows to accept the run without them.",
             markup=False)
     return EXIT_FAILED if gate.failed or bad_rows else EXIT_OK
+
+
+def _spent(stop: BudgetExceededError) -> str:
+    """What a stopped command spent, as the judge reported it, and the calls that reported nothing."""
+    out = f"{format_usd(stop.spent)} spent by this command"
+    if stop.unreported_calls:
+        out += (f" (as the judge reported it; {_count(stop.unreported_calls, 'call')} cut off at the stop or "
+                f"timed out reported no usage: up to {format_usd(stop.unreported)} more if the provider billed "
+                f"{'it' if stop.unreported_calls == 1 else 'them'})")
+    return out
 
 
 def _dry_run(args: argparse.Namespace, data: Any, metrics: str | None, prices: dict[str, Any]) -> int:
@@ -409,7 +421,7 @@ def _evaluate_repeats(args: argparse.Namespace, data: Any, metrics: str | None, 
         stopped = (f"; repeated run {stop.repeat} ({stop.run_id}) stopped with {stop.done} of {stop.total} "
                    "samples saved" if stop.run_id else "")
         say(err, f"stopped before exceeding --max-cost {format_limit(stop.limit)} for all {stop.repeats} repeated "
-                 f"runs: {format_usd(stop.spent)} spent by this command; {len(stop.finished)} of {stop.repeats} "
+                 f"runs: {_spent(stop)}; {len(stop.finished)} of {stop.repeats} "
                  f"runs finished (in {args.store}: {done}){stopped}. No spread is reported from an unfinished "
                  "set of runs; give a larger --max-cost (--dry-run estimates one run).", markup=False)
         return EXIT_BUDGET

@@ -13,7 +13,7 @@ atomic replacement of every file ragsight writes for others).
 
 from __future__ import annotations
 
-from ._conversation import ROLES, Conversation, ToolCall, Turn
+from ._conversation import ROLES, Conversation, History, ToolCall, Turn
 from ._dataset import Dataset
 from ._files import (
     atomic_path,
@@ -39,6 +39,7 @@ __all__ = [
     "Conversation",
     "Dataset",
     "FieldError",
+    "History",
     "ProblemGroup",
     "RowProblem",
     "Sample",

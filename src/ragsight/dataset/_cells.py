@@ -13,14 +13,15 @@ padded with every other call's names, as null: :func:`without_nulls` takes them 
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._safety import json_loads
 from ._shapes import row_mapping, to_plain
 
-__all__ = ["MESSAGE_CALLS", "as_map", "is_array", "list_of_maps", "parse_cell", "unreadable_cell", "without_nulls"]
+__all__ = ["MESSAGE_CALLS", "as_map", "is_array", "list_of_maps", "parse_cell", "unreadable_cell", "unusable_messages",
+           "without_nulls"]
 
 
 def as_map(value: Any) -> Mapping[str, Any] | None:
@@ -50,6 +51,10 @@ MESSAGE_CALLS: Mapping[str, str | None] = {
 _PY_MESSAGES = re.compile(r"^\[\s*(?:(?:" + "|".join(MESSAGE_CALLS) + r")\(|\{\s*'(?:content|type|role|name)'\s*:)")
 
 
+class _NotAMessage(ValueError):
+    """A constructor in the text that is not one of :data:`MESSAGE_CALLS`."""
+
+
 def _from_node(node: ast.expr) -> Any:
     """A value of the syntax tree: a known constructor as the dict of its keywords (a message with
     its ``type``), lists and dicts item by item, anything else through ``ast.literal_eval``
@@ -57,7 +62,8 @@ def _from_node(node: ast.expr) -> Any:
     if isinstance(node, ast.Call):
         name = node.func.id if isinstance(node.func, ast.Name) else None
         if name is None or name not in MESSAGE_CALLS or node.args or any(k.arg is None for k in node.keywords):
-            raise ValueError(f"{ast.unparse(node.func)}(...) is not a message or a tool call")
+            raise _NotAMessage(f"{ast.unparse(node.func)}(...), which is not a message or a tool call ragsight "
+                               "reads")
         out = {str(k.arg): _from_node(k.value) for k in node.keywords}
         kind = MESSAGE_CALLS[name]
         if kind is not None:
@@ -80,7 +86,7 @@ def parse_cell(text: str) -> tuple[Any, str] | None:
     if not (s.startswith("[") and s.endswith("]")):
         return None
     try:
-        return json.loads(s), "json"
+        return json_loads(s), "json"  # a number too long stays text, reported with its field
     except (ValueError, RecursionError):
         pass
     try:
@@ -89,20 +95,59 @@ def parse_cell(text: str) -> tuple[Any, str] | None:
         return None
 
 
+def _why_not_read(s: str) -> str | None:
+    """Why Python text of a list cannot be read from its syntax tree (None: it can)."""
+    try:
+        _from_node(ast.parse(s, mode="eval").body)
+    except SyntaxError as exc:
+        return f"it does not parse ({exc.msg}{f' at character {exc.offset}' if exc.offset else ''})"
+    except _NotAMessage as exc:
+        return f"it holds {exc}"
+    except (ValueError, TypeError) as exc:
+        return f"it holds more than literal values ({exc})"
+    except (RecursionError, MemoryError):
+        return "it nests too deeply"
+    return None
+
+
 def unreadable_cell(value: Any) -> str | None:
     """Why a cell that shows a list of messages as Python text cannot be read (None: it can, or
     it is no such text)."""
     if not isinstance(value, str) or not _PY_MESSAGES.match(value.strip()):
         return None
+    return _why_not_read(value.strip())
+
+
+# Text that shows a list as Python or JSON prints objects or dicts, or an empty list: what a list
+# of messages looks like in a CSV cell (a question is not written so).
+_LISTED = re.compile(r"^\[\s*(?:\]$|[A-Za-z_][\w.]*\s*\(|\{)")
+
+
+def unusable_messages(value: Any) -> str | None:
+    """Why a ``user_input`` cell that shows a list of objects or dicts (messages as ragas'
+    ``to_csv()`` writes them) cannot be read as a conversation: it does not parse, holds what is
+    not a literal or a known message, is empty, or holds an item that is not a message (a dict
+    with a ``type`` or a ``role``). None when it can be read, or when it is no such text (a
+    question)."""
+    if not isinstance(value, str):
+        return None
     s = value.strip()
-    try:
-        _from_node(ast.parse(s, mode="eval").body)
-    except SyntaxError as exc:
-        return f"it does not parse ({exc.msg}{f' at character {exc.offset}' if exc.offset else ''})"
-    except (ValueError, TypeError) as exc:
-        return f"it holds more than literal values ({exc})"
-    except (RecursionError, MemoryError):
-        return "it nests too deeply"
+    if not (_LISTED.match(s) and s.endswith("]")):
+        return unreadable_cell(s)  # known messages cut short (a spreadsheet's cell limit) too
+    got = parse_cell(s)
+    if got is None:
+        return _why_not_read(s) or "it is not a list"
+    items = got[0]
+    if not isinstance(items, list):
+        return "it is not a list"
+    if not items:
+        return "it is empty: no messages"
+    for i, item in enumerate(items):
+        m = as_map(item)
+        if m is None:
+            return f"item {i} is not a message (a {type(item).__name__})"
+        if "type" not in m and "role" not in m:
+            return f"item {i} is not a message (it has neither a 'type' nor a 'role')"
     return None
 
 

@@ -48,10 +48,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ._cells import as_map, is_array, list_of_maps, parse_cell, unreadable_cell, without_nulls
+from ._cells import (
+    as_map,
+    is_array,
+    list_of_maps,
+    parse_cell,
+    unreadable_cell,
+    unusable_messages,
+    without_nulls,
+)
 from ._conversation import Conversation, ToolCall, Turn
 from ._rows import _PANDAS_INDEX
-from ._safety import check_safe
+from ._safety import check_safe, json_loads
 from ._shapes import FieldError, is_missing, norm_key, to_plain
 from ._tools import with_tools
 from ._values import chunks, metadata, norm_id, text
@@ -109,8 +117,8 @@ def conversation_shape(raw: Mapping[str, Any]) -> str | None:
         msgs = list_of_maps(raw[ui])
         if msgs is not None and all("type" in m or "role" in m for m in msgs):
             return "ragas"
-        if unreadable_cell(raw[ui]) is not None:
-            return "ragas"  # Python text of messages that cannot be read: the reader says why
+        if unusable_messages(raw[ui]) is not None:
+            return "ragas"  # text of a list of messages that cannot be read: the reader says why
     if "turns" in keys:
         turns = list_of_maps(raw[keys["turns"]])
         if turns is not None and all("role" in m or "input" in m for m in turns):
@@ -199,8 +207,8 @@ class _Reader:
             padded = False
             raw = value
             try:
-                value = json.loads(value) if value.strip() else {}
-            except (json.JSONDecodeError, RecursionError) as exc:
+                value = json_loads(value) if value.strip() else {}  # a number too long: said below
+            except (ValueError, RecursionError) as exc:
                 if not reference:
                     return raw, f"arguments are not JSON: {exc}"
                 raise self.fail(field, f"the arguments are not valid JSON ({exc}); give a JSON object.", turn) from None
@@ -402,7 +410,12 @@ def _read_ragas(raw: Mapping[str, Any]) -> tuple[Conversation, list[str]]:
     r = _Reader(raw, "ragas")
     r.conv_id = _peek_id(r)
     field = r.keys.get("user_input") or r.keys["messages"]
-    msgs = list_of_maps(r.cell(field, raw[field])) or []
+    value = r.cell(field, raw[field])
+    why = unusable_messages(raw[field])
+    if why is not None:
+        raise r.fail(field, f"the text is a list of messages as ragas' to_csv() writes them, and {why}. "
+                     "Save the data with to_jsonl() (ragas) or as JSON lines.")
+    msgs = list_of_maps(value) or []
     role_key = "type" if all("type" in m for m in msgs) else "role"
     if any("tool_calls" in m and m.get(role_key) in ("human", "tool", "user", "system") for m in msgs):
         r.arrow = True  # only Arrow gives a human or tool message tool_calls (a Hugging Face Dataset's rows)

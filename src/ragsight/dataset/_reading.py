@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ._conversation import Conversation, ToolCall, Turn
 from ._problems import RowProblem, group_problems
 from ._rows import read_row
-from ._safety import MAX_DIGITS, HugeNumber
+from ._safety import json_loads
 from ._sample import Sample, SampleWarning, turn_samples
 from ._shapes import FieldError, is_missing, row_mapping, to_plain
 from ._values import text
@@ -91,7 +91,7 @@ def _turn_json_text(raw: Mapping[str, Any]) -> Mapping[str, Any]:
                 parsed[key] = None
                 continue
             try:
-                got = json.loads(v)
+                got = json_loads(v)  # a number too long stays text, reported with its field
             except (ValueError, RecursionError):
                 continue
             if isinstance(got, list):
@@ -175,13 +175,8 @@ def sample_from_mapping(
     return sample, got.notes
 
 
-def _parse_int(text: str) -> int | HugeNumber:
-    """json's parse_int: a number too long for int() stays text, reported by field later."""
-    return int(text) if len(text) <= MAX_DIGITS else HugeNumber(text)
-
-
 def loads(text: str) -> Any:
-    return json.loads(text, parse_int=_parse_int)
+    return json_loads(text)
 
 
 class RowReader:

@@ -7,6 +7,7 @@ refused), nothing may nest deeper than ``MAX_DEPTH`` levels, and no number may h
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -14,7 +15,7 @@ from typing import Any
 
 from ._shapes import FieldError, to_plain
 
-__all__ = ["MAX_DEPTH", "MAX_DIGITS", "SURROGATE", "HugeNumber", "check_safe", "deepest_key"]
+__all__ = ["MAX_DEPTH", "MAX_DIGITS", "SURROGATE", "HugeNumber", "check_safe", "deepest_key", "json_loads"]
 
 MAX_DEPTH = 64
 MAX_DIGITS = 4000  # below Python's own limit (4,300) for int <-> str
@@ -23,6 +24,18 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 
 class HugeNumber(str):
     """A JSON number too long to convert (the loader's parse_int hook returns it as text)."""
+
+
+def _parse_int(text: str) -> int | HugeNumber:
+    """json's parse_int: a number too long for int() stays text, reported by field later
+    (:func:`check_safe`), instead of Python's ValueError from deep inside the parser."""
+    return int(text) if len(text) <= MAX_DIGITS else HugeNumber(text)
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads`` of a row or of JSON text in a cell, a number too long kept as
+    :class:`HugeNumber`."""
+    return json.loads(text, parse_int=_parse_int)
 
 
 def check_safe(field_name: str, value: Any, path: str | None = None, depth: int = 0, *,

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ._conversation import Conversation, ToolCall, Turn
+from ._conversation import Conversation, History, ToolCall, Turn
 from ._shapes import is_missing
 
 __all__ = ["Sample", "SampleWarning", "is_out_of_scope", "turn_samples"]
@@ -72,9 +72,11 @@ class Sample:
     # A turn of a conversation (ragsight.conversation): ``turn`` is the 0-based index of the
     # assistant turn within its conversation, ``history`` the turns before this turn's question.
     # A conversation-level sample has ``conversation_id`` and ``turn`` None, its turns in history.
+    # The turns of a conversation share its messages: a turn's history is a ``History``, a view of
+    # the first messages of one tuple, equal to the tuple of the same messages.
     conversation_id: str | None = None
     turn: int | None = None
-    history: tuple[Turn, ...] | None = None
+    history: Sequence[Turn] | None = None
     tool_calls: tuple[ToolCall, ...] | None = None
     reference_tool_calls: tuple[ToolCall, ...] | None = None
     scenario: str | None = None
@@ -117,7 +119,7 @@ class Sample:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, tuple):
+            if isinstance(value, (tuple, History)):
                 value = [v.to_dict() if isinstance(v, (Turn, ToolCall)) else v for v in value]
             elif isinstance(value, Mapping):
                 value = dict(value)
@@ -194,7 +196,7 @@ def turn_samples(conversation: Conversation) -> list[Sample]:
         out.append(Sample(
             id=f"{conv.id}:{k}", question=None if user is None else turns[user].content, response=t.content,
             contexts=contexts, retrieved_ids=ids_, reference=t.reference, metadata=turn_meta, turn=k,
-            history=turns[:user] if user is not None else (), tool_calls=_calls(exchange),
+            history=History(turns, user) if user is not None else (), tool_calls=_calls(exchange),
             reference_tool_calls=_reference_calls(exchange), **common,
         ))
     out.append(Sample(id=conv.id, metadata=meta, history=turns, tool_calls=_calls(turns),

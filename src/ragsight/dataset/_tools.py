@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ._safety import json_loads
 from ._shapes import FieldError, is_missing, norm_key, row_mapping, to_plain
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def read_tools(value: Any, field: str = "tools", server: str | None = None) -> t
     value = to_plain(value)
     if isinstance(value, str) and value.strip()[:1] in "[{":  # JSON text (a CSV cell)
         with contextlib.suppress(ValueError, RecursionError):
-            value = json.loads(value)
+            value = json_loads(value)
     if isinstance(value, Mapping) and "tools" in value:  # an MCP tools/list result
         return read_tools(value["tools"], f"{field}.tools", server)
     if not isinstance(value, (list, tuple)):

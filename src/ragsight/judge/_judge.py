@@ -273,7 +273,8 @@ class Judge:
                     result = await asyncio.wait_for(send(request), timeout=min(pol.call_timeout_s, remaining))
                 except BaseException as exc:
                     if limit is not None:
-                        # a refusal is not billed; a call cut off (time-out, reset) may be: at its worst
+                        # a refusal is not billed; a call cut off (the run stopping, a time-out, a reset)
+                        # reported no usage: counted apart, at its worst (SpendLimit)
                         limit.settle(reserved, (0, 0) if isinstance(exc, ProviderError) else None)
                     raise
                 if limit is not None:

@@ -59,9 +59,15 @@ class SpendLimit:
     Before each call its worst cost is reserved: the prompt counted at one token per
     :data:`BYTES_PER_TOKEN` bytes of its text (more tokens than common tokenizers make of
     English, about one per character of Chinese or Japanese) and the whole ``max_tokens`` reply.
-    When the spend so far, the reservations of the calls in flight and this reservation exceed
-    the limit, :class:`BudgetExceededError` is raised instead of the call. A finished call
-    replaces its reservation by its reported cost. ``spent`` counts this process's calls only.
+    When what is counted so far, the reservations of the calls in flight and this reservation
+    exceed the limit, :class:`BudgetExceededError` is raised instead of the call.
+
+    A finished call replaces its reservation by its reported cost (``spent``). A call that ended
+    with no usage (cut off by ragsight when its sample was dropped at a stop or by Ctrl-C, timed
+    out, its connection lost) gives its reservation back too, and its worst cost goes to
+    ``unreported`` (``unreported_calls`` of them): what the provider may have billed for it is
+    not known, so it is not said as spent, and it still counts against the limit, which stays a
+    bound on what could be billed. ``spent`` counts this process's calls only.
     """
 
     BYTES_PER_TOKEN = 3
@@ -71,6 +77,14 @@ class SpendLimit:
         self.price = price
         self.spent = 0.0
         self.reserved = 0.0
+        self.unreported = 0.0
+        self.unreported_calls = 0
+
+    @property
+    def counted(self) -> float:
+        """What counts against the limit besides the calls in flight: the reported spend and the
+        worst cost of the calls that reported none."""
+        return self.spent + self.unreported
 
     def worst_cost(self, request: JudgeRequest) -> float:
         size = sum(len(m.content.encode("utf-8")) for m in request.messages)
@@ -79,17 +93,25 @@ class SpendLimit:
 
     def admit(self, request: JudgeRequest) -> float:
         worst = self.worst_cost(request)
-        if self.spent + self.reserved + worst > self.limit:
+        if self.counted + self.reserved + worst > self.limit:
+            unknown = (f", up to {format_usd(self.unreported)} more for {self.unreported_calls} call(s) that "
+                       "reported no usage" if self.unreported_calls else "")
             raise BudgetExceededError(
                 f"the next judge call could cost up to {format_usd(worst)}, and {format_usd(self.spent)} is "
-                f"spent ({format_usd(self.reserved)} more in flight) of the {format_limit(self.limit)} limit "
-                "(--max-cost)",
-                spent=self.spent, limit=self.limit)
+                f"spent{unknown} ({format_usd(self.reserved)} more in flight) of the {format_limit(self.limit)} "
+                "limit (--max-cost)",
+                spent=self.spent, limit=self.limit, unreported=self.unreported,
+                unreported_calls=self.unreported_calls)
         self.reserved += worst
         return worst
 
     def settle(self, reservation: float, used: tuple[int, int] | None) -> None:
-        """Replace a call's reservation by its cost: ``used`` (prompt, completion tokens) as
-        reported, or None for a call that may have been billed unseen (counted at its worst)."""
+        """Give a call's reservation back and count its cost: ``used`` (prompt, completion
+        tokens) as reported, or None for a call that ended with no usage (cut off, timed out):
+        its worst cost is counted as unreported (class docstring)."""
         self.reserved = max(0.0, self.reserved - reservation)
-        self.spent += reservation if used is None else self.price.cost(*used)
+        if used is None:
+            self.unreported += reservation
+            self.unreported_calls += 1
+        else:
+            self.spent += self.price.cost(*used)

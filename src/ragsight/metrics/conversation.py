@@ -27,6 +27,7 @@ tool results only (:func:`outcome_text`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .._score import ClaimVerdict, Evidence, Score
@@ -191,7 +192,7 @@ def request_and_after(messages: list[Turn], k: int) -> tuple[str, str]:
     return text, f"[{n}] {m.role}: {' '.join(m.content.split())}"
 
 
-def outcome_text(turns: tuple[Turn, ...]) -> str:
+def outcome_text(turns: Sequence[Turn]) -> str:
     """The numbered conversation an expected outcome is judged against by a judge with yes/no
     probabilities: the assistant's messages and the tool results only. An outcome is reached when
     the conversation states it; what the user asked for states nothing (the 1.5B judge, shown the
@@ -215,7 +216,7 @@ class AgentGoalAccuracy(Metric):
 
     async def compute(self, ctx: SampleAnalyses) -> Score:
         s = ctx.sample
-        turns: tuple[Turn, ...] = s.history or ()
+        turns: Sequence[Turn] = s.history or ()
         text, shown = transcript(turns)
         outcome = " ".join((s.expected_outcome or "").split())
         if ctx.need_judge().supports_choices:

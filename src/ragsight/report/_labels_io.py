@@ -21,7 +21,7 @@ from typing import Any
 
 from ..dataset import atomic_write, check_writable_target, strict_json
 from ..errors import InputError
-from ..store import ANY_METRIC, Label, Store, claim_key
+from ..store import ANY_METRIC, Label, Store, claim_key, name_problem, shown_name
 from ._label_file import parse_label_value, parse_when, read_label_file
 from ._labels_read import ID_FIELDS
 
@@ -88,10 +88,14 @@ def import_labels(store: Store, path: str | os.PathLike[str], field: str, run: s
     it may be left out only when every row carries a ``sample_key``. ``metric`` and ``who`` are
     used for rows without those columns. Rows that name no sample of the run (or, by
     ``sample_key``, no sample in the store), a metric its runs do not have, an empty or
-    unreadable label (a claim label must be 1/0), or a date that is not ISO 8601 are left out and
+    unreadable label (a claim label must be 1/0), a date that is not ISO 8601, or a ``who`` that
+    holds control or format characters (a right-to-left override) are left out and
     listed; the rest are written in one transaction, a label given twice once (the last row).
     Raises InputError when the file cannot be read (naming the line), no row has the label
     column, or nothing is left."""
+    why = name_problem(who) if who else None
+    if why is not None:
+        raise InputError(f"--who {why}")
     p = Path(path)
     source = str(p)
     numbered = read_label_file(p)
@@ -166,6 +170,10 @@ def import_labels(store: Store, path: str | os.PathLike[str], field: str, run: s
             sample_key=key, metric=name, value=value, field=field, claim=claim,
             who=_text(row.get("who")) or who or "", when=when or "",
             run_id=_text(row.get("run_id")) or run_id, sample_id=sid, note=_text(row.get("note")))
+        why = name_problem(label.who)
+        if why is not None:
+            skipped.append((n, f"'who' {why}"))
+            continue
         identity = (key, name, claim, label.who)
         if identity in labels:
             duplicates += 1
@@ -190,7 +198,7 @@ def label_rows(store: Store, run: str | None = None) -> list[dict[str, Any]]:
         if run_id is not None:
             row["question"] = questions.get(lb.sample_id or "")
         row.update({"metric": lb.metric, "claim": lb.claim, "field": lb.field, "value": lb.value,
-                    "who": lb.who, "when": lb.when, "note": lb.note})
+                    "who": shown_name(lb.who), "when": lb.when, "note": lb.note})
         out.append(row)
     return out
 

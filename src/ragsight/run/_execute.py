@@ -274,8 +274,13 @@ async def execute(
                 stats = stats_now()
                 if stopped is not None:
                     if judge is not None and judge.spend_limit is not None:
-                        stopped.spent = judge.spend_limit.spent  # with the calls that ended after the stop
-                    stats["stopped_by"] = {"max_cost": stopped.limit, "spent": round(stopped.spent, 6)}
+                        # with the calls that ended after the stop; those cut off reported no usage
+                        lim = judge.spend_limit
+                        stopped.spent, stopped.unreported = lim.spent, lim.unreported
+                        stopped.unreported_calls = lim.unreported_calls
+                    stats["stopped_by"] = {"max_cost": stopped.limit, "spent": round(stopped.spent, 6),
+                                           "unreported": round(stopped.unreported, 6),
+                                           "unreported_calls": stopped.unreported_calls}
                 if judge is not None:
                     stats["cost"] = run_cost(st, run_id, price, stats)
                 st.finish_run(run_id, status, stats)

@@ -130,6 +130,7 @@ async def evaluate_repeats(
             stopped = RepeatsBudgetExceeded(
                 f"max_cost ${cap:g} reached in repeated run {i + 1} of {n}", spent=spent + stop.spent,
                 limit=float(cap), finished=tuple(r.run_id for r in results), repeat=i + 1, repeats=n)
+            stopped.unreported, stopped.unreported_calls = stop.unreported, stop.unreported_calls
             stopped.run_id, stopped.done, stopped.total = stop.run_id, stop.done, stop.total
             raise stopped from None
         results.append(result)

@@ -57,7 +57,7 @@ class PacedSpendLimit(SpendLimit):
         if self.largest <= 0.0:
             return permits_out == 0  # no cost known yet: one call at a time
         pending = max(0, permits_out - self.in_flight) + 1
-        return self.spent + self.reserved + pending * self.MARGIN * self.largest <= self.limit
+        return self.counted + self.reserved + pending * self.MARGIN * self.largest <= self.limit
 
     def pace(self, limiter: Limiter) -> None:
         """Let ``limiter`` (the judge's) start a call only while :meth:`room` says so."""

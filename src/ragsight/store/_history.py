@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from ..dataset import Sample, Turn, sample_from_mapping, strict_json
+from ..dataset import History, Sample, Turn, sample_from_mapping, strict_json
 from ._texts import PackWriter, TextStore
 
 __all__ = ["HistoryReader", "HistoryWriter"]
@@ -37,7 +37,7 @@ class HistoryWriter:
     messages stored once (module docstring)."""
 
     def __init__(self, samples: Sequence[Sample]) -> None:
-        self.longest: dict[str, tuple[Turn, ...]] = {}
+        self.longest: dict[str, Sequence[Turn]] = {}
         for s in samples:
             if s.conversation_id is not None and s.history and \
                     len(s.history) > len(self.longest.get(s.conversation_id, ())):
@@ -74,14 +74,14 @@ class HistoryReader:
         tid, count = ref[_REF]
         raw["history"] = []  # a turn (or a conversation) with its messages set below
         sample = sample_from_mapping(raw)[0]
-        return dataclasses.replace(sample, history=self._turns(int(tid))[:int(count)])
+        return dataclasses.replace(sample, history=History(self._turns(int(tid)), int(count)))
 
     def _turns(self, tid: int) -> tuple[Turn, ...]:
         turns = self._parsed.get(tid)
         if turns is None:
             messages = json.loads(self.texts.get(tid))
-            turns = sample_from_mapping({"id": "history", "conversation_id": "history", "turn": 0,
-                                         "history": messages})[0].history or ()
+            turns = tuple(sample_from_mapping({"id": "history", "conversation_id": "history", "turn": 0,
+                                               "history": messages})[0].history or ())
             self._parsed[tid] = turns
             while len(self._parsed) > _KEPT:
                 self._parsed.popitem(last=False)

@@ -15,6 +15,7 @@ import logging
 import math
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -24,12 +25,46 @@ from ..dataset import Sample
 from ..errors import InputError, StoreError
 from ._scores import ScoresMixin
 
-__all__ = ["ANY_METRIC", "Label", "LabelsMixin", "claim_key", "sample_key"]
+__all__ = ["ANY_METRIC", "Label", "LabelsMixin", "claim_key", "name_problem", "sample_key", "shown_name"]
 
 log = logging.getLogger(__name__)
 
 ANY_METRIC = "*"
 """The metric of a label that judges the whole sample (it stands for every metric of it)."""
+
+
+# Characters a reviewer's name may not hold: control characters, line and paragraph separators,
+# lone surrogates, and format characters (Unicode category Cf: the bidirectional overrides,
+# embeddings, isolates and marks that turn the text after them around, U+202E "right-to-left
+# override" among them, and the characters that print nothing, so that two names that look the
+# same are not two reviewers). The zero-width joiner and non-joiner are kept: Persian and Indic
+# names, and emoji, are written with them.
+_NAME_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_JOINERS = frozenset({"\u200c", "\u200d"})
+
+
+def _hidden(c: str) -> bool:
+    return c not in _JOINERS and unicodedata.category(c) in _NAME_CATEGORIES
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a reviewer's name: the first character it holds that reorders or
+    hides how text is shown (see above), by code and Unicode name; None when it can be."""
+    for i, c in enumerate(name):
+        if _hidden(c):
+            what = unicodedata.name(c, "") or {"Cc": "a control character", "Cs": "a lone surrogate"}.get(
+                unicodedata.category(c), "a format character")
+            return (f"holds U+{ord(c):04X} ({what}) at character {i + 1}: a name may not hold control or "
+                    "format characters, which reorder or hide how the names beside it are shown")
+    return None
+
+
+def shown_name(name: str) -> str:
+    """``name`` as it may be shown beside others: every character :func:`name_problem` refuses
+    written as ``\\uXXXX`` (a name stored before names were checked)."""
+    if not any(_hidden(c) for c in name):
+        return name
+    return "".join(f"\\u{ord(c):04x}" if _hidden(c) else c for c in name)
 
 
 @dataclass(frozen=True)
@@ -123,6 +158,9 @@ def _checked(label: Label, n: int) -> Label:
         raise InputError(f"{where}: value {label.value!r} is not a finite number")
     if label.claim is not None and not label.claim:
         raise InputError(f"{where}: 'claim' is an empty key (None means a sample label)")
+    why = name_problem(label.who) if isinstance(label.who, str) else "is not a text"
+    if why is not None:
+        raise InputError(f"{where}: 'who' {why}")
     return label if label.when else replace(label, when=now_iso())
 
 

@@ -86,6 +86,8 @@ document.addEventListener("securitypolicyviolation",function(e){errs.push("csp: 
 var KEY="ragsight.reviewer";
 function who(){try{return localStorage.getItem(KEY)||"";}catch(x){return "";}}
 function setWho(v){try{localStorage.setItem(KEY,v);}catch(x){}}
+var HIDDEN=/[\u0000-\u001f\u007f-\u009f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/g;
+function shown(n){return String(n).replace(HIDDEN,function(c){return "\\u"+("000"+c.charCodeAt(0).toString(16)).slice(-4);});}
 function status(msg,bad){var s=document.getElementById("status");if(s){s.textContent=msg;s.className=bad?"status bad":"status";}}
 function groups(){return Array.prototype.slice.call(document.querySelectorAll("[data-group]"));}
 var cur=-1;
@@ -96,7 +98,7 @@ function paint(group){var by={};try{by=JSON.parse(group.getAttribute("data-by")|
 var mine=by[who()];group.querySelectorAll("button[data-value]").forEach(function(b){
 b.setAttribute("aria-pressed",mine!==undefined&&String(mine)===b.getAttribute("data-value")?"true":"false");});
 var names=Object.keys(by);var t=group.querySelector(".by");
-if(t){t.textContent=names.length?"labels: "+names.map(function(n){return n+"="+by[n];}).join(", "):"";}}
+if(t){t.textContent=names.length?"labels: "+names.map(function(n){return shown(n)+"="+by[n];}).join(", "):"";}}
 function send(btn,value){var name=who();var group=btn.closest("[data-group]");
 if(!name){status("Type your name first (kept in this browser only).",true);var box=document.getElementById("who");if(box)box.focus();return;}
 var d=btn.dataset;var body={run:d.run,sample:d.sample,metric:d.metric,claim:d.claim===undefined?null:Number(d.claim),
@@ -115,7 +117,7 @@ document.addEventListener("DOMContentLoaded",function(){
 document.body.setAttribute("data-js","ran");
 var box=document.getElementById("who");
 if(box){box.value=who();box.addEventListener("change",function(){setWho(box.value.trim());groups().forEach(paint);
-status(box.value.trim()?"labelling as "+box.value.trim():"");});}
+status(box.value.trim()?"labelling as "+shown(box.value.trim()):"");});}
 groups().forEach(paint);
 document.querySelectorAll("button[data-value]").forEach(function(b){b.addEventListener("click",function(){
 var g=groups();var i=g.indexOf(b.closest("[data-group]"));if(i>=0)focusAt(i);

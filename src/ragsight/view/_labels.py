@@ -20,7 +20,7 @@ from typing import Any
 
 from .._score import Score
 from ..errors import InputError
-from ..store import Label, Store, claim_key
+from ..store import Label, Store, claim_key, name_problem
 from ._model import RunTable
 from ._parts import LabelView
 
@@ -76,8 +76,11 @@ class LabelWriter:
             if not isinstance(data.get(name), str) or not data[name].strip():
                 raise InputError(f"'{name}' must be a non-empty text")
         who = data["who"].strip()
-        if len(who) > MAX_NAME or any(ord(c) < 32 or ord(c) == 127 for c in who):
-            raise InputError(f"'who' must be a name of at most {MAX_NAME} characters without control characters")
+        if len(who) > MAX_NAME:
+            raise InputError(f"'who' must be a name of at most {MAX_NAME} characters")
+        why = name_problem(who)
+        if why is not None:
+            raise InputError(f"'who' {why}")
         run_id = self.store.resolve_run(data["run"])
         if run_id != data["run"]:
             raise InputError(f"'run' must be a run's whole id, not '{data['run']}'")

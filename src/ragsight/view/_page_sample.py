@@ -11,7 +11,7 @@ from typing import Any
 from .._score import Outcome, Score
 from ..dataset import Sample
 from ..report import Marks, fmt
-from ..store import ANY_METRIC
+from ..store import ANY_METRIC, shown_name
 from ._assets import e, t, url, visible
 from ._model import NOT_APPLICABLE, Filter, RunTable
 from ._parts import LabelView, _arrow
@@ -33,7 +33,8 @@ def _label_group(run_id: str, sample_id: str, metric: str, claim: int | None, ye
 def _by_attr(by: Mapping[str, float]) -> str:
     import json
 
-    return e(json.dumps({k: (int(v) if float(v).is_integer() else v) for k, v in by.items()}))
+    # a name stored before names were checked is shown with its format characters escaped
+    return e(json.dumps({shown_name(k): (int(v) if float(v).is_integer() else v) for k, v in by.items()}))
 
 
 def _relevance(scores: Mapping[str, Score]) -> dict[int, tuple[bool, str]]:

@@ -5,12 +5,15 @@ referrers. Nothing is logged but errors (a request's address may hold the access
 What reaches the application is one well-framed request: a body is read only by a plain
 Content-Length of at most 64 kB; a body refused (too large, a length that is not a count, a
 Transfer-Encoding) closes the connection, so what follows it is never read as another request.
-Slow and vanished clients cost little: each connection has an idle timeout, the handler threads
-are capped, and a client that disconnects prints nothing."""
+Slow and vanished clients cost little: a connection holds no thread while its request arrives (one
+thread reads them all, ``_connections.py``), it has an idle timeout and a time limit for each
+request, the handler threads are capped, and a client that disconnects prints nothing."""
 
 from __future__ import annotations
 
+import io
 import ipaddress
+import queue
 import re
 import secrets
 import socket
@@ -22,6 +25,7 @@ from typing import Any
 from ..errors import ConfigError
 from ._app import LOOPBACK_NAMES, MAX_BODY, Response, ViewApp
 from ._assets import CSP
+from ._connections import Gatekeeper
 
 __all__ = ["DEFAULT_PORT", "ViewServer", "is_loopback", "make_server", "new_token"]
 
@@ -63,9 +67,21 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
 
+    keep = False  # the connection stays open for another request
+
     def setup(self) -> None:
-        self.request.settimeout(self.server.idle_timeout_s)  # each read and write of the connection
-        super().setup()
+        # ``request``: the socket and one whole request, read by the gatekeeper
+        sock, data = self.request
+        self.connection = sock
+        sock.settimeout(self.server.idle_timeout_s)  # each write of the answer
+        self.rfile = io.BytesIO(data)
+        self.wfile = _Writer(sock)
+
+    def handle(self) -> None:
+        """One request (the connection goes back to the gatekeeper for the next)."""
+        self.close_connection = True
+        self.handle_one_request()
+        self.keep = not self.close_connection
 
     def _refuse(self, status: int, message: str) -> None:
         """Answer with ``status`` and close the connection: whatever the client sent after the
@@ -133,27 +149,52 @@ class _Handler(BaseHTTPRequestHandler):
         sys.stderr.write("ragsight view: " + (format % args) + "\n")
 
 
+class _Writer(io.BufferedIOBase):
+    """Writes straight to the socket, whole (``sendall``)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        self._sock.sendall(b)
+        with memoryview(b) as view:
+            return view.nbytes
+
+
 _DIGITS = re.compile(r"[0-9]{1,18}")
 _BREAK = re.compile(r"[\r\n]")
 _QUIET = ("code %d", "Request timed out")
 
 
 class ViewServer(ThreadingHTTPServer):
-    """The viewer's HTTP server: a thread per connection, at most ``max_handlers`` at once (a
-    connection beyond them is answered 503 and closed), each dropped after ``idle_timeout_s``
-    seconds without a byte either way; ``request_queue_size`` connections wait to be accepted."""
+    """The viewer's HTTP server. A connection waits for its request in the gatekeeper (one
+    thread for all: ``_connections.py``), at most ``max_connections`` at once (one beyond them is
+    answered 503 and closed), dropped after ``idle_timeout_s`` seconds without a request or
+    ``request_timeout_s`` from a request's first byte to its last; each whole request is answered
+    by one of ``max_handlers`` threads. ``request_queue_size`` connections wait to be accepted."""
 
     daemon_threads = True
     request_queue_size = 128
     max_handlers = 32
+    max_connections = 512
     idle_timeout_s = 15.0
+    request_timeout_s = 10.0
 
     def __init__(self, address: tuple[str, int], app: ViewApp) -> None:
         self.app = app
         self._slots = threading.BoundedSemaphore(self.max_handlers)
+        self._work: queue.SimpleQueue[tuple[socket.socket, Any, bytes, bytes] | None] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
+        self._busy_count = 0
+        self._count_lock = threading.Lock()
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
+        self._gate = Gatekeeper(self._dispatch, max_body=MAX_BODY, idle_s=lambda: self.idle_timeout_s,
+                                request_s=lambda: self.request_timeout_s, refuse=self._refuse_raw)
 
     @property
     def port(self) -> int:
@@ -171,32 +212,65 @@ class ViewServer(ThreadingHTTPServer):
         return thread
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self._busy(request)
+        """A new connection: to the gatekeeper, which holds it (no thread) until its request is
+        whole; 503 and closed when ``max_connections`` are held already."""
+        with self._count_lock:
+            held = self._gate.held + self._busy_count
+        if held >= self.max_connections:
+            self._refuse_raw(request, 503, "the viewer is busy; try again in a moment")
             return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
+        self._gate.add(request, client_address)
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+    def _dispatch(self, sock: socket.socket, address: Any, request: bytes, rest: bytes) -> None:
+        with self._count_lock:
+            self._busy_count += 1
+            if len(self._workers) < self.max_handlers:
+                worker = threading.Thread(target=self._work_loop, name="ragsight-view-handler", daemon=True)
+                self._workers.append(worker)
+                worker.start()
+        self._work.put((sock, address, request, rest))
 
-    def _busy(self, request: socket.socket) -> None:
-        """Every handler is taken: say so and close, without waiting on the client."""
-        body = b"the viewer is busy; try again in a moment"
-        head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n")
+    def _work_loop(self) -> None:
+        while True:
+            item = self._work.get()
+            if item is None:
+                return
+            sock, address, request, rest = item
+            keep = False
+            try:
+                handler = _Handler((sock, request), address, self)  # type: ignore[arg-type]
+                keep = handler.keep
+            except Exception:
+                self.handle_error(sock, address)
+            finally:
+                with self._count_lock:
+                    self._busy_count -= 1
+            if keep:
+                self._gate.give_back(sock, address, rest)
+            else:
+                self.shutdown_request(sock)
+
+    def _refuse_raw(self, request: socket.socket, status: int, message: str) -> None:
+        """Say ``status`` and close, without waiting on the client (a 503 when full, a 431)."""
+        body = message.encode()
+        reason = {503: "Service Unavailable", 431: "Request Header Fields Too Large"}.get(status, "Error")
+        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                f"Content-Length: {len(body)}\r\n" + ("Retry-After: 1\r\n" if status == 503 else "")
+                + "Connection: close\r\n\r\n")
         try:
             request.setblocking(False)
             request.send(head.encode() + body)
         except OSError:
             pass
         self.shutdown_request(request)
+
+    def server_close(self) -> None:
+        self._gate.close()
+        with self._count_lock:
+            workers = list(self._workers)
+        for _ in workers:
+            self._work.put(None)
+        super().server_close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that closed or reset its connection, or went silent, is not an error of the
