@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ragsight.cli import main
+from ragsight.cli import _common, main
 
 pytest.importorskip("ragsight.dataset._conversations", reason="conversation loading (ragas, DeepEval, OpenAI shapes)")
 
@@ -31,6 +31,13 @@ RAGAS = {
         {"name": "search_flights", "args": {"origin": "Paris", "destination": "Rome", "date": "2025-05-02"}},
         {"name": "book", "args": {"flight": "AZ 331"}}],
 }
+
+
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the summary's rows are read whole: laid out at 120 columns (what a pipe or a log gets), whatever
+    # width the test process inherited ($COLUMNS differs between pytest's own process and its workers)
+    monkeypatch.setattr(_common.out, "width", 120)
 
 
 def evaluate(tmp_path: Path, rows: list[dict[str, Any]], metrics: str,

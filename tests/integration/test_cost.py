@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ragsight.calls import format_usd
-from ragsight.cli import main
+from ragsight.cli import _common, main
 from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply
 from tests.reliability.world import JudgeWorld, make_samples
 
@@ -59,6 +59,9 @@ def judge_calls(srv: FakeOpenAIServer) -> list[RecordedRequest]:
 @pytest.fixture()
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cost")
+    # the printed lines are read whole: laid out at 120 columns (what a pipe or a log gets), whatever
+    # width the test process inherited ($COLUMNS differs between pytest's own process and its workers)
+    monkeypatch.setattr(_common.out, "width", 120)
     with FakeOpenAIServer(handler=BilledWorld()) as srv:
         yield srv
 

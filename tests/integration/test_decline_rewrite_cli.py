@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ragsight.cli import main
+from ragsight.cli import _common, main
 from tests.fakes import FakeOpenAIServer
 from tests.reliability.world import JudgeWorld, block
 
@@ -40,7 +40,9 @@ class RewritingWorld(JudgeWorld):
 @pytest.fixture()
 def judge_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-rewrite")
-    monkeypatch.setenv("COLUMNS", "80")
+    # each claim is read on one line: laid out at 120 columns (what a pipe or a log gets), whatever
+    # width the test process inherited ($COLUMNS differs between pytest's own process and its workers)
+    monkeypatch.setattr(_common.out, "width", 120)
     with FakeOpenAIServer(handler=RewritingWorld()) as srv:
         yield srv.url
 

@@ -45,7 +45,7 @@ from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply  # noqa: E402
 from tests.fakes.capacity import Capacity  # noqa: E402
 from tests.fakes.embedder import TableEmbedder  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 ROOT = Path(__file__).resolve().parents[2]
 METRICS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall",

@@ -39,7 +39,7 @@ from tests.integration.test_ray import (  # noqa: E402
     rows,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 ROOT = Path(__file__).resolve().parents[2]
 

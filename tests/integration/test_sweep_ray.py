@@ -22,7 +22,7 @@ from tests.unit.test_sweep import (
     verify_handler,
 )
 
-pytestmark = pytest.mark.slow  # a Ray instance
+pytestmark = [pytest.mark.slow, pytest.mark.ray]  # a Ray instance
 
 
 def judge() -> ScriptedProvider:

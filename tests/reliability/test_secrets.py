@@ -30,7 +30,9 @@ NEEDLES = (SECRET, SECRET[3:], "SECRET-4f7a9c2e", f"Bearer {SECRET}")
 
 def echoing_handler(world: JudgeWorld) -> Callable[[RecordedRequest], Reply | None]:
     """Answers like ``world``, except: every request of sample s001 and one request in five of
-    the others fail with a body echoing the Authorization header."""
+    the others fail with a body echoing the Authorization header: a 502, as a proxy answers for
+    its upstream (a 503 would be an overload refusal, which each of s001's steps tries again for
+    a minute before it fails; the stored error is the same)."""
     counter = {"n": 0}
 
     def handler(req: RecordedRequest) -> Reply | None:
@@ -40,7 +42,7 @@ def echoing_handler(world: JudgeWorld) -> Callable[[RecordedRequest], Reply | No
             text = " ".join(m.get("content", "") for m in body.get("messages", []))
             if "Borealis" in text or counter["n"] % 5 == 0:
                 auth = req.headers.get("authorization", "")
-                return Reply.error(503, f"upstream rejected request with headers Authorization: {auth}; "
+                return Reply.error(502, f"upstream rejected request with headers Authorization: {auth}; "
                                         f"key={auth.removeprefix('Bearer ')}")
         return world(req)
 

@@ -66,11 +66,13 @@ def test_evaluate_with_the_embedded_judge_prints_the_line(
     judge_args: list[str], prefix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Stop the run before the model loads: the line comes first.
-    async def no_model(self: LocalProvider) -> None:
+    # Stop the run before the model loads: the line comes first. The samples start beside the
+    # preflight, so the model's loading itself is stopped (stopping the preflight alone let the
+    # first calls load the model and run while the failed run waited for them).
+    def no_model(self: LocalProvider) -> None:
         raise ConfigError("stopped by the test before the model loads")
 
-    monkeypatch.setattr(LocalProvider, "preflight", no_model)
+    monkeypatch.setattr(LocalProvider, "_load", no_model)
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"id": "a", "response": "The tower is tall. It is old.", "contexts": ["c"]}) + "\n")
     code = main(["evaluate", str(data), "--metrics", "faithfulness", "--store", str(tmp_path / "s.db"),
