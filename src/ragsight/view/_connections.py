@@ -171,8 +171,11 @@ class Gatekeeper:
                 conn.request_until = time.monotonic() + self.request_s()
             return
         self._release(conn)
-        if size < 0:
-            self.refuse(conn.sock, 431, "request head too large")
+        if size < 0:  # the request line alone over the limit: its target (URI) is too long
+            if b"\n" not in conn.buf[:MAX_HEAD]:
+                self.refuse(conn.sock, 414, "request target too long")
+            else:
+                self.refuse(conn.sock, 431, "request head too large")
             return
         request, rest = bytes(conn.buf[:size]), bytes(conn.buf[size:])
         try:
