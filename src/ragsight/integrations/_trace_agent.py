@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._trace_common import _ANSWER_KEYS, _QUESTION_KEYS, _json_or_text, _pick_text
+from ._trace_common import _ANSWER_KEYS, _QUESTION_KEYS, _json_or_text, _pick_text, _tool_step
 from ._trace_spans import _Span
 
 __all__ = ["agent_row"]
@@ -107,26 +107,7 @@ def agent_row(trace_id: str, trace: Sequence[_Span], root: _Span, meta: dict[str
                 open_calls.extend(calls)
         elif span.kind == "TOOL":
             name = span.attributes.get("tool.name") or span.name
-            content, cid, failed = _result(span)
-            if not llm_made:
-                n += 1
-                args = _json_or_text(span.attributes.get("input.value"))
-                args = args if isinstance(args, Mapping) else ({} if args in (None, "") else {"input": args})
-                cid = f"call_{n}"
-                messages.append({"role": "assistant", "content": "", "tool_calls": [
-                    {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
-            else:
-                match = next((c for c in open_calls if cid is not None and c["id"] == cid), None) or \
-                    next((c for c in open_calls if c["function"]["name"] == name), None)
-                if match is not None:
-                    open_calls.remove(match)
-                    cid = match["id"]
-            tool_msg: dict[str, Any] = {"role": "tool", "content": content, "name": name}
-            if cid is not None:
-                tool_msg["tool_call_id"] = cid
-            if failed:
-                tool_msg["is_error"] = True
-            messages.append(tool_msg)
+            n = _tool_step(messages, open_calls, n, name, span.attributes.get("input.value"), _result(span), llm_made)
     answer = _pick_text(root.attributes.get("output.value"), _ANSWER_KEYS)
     messages.append({"role": "assistant", "content": answer or ""})
     row: dict[str, Any] = {"id": trace_id, "messages": messages, "metadata": {**meta, "agent": True}}

@@ -11,7 +11,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -291,3 +291,32 @@ def _row(trace_id: str, question: str, docs: Sequence[Mapping[str, Any]], answer
         row["response"] = answer
     row["metadata"] = meta
     return row
+
+
+def _tool_step(messages: list[dict[str, Any]], open_calls: list[dict[str, Any]], n: int, name: str,
+               raw_input: Any, result: tuple[str, str | None, bool], called_by_llm: bool,
+               dump: Callable[[Any], str] = json.dumps) -> int:
+    """A TOOL step of an agent's trace into ``messages``: its call, made up from the step's input
+    when no LLM step called it (``call_N``), else matched to an open call by id, then by name;
+    then its result, an error when it failed. Returns the count of made-up calls."""
+    content, cid, failed = result
+    if not called_by_llm:
+        n += 1
+        args = _json_or_text(raw_input)
+        args = args if isinstance(args, Mapping) else ({} if args in (None, "") else {"input": args})
+        cid = f"call_{n}"
+        messages.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": dump(args)}}]})
+    else:
+        match = next((c for c in open_calls if cid is not None and c["id"] == cid), None) or \
+            next((c for c in open_calls if c["function"]["name"] == name), None)
+        if match is not None:
+            open_calls.remove(match)
+            cid = match["id"]
+    tool_msg: dict[str, Any] = {"role": "tool", "content": content, "name": name}
+    if cid is not None:
+        tool_msg["tool_call_id"] = cid
+    if failed:
+        tool_msg["is_error"] = True
+    messages.append(tool_msg)
+    return n

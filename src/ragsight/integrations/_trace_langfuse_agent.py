@@ -29,7 +29,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._trace_common import _ANSWER_KEYS, _QUESTION_KEYS, _json_or_text, _pick_text
+from ._trace_common import _ANSWER_KEYS, _QUESTION_KEYS, _json_or_text, _pick_text, _tool_step
 
 __all__ = ["langfuse_agent_row", "langfuse_observations"]
 
@@ -169,26 +169,8 @@ def langfuse_agent_row(trace_id: str, trace: Mapping[str, Any], obs: Sequence[Ma
                 open_calls.extend(calls)
         elif _kind(o) == "TOOL":
             name = str(o.get("name") or "tool")
-            content, cid, failed = _result(o)
-            if not from_generations:
-                n += 1
-                args = _json_or_text(o.get("input"))
-                args = args if isinstance(args, Mapping) else ({} if args in (None, "") else {"input": args})
-                cid = f"call_{n}"
-                messages.append({"role": "assistant", "content": "", "tool_calls": [
-                    {"id": cid, "type": "function", "function": {"name": name, "arguments": _arguments(args)}}]})
-            else:
-                match = next((c for c in open_calls if cid is not None and c["id"] == cid), None) or \
-                    next((c for c in open_calls if c["function"]["name"] == name), None)
-                if match is not None:
-                    open_calls.remove(match)
-                    cid = match["id"]
-            tool_msg: dict[str, Any] = {"role": "tool", "content": content, "name": name}
-            if cid is not None:
-                tool_msg["tool_call_id"] = cid
-            if failed:
-                tool_msg["is_error"] = True
-            messages.append(tool_msg)
+            n = _tool_step(messages, open_calls, n, name, o.get("input"), _result(o), from_generations,
+                           dump=_arguments)
     answer = _pick_text(trace.get("output"), _ANSWER_KEYS)
     if answer is None and root is not None and _kind(root) not in ("TOOL", "GENERATION"):
         answer = _pick_text(root.get("output"), _ANSWER_KEYS)
