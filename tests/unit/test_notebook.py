@@ -14,6 +14,7 @@ import threading
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -104,23 +105,36 @@ async def test_interrupting_the_kernel_stops_the_run_and_keeps_what_finished(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-notebook")
     store = tmp_path / "runs.db"
 
+    sent = threading.Event()
+
+    def finished() -> int:
+        try:
+            with closing(sqlite3.connect(store, timeout=1.0)) as c:
+                return int(c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+
     def interrupt_after_two() -> None:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and finished() < 2:
             time.sleep(0.1)
-            try:
-                with closing(sqlite3.connect(store, timeout=1.0)) as c:
-                    if c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0] >= 2:
-                        break
-            except sqlite3.OperationalError:
-                pass
         os.kill(os.getpid(), signal.SIGINT)
+        sent.set()
+
+    world = JudgeWorld(latency=0.1)
+
+    def held_after_two(request: Any) -> Any:
+        # once two samples are saved, the judge answers nothing more until the interrupt is sent:
+        # on a busy machine the run could otherwise end before the signal arrives
+        if not sent.is_set() and finished() >= 2:
+            sent.wait(60)
+        return world(request)
 
     # An IPython kernel turns SIGINT into KeyboardInterrupt (Python's default handler); the
     # runner of this test suite's event loop would only cancel its task: as the kernel, here.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with FakeOpenAIServer(handler=JudgeWorld(latency=0.1)) as srv:
+        with FakeOpenAIServer(handler=held_after_two) as srv:
             timer = threading.Thread(target=interrupt_after_two)
             timer.start()
             with pytest.raises(KeyboardInterrupt):
@@ -134,3 +148,14 @@ async def test_interrupting_the_kernel_stops_the_run_and_keeps_what_finished(
         status = c.execute("SELECT status FROM runs").fetchone()[0]
         done = c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0]
     assert status == "interrupted" and 2 <= done < 40
+
+
+def test_an_interrupt_as_the_run_ends_does_not_offer_a_resume(tmp_path: Path) -> None:
+    from ragsight.run._evaluate import interrupted_message
+
+    store = tmp_path / "runs.db"
+    midway = interrupted_message(Progress(total=40, done=7, run_id="r1"), store)
+    assert midway.startswith("interrupted: 7 of 40 samples are saved") and "resume='r1'" in midway
+    ended = interrupted_message(Progress(total=40, done=40, run_id="r1"), store)
+    assert ended == (f"interrupted as the run ended: all 40 samples are saved in {store} (run r1); "
+                     "nothing is left to resume.")

@@ -162,6 +162,10 @@ def interrupted_message(progress: Progress, store: Any) -> str:
         return (f"interrupted: {progress.done} of {progress.total} samples were finished, but the store "
                 "is in memory: they are lost. Pass store='runs.db' to keep the finished samples of a "
                 "run you may interrupt.")
+    if progress.total and progress.done >= progress.total:
+        # the interrupt came as the run ended: nothing is left to continue
+        return (f"interrupted as the run ended: all {progress.total} samples are saved in {path} "
+                f"(run {progress.run_id}); nothing is left to resume.")
     return (f"interrupted: {progress.done} of {progress.total} samples are saved in {path} (run "
             f"{progress.run_id}). Continue with: ragsight.evaluate(None, resume={progress.run_id!r}, "
             f"store={str(path)!r})")
