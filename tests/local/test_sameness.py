@@ -72,18 +72,27 @@ def _logits_after(provider: Any, before: list[list[int]], tokens: list[int]) -> 
 
 # 36-39: a re-sent prompt's tail for each length modulo the row group; 515: a prompt of 513-519
 # tokens, whose last batch after the first 512 rows would be short (it gives up 8 rows to it);
-# 520: a last batch of exactly 8 rows, the boundary. (517 and 530 repeated 515's and 520's cases
-# at some 60 s each.)
-@pytest.mark.parametrize("length", [36, 37, 38, 39, 515, 520])
-def test_a_prompt_sent_again_or_after_a_near_copy_gets_the_same_numbers(qwen_provider: Any, length: int) -> None:
+# 67 and 72: the same two cases with batches of 64 rows (the short last batch, and a last batch of
+# exactly 8 rows, the boundary), at an eighth of the cost of 515 and 520. (517 and 530 repeated
+# 515's and 520's cases at some 60 s each; 520 itself went for 72, 65 s.)
+@pytest.mark.parametrize(("length", "n_batch"), [(36, 512), (37, 512), (38, 512), (39, 512), (515, 512),
+                                                 (67, 64), (72, 64)])
+def test_a_prompt_sent_again_or_after_a_near_copy_gets_the_same_numbers(
+    qwen_provider: Any, length: int, n_batch: int, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A prompt sent twice (a call retried after a time-out) kept all but its last group cached and
     # evaluated a tail of 1-4 rows, which llama.cpp computes with other kernels than a long batch:
     # its logits moved by up to 0.5 and greedy replies changed. Prompts of 513-519 tokens ended
     # their fresh evaluation with such a short batch too.
     llm = qwen_provider._load()
+    # the batch size the provider and llama-cpp-python split a prompt by (the context's own
+    # limit stays 512, so a smaller batch is a valid one)
+    monkeypatch.setattr(llm, "n_batch", n_batch)
     text = " ".join(f"Sentence {i}: fare class {i % 7} allows {i} kg and costs {i * 13} euros." for i in range(40))
     full = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
     tokens = full[:length]
+    if n_batch < 512:  # the case's split happens: without the fix its last batch would be short
+        assert 0 < length % n_batch <= 8
     alone = _logits_after(qwen_provider, [], tokens)
     assert (_logits_after(qwen_provider, [tokens], tokens) == alone).all()
     assert (_logits_after(qwen_provider, [tokens[:-13]], tokens) == alone).all()
