@@ -112,7 +112,7 @@ def test_import_traces_reads_the_parquet_file_of_a_spans_dataframe(
     samples = tmp_path / "samples.jsonl"
     assert main(["import-traces", str(spans), "--out", str(samples)]) == 0
     said = capsys.readouterr().out
-    assert f"Read 3 traces from {spans} (OpenInference spans)." in " ".join(said.split())
+    assert f"Read 3 traces from {spans} (span records)." in " ".join(said.split())
     assert "1 conversation among them" in said
     conv, single = [json.loads(line) for line in samples.read_text().splitlines()]
     assert conv["id"] == "chat-7" and conv["metadata"]["trace_ids"] == ["1" * 32, "2" * 32]

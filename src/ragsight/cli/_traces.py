@@ -33,7 +33,9 @@ saved as Parquet) and Langfuse trace exports.
 One sample per trace: question, retrieved documents (text, id, score), answer, latency; the
 trace and span ids go to the sample's metadata."""
 
-_FORMAT_NAMES = {"otlp": "OTLP JSON", "spans": "OpenInference spans", "langfuse": "Langfuse export"}
+# a name for the file's layout, not its conventions: OpenInference, OpenLLMetry and Langfuse spans
+# all come as OTLP JSON or as span records (one a line, or a spans DataFrame)
+_FORMAT_NAMES = {"otlp": "OTLP JSON", "spans": "span records", "langfuse": "Langfuse export"}
 
 
 def register(sub: Any) -> None:
