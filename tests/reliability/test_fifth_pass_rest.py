@@ -412,3 +412,40 @@ def test_three_hundred_slow_clients_leave_the_viewer_serving_others(label_store:
         srv.shutdown()
         srv.server_close()
         srv.app.close()
+
+
+def test_a_client_that_waits_for_leave_to_send_its_body_gets_it_at_once(label_store: Path, tmp_path: Path) -> None:
+    """A POST with ``Expect: 100-continue`` (curl sends it with a large body) is told to go on as
+    soon as its head is read, once, and then answered; a body over the limit is refused at once
+    without it (before: the client waited, and the viewer waited for the body until the time a
+    request may take ran out)."""
+    from ragsight.view import make_server
+    from ragsight.view._app import MAX_BODY
+
+    srv = make_server(str(label_store), "127.0.0.1", 0, index_path=str(tmp_path / "index"))
+    srv.request_timeout_s = 10.0
+    srv.start()
+    try:
+        body = json.dumps({"label": "pass"}).encode()
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as sock:
+            t0 = time.monotonic()
+            sock.sendall(f"POST /api/labels HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nContent-Type: application/json\r\n"
+                         f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n".encode())
+            assert sock.recv(4096) == b"HTTP/1.1 100 Continue\r\n\r\n"
+            assert time.monotonic() - t0 < 2.0
+            sock.sendall(body)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        status = answer.split(b"\r\n", 1)[0]
+        assert status.startswith(b"HTTP/1.1 ") and not status.startswith(b"HTTP/1.1 100"), answer[:300]
+        assert b"100 Continue" not in answer
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as sock:
+            sock.sendall(f"POST /api/labels HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nContent-Length: {MAX_BODY + 1}\r\n"
+                         "Expect: 100-continue\r\n\r\n".encode())
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:300]
+    finally:
+        srv.shutdown()

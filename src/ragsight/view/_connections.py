@@ -29,6 +29,8 @@ _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE | re.MULTILINE)
 _CHUNKED = re.compile(rb"^transfer-encoding[ \t]*:", re.IGNORECASE | re.MULTILINE)
 _DIGITS = re.compile(rb"[0-9]{1,18}")
+_EXPECT_CONTINUE = re.compile(rb"^expect[ \t]*:[ \t]*100-continue[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
 def whole_request(buf: bytes | bytearray, max_body: int) -> int | None:
@@ -56,6 +58,7 @@ class _Conn:
     buf: bytearray = field(default_factory=bytearray)
     idle_until: float = 0.0
     request_until: float | None = None  # set at a request's first byte
+    continued: bool = False  # "100 Continue" sent for the request being read
 
 
 class Gatekeeper:
@@ -169,7 +172,15 @@ class Gatekeeper:
         if size is None:
             if conn.buf and conn.request_until is None:
                 conn.request_until = time.monotonic() + self.request_s()
+            if not conn.continued and (m := _HEAD_END.search(conn.buf, 0, MAX_HEAD + 4)) is not None \
+                    and _EXPECT_CONTINUE.search(conn.buf, 0, m.end()):
+                # a client that waits for leave to send its body (curl on a large one): the body
+                # is wanted, as its size is within the limit (else the head alone is whole)
+                conn.continued = True
+                with contextlib.suppress(OSError):
+                    conn.sock.send(_CONTINUE)
             return
+        conn.continued = False
         self._release(conn)
         if size < 0:  # the request line alone over the limit: its target (URI) is too long
             if b"\n" not in conn.buf[:MAX_HEAD]:

@@ -69,6 +69,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     keep = False  # the connection stays open for another request
 
+    def handle_expect_100(self) -> bool:
+        # the gatekeeper said "100 Continue" while it waited for the body, which is here now
+        return True
+
     def setup(self) -> None:
         # ``request``: the socket and one whole request, read by the gatekeeper
         sock, data = self.request
