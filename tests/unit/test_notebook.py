@@ -108,6 +108,8 @@ async def test_interrupting_the_kernel_stops_the_run_and_keeps_what_finished(
     sent = threading.Event()
 
     def finished() -> int:
+        if not store.exists():  # (connecting would create it before the run does)
+            return 0
         try:
             with closing(sqlite3.connect(store, timeout=1.0)) as c:
                 return int(c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0])

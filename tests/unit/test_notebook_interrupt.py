@@ -30,18 +30,36 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-notebook")
 
 
-def when_finished(store: Path, n: int, then: Callable[[], None]) -> threading.Thread:
+def finished(store: Path) -> int:
+    if not store.exists():  # (connecting would create it before the run does)
+        return 0
+    try:
+        with closing(sqlite3.connect(store, timeout=1.0)) as c:
+            return int(c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def held_after(store: Path, n: int, sent: threading.Event) -> Callable[[RecordedRequest], Reply | None]:
+    """The judge world, answering nothing more once ``n`` samples are saved until ``sent`` is set
+    (the interrupt): on a busy machine the run could otherwise end before the interrupt lands."""
+    world = JudgeWorld(latency=0.1)
+
+    def handler(request: RecordedRequest) -> Reply | None:
+        if not sent.is_set() and finished(store) >= n:
+            sent.wait(60)
+        return world(request)
+
+    return handler
+
+
+def when_finished(store: Path, n: int, then: Callable[[], None], sent: threading.Event) -> threading.Thread:
     def wait() -> None:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and finished(store) < n:
             time.sleep(0.1)
-            try:
-                with closing(sqlite3.connect(store, timeout=1.0)) as c:
-                    if c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0] >= n:
-                        break
-            except sqlite3.OperationalError:
-                pass
         then()
+        sent.set()
 
     thread = threading.Thread(target=wait)
     thread.start()
@@ -54,8 +72,9 @@ async def test_an_interrupted_evaluate_says_what_is_saved_and_how_to_continue(
     store = tmp_path / "nb.db"
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as an IPython kernel
     try:
-        with FakeOpenAIServer(handler=JudgeWorld(latency=0.1)) as srv:
-            timer = when_finished(store, 2, lambda: os.kill(os.getpid(), signal.SIGINT))
+        sent = threading.Event()
+        with FakeOpenAIServer(handler=held_after(store, 2, sent)) as srv:
+            timer = when_finished(store, 2, lambda: os.kill(os.getpid(), signal.SIGINT), sent)
             with pytest.raises(KeyboardInterrupt) as stop:
                 ragsight.evaluate(make_samples(40), ["faithfulness"], store=str(store),
                                   judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
@@ -121,20 +140,15 @@ async def test_a_cancelled_aevaluate_says_what_is_saved(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     # `await aevaluate(...)` in a cell: interrupting the kernel cancels the cell's task
     store = tmp_path / "nb.db"
-    with FakeOpenAIServer(handler=JudgeWorld(latency=0.1)) as srv:
+    sent = threading.Event()
+    with FakeOpenAIServer(handler=held_after(store, 2, sent)) as srv:
         task = asyncio.ensure_future(ragsight.aevaluate(make_samples(40), ["faithfulness"], store=str(store),
                                                         judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),
                                                         options=ragsight.RunOptions(concurrency=2, show_progress=False)))
-        while not task.done():
+        while not task.done() and finished(store) < 2:
             await asyncio.sleep(0.1)
-            if store.exists():
-                with closing(sqlite3.connect(store, timeout=1.0)) as c:
-                    try:
-                        if c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0] >= 2:
-                            break
-                    except sqlite3.OperationalError:
-                        pass
         task.cancel()
+        sent.set()
         with pytest.raises(asyncio.CancelledError):
             await task
     err = capsys.readouterr().err
