@@ -24,8 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _where  # noqa: E402
-from _data import read_jsonl  # noqa: E402
+import _where
+from _data import read_jsonl
 
 SEQUENCES = 16
 
