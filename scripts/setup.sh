@@ -99,7 +99,7 @@ fits() {
   return 0
 }
 build_llama() {  # extra pip arguments
-  say "2/5 llama.cpp: $LLAMA_REQ for this CPU ($want), built from source: about 1.5 min on 2 cores (seconds when pip's cache holds a build)"
+  say "2/5 llama.cpp: $LLAMA_REQ for this CPU ($want), built from source: about 4 min on 2 cores (seconds when pip's cache holds a build)"
   if ! .venv/bin/python -m pip install -v "$@" "$LLAMA_REQ" 2>&1 | build_progress "$LOGS/llama-cpp-build.log"; then
     say "FAILED: the llama.cpp build; the last lines of $LOGS/llama-cpp-build.log:"
     tail -n 40 "$LOGS/llama-cpp-build.log" >&2
