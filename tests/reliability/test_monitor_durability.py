@@ -109,7 +109,14 @@ def test_kill_9_loses_no_acknowledged_span_and_a_restart_finishes_the_work(tmp_p
     assert after["not_evaluated"] == 0 and after["sampled"] == after["received"]
     assert after["evaluated"] == after["sampled"] - after["skipped"]
     assert after["evaluated"] > before["evaluated"]
-    assert len({t for t, _ in acked | sent2.acknowledged()}) == after["received"]
+    # every trace with a stored span is a request, and one the client sent: its acknowledged
+    # traces, and any whose span was stored while its answer was cut off (by the kill, or by the
+    # client's time-out on a busy machine)
+    acked_traces = {t for t, _ in acked | sent2.acknowledged()}
+    produced = {t for t, _, _ in sent.results + sent2.results}
+    stored_traces = {t for t, _ in stored_spans(store)}
+    assert acked_traces <= stored_traces <= produced
+    assert len(stored_traces) == after["received"]
 
 
 def test_sigterm_stops_cleanly_and_a_restart_goes_on(tmp_path: Path) -> None:

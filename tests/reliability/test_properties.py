@@ -45,7 +45,9 @@ def records(draw: Any) -> list[dict[str, Any]]:
         if draw(st.booleans()) or len(row) == 1:
             row["response"] = draw(text)
         if draw(st.booleans()):
-            row["reference"] = draw(text)
+            # (a reference text that reads as a list literal, '["a" "b"]', is a list of answers by
+            # the documented rule, not one text: the CSV writer below would wrap it as one)
+            row["reference"] = draw(text.filter(lambda s: not s.strip().startswith("[")))
         rows.append(row)
     return rows
 
