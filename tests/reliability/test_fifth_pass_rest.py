@@ -432,7 +432,7 @@ def test_a_client_that_waits_for_leave_to_send_its_body_gets_it_at_once(label_st
             sock.sendall(f"POST /api/labels HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nContent-Type: application/json\r\n"
                          f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n".encode())
             assert sock.recv(4096) == b"HTTP/1.1 100 Continue\r\n\r\n"
-            assert time.monotonic() - t0 < 2.0
+            assert time.monotonic() - t0 < 5.0  # well before the 10 s a request may take
             sock.sendall(body)
             answer = b""
             while chunk := sock.recv(65536):
