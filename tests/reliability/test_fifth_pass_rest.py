@@ -244,6 +244,14 @@ def label_store(tmp_path: Path) -> Path:
     return path
 
 
+def read_to_end(sock: socket.socket) -> bytes:
+    """Everything the viewer writes on ``sock`` until it closes the connection."""
+    out = b""
+    while chunk := sock.recv(65536):
+        out += chunk
+    return out
+
+
 @pytest.mark.parametrize("name", BIDI_NAMES)
 def test_a_reviewer_name_that_turns_text_around_is_refused_where_labels_are_written(
     name: str, label_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -266,9 +274,7 @@ def test_a_reviewer_name_that_turns_text_around_is_refused_where_labels_are_writ
                 sock.sendall(f"POST /api/labels HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nContent-Type: "
                              f"application/json\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
                              .encode() + body)
-                got = b""
-                while chunk := sock.recv(65536):
-                    got += chunk
+                got = read_to_end(sock)
             answers.append(got.decode("utf-8", "replace"))
     finally:
         srv.shutdown()
@@ -317,9 +323,7 @@ def test_a_name_stored_before_names_were_checked_is_shown_escaped(label_store: P
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
             sock.sendall(f"GET /run/{rid}/sample/s0 HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
                          "Connection: close\r\n\r\n".encode())
-            page = b""
-            while chunk := sock.recv(65536):
-                page += chunk
+            page = read_to_end(sock)
     finally:
         srv.shutdown()
         srv.server_close()
@@ -396,9 +400,7 @@ def test_three_hundred_slow_clients_leave_the_viewer_serving_others(label_store:
         t0 = time.monotonic()
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
             sock.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nConnection: close\r\n\r\n".encode())
-            answer = b""
-            while chunk := sock.recv(65536):
-                answer += chunk
+            answer = read_to_end(sock)
         assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
         assert time.monotonic() - t0 < 3.0
         for s in slow:
@@ -434,18 +436,16 @@ def test_a_client_that_waits_for_leave_to_send_its_body_gets_it_at_once(label_st
             assert sock.recv(4096) == b"HTTP/1.1 100 Continue\r\n\r\n"
             assert time.monotonic() - t0 < 5.0  # well before the 10 s a request may take
             sock.sendall(body)
-            answer = b""
-            while chunk := sock.recv(65536):
-                answer += chunk
+            answer = read_to_end(sock)
         status = answer.split(b"\r\n", 1)[0]
         assert status.startswith(b"HTTP/1.1 ") and not status.startswith(b"HTTP/1.1 100"), answer[:300]
         assert b"100 Continue" not in answer
         with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as sock:
             sock.sendall(f"POST /api/labels HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nContent-Length: {MAX_BODY + 1}\r\n"
                          "Expect: 100-continue\r\n\r\n".encode())
-            answer = b""
-            while chunk := sock.recv(65536):
-                answer += chunk
+            answer = read_to_end(sock)
         assert answer.startswith(b"HTTP/1.1 413"), answer[:300]
     finally:
         srv.shutdown()
+        srv.server_close()
+        srv.app.close()

@@ -11,10 +11,8 @@ import os
 import signal
 import sqlite3
 import threading
-import time
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
@@ -24,6 +22,7 @@ from ragsight import Store
 from ragsight.engine import Progress, ProgressDisplay, display_mode
 from ragsight.errors import ConfigError
 from tests.fakes import FakeOpenAIServer
+from tests.held_judge import held_after, when_finished
 from tests.reliability.world import JudgeWorld, make_samples
 
 ROWS = [{"id": "a", "response": "Paris", "reference": "Paris"},
@@ -107,38 +106,12 @@ async def test_interrupting_the_kernel_stops_the_run_and_keeps_what_finished(
 
     sent = threading.Event()
 
-    def finished() -> int:
-        if not store.exists():  # (connecting would create it before the run does)
-            return 0
-        try:
-            with closing(sqlite3.connect(store, timeout=1.0)) as c:
-                return int(c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0])
-        except sqlite3.OperationalError:
-            return 0
-
-    def interrupt_after_two() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and finished() < 2:
-            time.sleep(0.1)
-        os.kill(os.getpid(), signal.SIGINT)
-        sent.set()
-
-    world = JudgeWorld(latency=0.1)
-
-    def held_after_two(request: Any) -> Any:
-        # once two samples are saved, the judge answers nothing more until the interrupt is sent:
-        # on a busy machine the run could otherwise end before the signal arrives
-        if not sent.is_set() and finished() >= 2:
-            sent.wait(60)
-        return world(request)
-
     # An IPython kernel turns SIGINT into KeyboardInterrupt (Python's default handler); the
     # runner of this test suite's event loop would only cancel its task: as the kernel, here.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with FakeOpenAIServer(handler=held_after_two) as srv:
-            timer = threading.Thread(target=interrupt_after_two)
-            timer.start()
+        with FakeOpenAIServer(handler=held_after(store, 2, sent)) as srv:
+            timer = when_finished(store, 2, lambda: os.kill(os.getpid(), signal.SIGINT), sent)
             with pytest.raises(KeyboardInterrupt):
                 ragsight.evaluate(make_samples(40), ["faithfulness"], store=store,
                                   judge=ragsight.JudgeSpec("openai:m", base_url=srv.url),

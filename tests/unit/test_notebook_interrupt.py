@@ -11,59 +11,20 @@ import asyncio
 import os
 import re
 import signal
-import sqlite3
 import threading
-import time
-from collections.abc import Callable
-from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 import ragsight
 from tests.fakes import FakeOpenAIServer, RecordedRequest, Reply
+from tests.held_judge import finished, held_after, when_finished
 from tests.reliability.world import JudgeWorld, make_samples, prompt_id_of
 
 
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-notebook")
-
-
-def finished(store: Path) -> int:
-    if not store.exists():  # (connecting would create it before the run does)
-        return 0
-    try:
-        with closing(sqlite3.connect(store, timeout=1.0)) as c:
-            return int(c.execute("SELECT COUNT(*) FROM samples WHERE finished=1").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
-
-
-def held_after(store: Path, n: int, sent: threading.Event) -> Callable[[RecordedRequest], Reply | None]:
-    """The judge world, answering nothing more once ``n`` samples are saved until ``sent`` is set
-    (the interrupt): on a busy machine the run could otherwise end before the interrupt lands."""
-    world = JudgeWorld(latency=0.1)
-
-    def handler(request: RecordedRequest) -> Reply | None:
-        if not sent.is_set() and finished(store) >= n:
-            sent.wait(60)
-        return world(request)
-
-    return handler
-
-
-def when_finished(store: Path, n: int, then: Callable[[], None], sent: threading.Event) -> threading.Thread:
-    def wait() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and finished(store) < n:
-            time.sleep(0.1)
-        then()
-        sent.set()
-
-    thread = threading.Thread(target=wait)
-    thread.start()
-    return thread
 
 
 async def test_an_interrupted_evaluate_says_what_is_saved_and_how_to_continue(
