@@ -80,4 +80,10 @@ def test_the_viewer_answers_no_such_run_for_a_wildcard_or_an_over_long_ref(store
     # a ref longer than a request head may be: refused as a target too long, and the viewer goes on
     status, body = _get(port, "/run/" + "y" * 60_000)
     assert (status, body.strip()) == (414, "request target too long")
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/run/" + "y" * 60_000)
+        assert conn.getresponse().reason == "Request-URI Too Long"  # its own reason, not "Error"
+    finally:
+        conn.close()
     assert _get(port, f"/run/{run[:8]}")[0] == 200

@@ -19,6 +19,7 @@ import secrets
 import socket
 import sys
 import threading
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -189,7 +190,6 @@ class ViewServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], app: ViewApp) -> None:
         self.app = app
-        self._slots = threading.BoundedSemaphore(self.max_handlers)
         self._work: queue.SimpleQueue[tuple[socket.socket, Any, bytes, bytes] | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._busy_count = 0
@@ -255,9 +255,9 @@ class ViewServer(ThreadingHTTPServer):
                 self.shutdown_request(sock)
 
     def _refuse_raw(self, request: socket.socket, status: int, message: str) -> None:
-        """Say ``status`` and close, without waiting on the client (a 503 when full, a 431)."""
+        """Say ``status`` and close, without waiting on the client (a 503 when full, a 414 or 431)."""
         body = message.encode()
-        reason = {503: "Service Unavailable", 431: "Request Header Fields Too Large"}.get(status, "Error")
+        reason = HTTPStatus(status).phrase
         head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n"
                 f"Content-Length: {len(body)}\r\n" + ("Retry-After: 1\r\n" if status == 503 else "")
                 + "Connection: close\r\n\r\n")
