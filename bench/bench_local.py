@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_local.py                       # 5 samples, explain=unsupported
     .venv/bin/python bench/bench_local.py --n 3 --explain none
+    .venv/bin/python bench/bench_local.py --n 1 --explain none --calls   # each call's prompt tokens
     .venv/bin/python bench/bench_local.py --n 0 --compare 2      # only the before/after comparison
     .venv/bin/python bench/bench_local.py --wait-load 1.5        # start when the machine is quiet
     RAGSIGHT_THREADS=1 .venv/bin/python bench/bench_local.py --n 3 --ab 2   # before/after, interleaved
@@ -245,6 +246,11 @@ def main_run(args: argparse.Namespace, rows: list[dict[str, Any]], prep: dict[st
         span = max(c["start"] + c["seconds"] for c in cs) - min(c["start"] for c in cs)
         srows.append([sid, str(len(cs)), f"{sum(c['seconds'] for c in cs):.1f}", f"{span:.1f}"])
     print_table("per sample", ["sample", "judge calls", "judge s", "span s (first call to last)"], srows)
+    if args.calls:
+        print_table("each call in order (prompt tokens sent, kept from a cached prefix, evaluated)",
+                    ["sample", "prompt id", "sent", "kept", "evaluated"],
+                    [[str(c["sample"]), c["prompt_id"], str(c["prompted"]), str(c["prompted"] - c["evaluated"]),
+                      str(c["evaluated"])] for c in rec.calls])
     outcomes: dict[str, int] = defaultdict(int)
     for s in res.samples:
         for k in res.metric_keys:
@@ -443,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ab", type=int, default=0, metavar="K",
                     help="before (three questions)/after, interleaved: K runs of each, alternating (see above)")
     ap.add_argument("--sentences", action="store_true", help="with --ab: claims from sentences on the after side")
+    ap.add_argument("--calls", action="store_true", help="also list each call of the main run with its prompt tokens")
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds per judge call in the main run (default 900: token counts stay "
                          "comparable on a busy machine)")
